@@ -1,0 +1,51 @@
+# sipack / sirun. `make demo` converts the embedded tiny model and runs it;
+# `make test` is what CI runs (.ci/run).
+GO      ?= go
+BIN     ?= bin
+FUZZTIME ?= 30s
+SYNTH   ?= /tmp/sipack-synth-1b
+
+.PHONY: all build test demo generate fuzz bench synth clean vet
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/sipack ./cmd/sipack
+
+
+vet:
+	$(GO) vet ./...
+
+# The whole test suite: vet, unit and golden tests, each fuzz target on its seed corpus.
+test:
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+# Build, convert testdata's tiny model into a pack, inspect it and generate from it.
+demo: build
+	$(BIN)/sipack convert testdata/tinyllama -o $(BIN)/tinyllama.sip
+	$(BIN)/sipack inspect $(BIN)/tinyllama.sip
+	$(BIN)/sipack verify $(BIN)/tinyllama.sip
+
+
+# Regenerate the FlatBuffers Go code from format/sip.fbs (needs flatc:
+# apt-get install flatbuffers-compiler). The generated code is committed.
+generate:
+	cd format && flatc --go --go-namespace sipfb -o . sip.fbs
+	gofmt -w format/sipfb
+
+# Run every fuzz target for FUZZTIME each.
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+# A random-weight checkpoint of Llama-3.2-1B shape in two shards (about 2.5 GB), converted.
+synth: build
+	$(GO) run ./testdata/synth -o $(SYNTH)
+	/usr/bin/time -v $(BIN)/sipack convert $(SYNTH) -o $(SYNTH).sip 2>&1 | grep -E 'wrote|Maximum resident|Elapsed'
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,224 @@
+// Command sipack converts HuggingFace checkpoints into .sip packs and
+// inspects, verifies and tokenizes with them.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/sipack/sipack/convert"
+	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/internal/cliutil"
+	"github.com/sipack/sipack/tokenizer"
+)
+
+func main() {
+	app := &cli.App{
+		Name:  "sipack",
+		Usage: "build task-pruned .sip packs from HuggingFace checkpoints",
+		Description: "A .sip pack stores a model with its FFN neurons in rank order, so that loading a\n" +
+			"fraction γ of them is reading one contiguous prefix of the file (see format/SPEC.md).",
+		Commands: []*cli.Command{convertCmd, inspectCmd, verifyCmd, tokenizeCmd},
+		ExitErrHandler: func(c *cli.Context, err error) {
+			if err != nil {
+				cliutil.Fail(os.Stderr, "sipack", err)
+				os.Exit(1)
+			}
+		},
+	}
+	if err := app.Run(cliutil.Intersperse(app, os.Args)); err != nil {
+		cliutil.Fail(os.Stderr, "sipack", err)
+		os.Exit(1)
+	}
+}
+
+var convertCmd = &cli.Command{
+	Name:      "convert",
+	Usage:     "convert a HuggingFace model directory into a .sip pack",
+	ArgsUsage: "MODEL_DIR",
+	Flags: []cli.Flag{
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output pack `FILE` (default: MODEL_DIR name + .sip)"},
+		&cli.StringFlag{Name: "dtype", Usage: "weight dtype: bf16, f16 or f32 (default: the checkpoint's)"},
+		&cli.IntFlag{Name: "band", Value: 64, Usage: "neurons per band B (the γ granularity)"},
+		&cli.IntSliceFlag{Name: "dense-layers", Usage: "layers whose FFN is kept dense (e.g. --dense-layers 0,5)"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary"},
+	},
+	Action: func(c *cli.Context) error {
+		if c.NArg() != 1 {
+			return fmt.Errorf("convert needs exactly one MODEL_DIR argument, got %d", c.NArg())
+		}
+		dir := c.Args().First()
+		out := c.String("output")
+		if out == "" {
+			out = filepath.Base(filepath.Clean(dir)) + ".sip"
+		}
+		if c.Int("band") < 1 {
+			return fmt.Errorf("--band must be at least 1, got %d", c.Int("band"))
+		}
+		ctx, stop := cliutil.SignalContext()
+		defer stop()
+		var bar *cliutil.Progress
+		if !c.Bool("quiet") {
+			bar = cliutil.NewProgress("convert", 0, true)
+		} else {
+			bar = &cliutil.Progress{}
+		}
+		start := time.Now()
+		res, err := convert.Convert(ctx, convert.Options{
+			ModelDir: dir, Output: out, DType: c.String("dtype"), BandNeurons: c.Int("band"),
+			DenseLayers: c.IntSlice("dense-layers"),
+			Progress: func(n int, total int64) {
+				bar.SetTotal(total)
+				bar.Add(n)
+			},
+		})
+		bar.Done(err == nil)
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("interrupted; no pack written to %s", out)
+			}
+			return err
+		}
+		if !c.Bool("quiet") {
+			secs := time.Since(start).Seconds()
+			fmt.Fprintf(os.Stderr, "wrote %s: %s %s in %.2f s (%.2f GB/s)\n", res.Path, res.DType, cliutil.HumanBytes(uint64(res.Bytes)), secs, float64(res.Bytes)/secs/1e9)
+		}
+		return nil
+	},
+}
+
+func openPack(c *cli.Context) (*format.Pack, error) {
+	if c.NArg() != 1 {
+		return nil, fmt.Errorf("%s needs exactly one PACK argument, got %d", c.Command.Name, c.NArg())
+	}
+	return format.Open(c.Args().First(), format.OpenOptions{})
+}
+
+var inspectCmd = &cli.Command{
+	Name:      "inspect",
+	Usage:     "print a pack's config, sections and the bytes each γ loads",
+	ArgsUsage: "PACK",
+	Flags:     []cli.Flag{&cli.BoolFlag{Name: "tensors", Usage: "also list every dense tensor"}},
+	Action: func(c *cli.Context) error {
+		p, err := openPack(c)
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		p.Summary(os.Stdout)
+		if c.Bool("tensors") {
+			for _, t := range p.Index.DenseTensors {
+				fmt.Printf("  %-28s %-5s %-16v offset %-10d %d bytes\n", t.Name, t.DType, t.Shape, t.Offset, t.Length)
+			}
+		}
+		return nil
+	},
+}
+
+var verifyCmd = &cli.Command{
+	Name:      "verify",
+	Usage:     "check the BLAKE3 hash of the index, every dense tensor and every band",
+	ArgsUsage: "PACK",
+	Action: func(c *cli.Context) error {
+		p, err := openPack(c)
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		start := time.Now()
+		r, err := p.Verify()
+		fmt.Printf("%s: index ok; %d tensors, %d bands, %s hashed in %.2f s\n", p.Path, r.Tensors, r.Bands, cliutil.HumanBytes(r.Bytes), time.Since(start).Seconds())
+		for _, f := range r.Failures {
+			fmt.Printf("  MISMATCH %s\n", f)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %d of %d hashes do not match; first: %w", p.Path, len(r.Failures), r.Tensors+r.Bands, err)
+		}
+		fmt.Println("all hashes match")
+		return nil
+	},
+}
+
+var tokenizeCmd = &cli.Command{
+	Name:      "tokenize",
+	Usage:     "print the token ids of TEXT as one JSON array (TEXT \"-\" reads stdin)",
+	ArgsUsage: "TEXT",
+	Flags: []cli.Flag{
+		&cli.StringFlag{Name: "tokenizer", Aliases: []string{"t"}, Required: true, Usage: "a tokenizer.json `FILE`, a model directory or a .sip pack"},
+		&cli.BoolFlag{Name: "add-special", Value: true, Usage: "add the template's bos/eos tokens (--add-special=false for none)"},
+	},
+	Action: func(c *cli.Context) error {
+		if c.NArg() != 1 {
+			return fmt.Errorf("tokenize needs exactly one TEXT argument (or - for stdin), got %d", c.NArg())
+		}
+		tk, err := loadTokenizer(c.String("tokenizer"))
+		if err != nil {
+			return err
+		}
+		text := c.Args().First()
+		if text == "-" {
+			b, err := io.ReadAll(os.Stdin)
+			if err != nil {
+				return err
+			}
+			text = string(b)
+		}
+		ids := tk.Encode(text, c.Bool("add-special"))
+		if ids == nil {
+			ids = []int{}
+		}
+		out, _ := json.Marshal(ids)
+		fmt.Println(string(out))
+		return nil
+	},
+}
+
+// loadTokenizer accepts a tokenizer.json, a model directory or a pack.
+func loadTokenizer(path string) (*tokenizer.Tokenizer, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
+		path = filepath.Join(path, "tokenizer.json")
+	} else if strings.HasSuffix(path, ".sip") || isPack(path) {
+		p, err := format.Open(path, format.OpenOptions{})
+		if err != nil {
+			return nil, err
+		}
+		defer p.Close()
+		tk, err := tokenizer.Load(p.Index.TokenizerJSON)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return tk, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	tk, err := tokenizer.Load(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return tk, nil
+}
+
+func isPack(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, len(format.Magic))
+	_, err = io.ReadFull(f, head)
+	return err == nil && string(head) == format.Magic && !errors.Is(err, io.EOF)
+}

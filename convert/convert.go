@@ -1,0 +1,480 @@
+// Package convert turns a HuggingFace checkpoint directory (config.json,
+// safetensors shards, tokenizer.json) into a .sip pack. It refuses, with an
+// error naming the file and the tensor, any architecture it does not know,
+// any missing or misshaped tensor and any malformed safetensors header.
+package convert
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/zeebo/blake3"
+
+	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/kernels"
+	"github.com/sipack/sipack/tokenizer"
+)
+
+// Version is written into every pack's converter field.
+const Version = "sipack 0.1"
+
+// Order is a rank order for the sparse layers: Perms[l][rank] = original neuron.
+type Order struct {
+	Perms        map[int][]uint32
+	BaseFraction float32
+	Provenance   format.Provenance
+}
+
+// Options configures Convert.
+type Options struct {
+	ModelDir    string
+	Output      string
+	DType       string // "bf16", "f16", "f32"; "" keeps the checkpoint's dtype
+	BandNeurons int    // neurons per band, default 64
+	DenseLayers []int  // layers whose FFN stays dense (in the dense section)
+	Order       *Order // nil: original neuron order
+	Progress    func(n int, total int64)
+}
+
+// Result describes a written pack.
+type Result struct {
+	Path       string
+	Bytes      int64
+	SourceHash [format.HashSize]byte
+	DType      format.DType
+}
+
+// Model is a checkpoint directory opened for conversion or profiling.
+type Model struct {
+	Dir                  string
+	Config               *format.ModelConfig
+	Arch                 Architecture
+	ConfigJSON           []byte
+	TokenizerJSON        []byte
+	GenerationConfigJSON []byte
+	Checkpoint           *Checkpoint
+	Tokenizer            *tokenizer.Tokenizer
+}
+
+// Close releases the mapped shards.
+func (m *Model) Close() error { return m.Checkpoint.Close() }
+
+// OpenModel reads and checks a model directory: its config, tokenizer and
+// every tensor the architecture needs (all missing names are listed at once).
+func OpenModel(dir string) (*Model, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("%s is not a model directory", dir)
+	}
+	m := &Model{Dir: dir}
+	cfgPath := filepath.Join(dir, "config.json")
+	if m.ConfigJSON, err = os.ReadFile(cfgPath); err != nil {
+		return nil, fmt.Errorf("model directory %s: %w", dir, err)
+	}
+	if m.Config, m.Arch, err = ParseConfig(cfgPath, m.ConfigJSON); err != nil {
+		return nil, err
+	}
+	tokPath := filepath.Join(dir, "tokenizer.json")
+	if m.TokenizerJSON, err = os.ReadFile(tokPath); err != nil {
+		return nil, fmt.Errorf("model directory %s: %w", dir, err)
+	}
+	if m.Tokenizer, err = tokenizer.Load(m.TokenizerJSON); err != nil {
+		return nil, fmt.Errorf("%s: %w", tokPath, err)
+	}
+	if n := m.Tokenizer.VocabSize(); n > m.Config.VocabSize {
+		return nil, fmt.Errorf("%s: tokenizer has %d tokens, more than the model's vocab_size %d", tokPath, n, m.Config.VocabSize)
+	}
+	genPath := filepath.Join(dir, "generation_config.json")
+	if raw, err := os.ReadFile(genPath); err == nil {
+		m.GenerationConfigJSON = raw
+		if err := mergeGenerationConfig(genPath, raw, m.Config); err != nil {
+			return nil, err
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if m.Checkpoint, err = OpenCheckpoint(dir); err != nil {
+		return nil, err
+	}
+	if err := m.checkTensors(); err != nil {
+		m.Checkpoint.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// mergeGenerationConfig adds generation_config.json's eos ids (Llama-3
+// instruct models stop on several) to the config's.
+func mergeGenerationConfig(path string, raw []byte, c *format.ModelConfig) error {
+	var g struct {
+		EOS json.RawMessage `json:"eos_token_id"`
+	}
+	if err := json.Unmarshal(raw, &g); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	ids, err := tokenIDs(g.EOS)
+	if err != nil {
+		return fmt.Errorf("%s: eos_token_id: %w", path, err)
+	}
+	for _, id := range ids {
+		if id >= c.VocabSize {
+			return fmt.Errorf("%s: eos_token_id %d outside the vocabulary of %d", path, id, c.VocabSize)
+		}
+		dup := false
+		for _, e := range c.EOSTokenIDs {
+			dup = dup || e == id
+		}
+		if !dup {
+			c.EOSTokenIDs = append(c.EOSTokenIDs, id)
+		}
+	}
+	return nil
+}
+
+// source is one checkpoint tensor the pack needs, with the shape it must have.
+type source struct {
+	hf    string
+	shape []int
+}
+
+// sources lists every checkpoint tensor a full pack reads: the dense ones by
+// internal name, and each layer's gate, up and down.
+func (m *Model) sources() (dense map[string]source, ffn [][3]source) {
+	c := m.Config
+	dense = map[string]source{}
+	all := map[int]bool{}
+	for l := 0; l < c.NumLayers; l++ {
+		all[l] = true
+	}
+	for _, e := range format.ExpectedTensors(c, all) {
+		if hf := m.Arch.HFName(c, e.Name); hf != "" {
+			dense[e.Name] = source{hf, e.Shape}
+		}
+	}
+	for l := 0; l < c.NumLayers; l++ {
+		g, u, d := m.Arch.FFNNames(l)
+		N, h := c.IntermediateSize, c.HiddenSize
+		ffn = append(ffn, [3]source{{g, []int{N, h}}, {u, []int{N, h}}, {d, []int{h, N}}})
+	}
+	return dense, ffn
+}
+
+func (m *Model) checkTensors() error {
+	dense, ffn := m.sources()
+	var need []source
+	for _, s := range dense {
+		need = append(need, s)
+	}
+	for _, f := range ffn {
+		need = append(need, f[:]...)
+	}
+	sort.Slice(need, func(i, j int) bool { return need[i].hf < need[j].hf })
+	var missing, wrong []string
+	for _, s := range need {
+		t, ok := m.Checkpoint.Tensors[s.hf]
+		if !ok {
+			missing = append(missing, s.hf)
+			continue
+		}
+		if !equalInts(t.Shape, s.shape) {
+			wrong = append(wrong, fmt.Sprintf("tensor %q in %s: shape %v, want %v", s.hf, filepath.Base(t.File), t.Shape, s.shape))
+		}
+	}
+	var errs []string
+	if len(missing) > 0 {
+		errs = append(errs, fmt.Sprintf("%d missing tensors: %s", len(missing), strings.Join(missing, ", ")))
+	}
+	errs = append(errs, wrong...)
+	if len(errs) > 0 {
+		return fmt.Errorf("checkpoint %s (%s): %s", m.Dir, m.Arch.Name(), strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// tensor returns a checked checkpoint tensor.
+func (m *Model) tensor(hf string) *Tensor { return m.Checkpoint.Tensors[hf] }
+
+// FFN returns layer l's gate, up and down tensors.
+func (m *Model) FFN(l int) (gate, up, down *Tensor) {
+	_, ffn := m.sources()
+	return m.tensor(ffn[l][0].hf), m.tensor(ffn[l][1].hf), m.tensor(ffn[l][2].hf)
+}
+
+// DenseTensor returns the checkpoint tensor behind an internal dense name, or nil.
+func (m *Model) DenseTensor(internal string) *Tensor {
+	if hf := m.Arch.HFName(m.Config, internal); hf != "" {
+		return m.tensor(hf)
+	}
+	return nil
+}
+
+// SourceHash is the identity of the checkpoint: BLAKE3 over config.json and,
+// in name order, every tensor the pack reads (name, dtype, shape, bytes).
+// Profiles record it so a profile of another model is refused.
+func (m *Model) SourceHash() [format.HashSize]byte {
+	dense, ffn := m.sources()
+	var names []string
+	for _, s := range dense {
+		names = append(names, s.hf)
+	}
+	for _, f := range ffn {
+		for _, s := range f {
+			names = append(names, s.hf)
+		}
+	}
+	sort.Strings(names)
+	h := blake3.New()
+	io.WriteString(h, "sipack-source-v1\x00")
+	h.Write(m.ConfigJSON)
+	var num [8]byte
+	for _, n := range names {
+		t := m.tensor(n)
+		io.WriteString(h, n)
+		h.Write([]byte{0, byte(t.DType)})
+		for _, d := range t.Shape {
+			binary.LittleEndian.PutUint64(num[:], uint64(d))
+			h.Write(num[:])
+		}
+		h.Write(t.Data)
+	}
+	var out [format.HashSize]byte
+	copy(out[:], h.Sum(nil))
+	return out
+}
+
+// Convert writes the pack described by opt.
+func Convert(ctx context.Context, opt Options) (*Result, error) {
+	m, err := OpenModel(opt.ModelDir)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	return m.WritePack(ctx, opt)
+}
+
+// WritePack writes a pack of the opened model.
+func (m *Model) WritePack(ctx context.Context, opt Options) (*Result, error) {
+	c := m.Config
+	dt := m.tensor(m.Arch.HFName(c, format.NameTokenEmbedding)).DType
+	if opt.DType != "" {
+		var err error
+		if dt, err = format.ParseDType(opt.DType); err != nil {
+			return nil, err
+		}
+	}
+	if opt.BandNeurons == 0 {
+		opt.BandNeurons = 64
+	}
+	if opt.BandNeurons < 1 || opt.BandNeurons > c.IntermediateSize {
+		return nil, fmt.Errorf("band size %d out of range [1, %d] (intermediate_size)", opt.BandNeurons, c.IntermediateSize)
+	}
+	denseFFN := map[int]bool{}
+	for _, l := range opt.DenseLayers {
+		if l < 0 || l >= c.NumLayers {
+			return nil, fmt.Errorf("dense layer %d out of range [0, %d)", l, c.NumLayers)
+		}
+		denseFFN[l] = true
+	}
+	idx := &format.Index{
+		Config:               *c,
+		ConfigJSON:           m.ConfigJSON,
+		TokenizerJSON:        m.TokenizerJSON,
+		GenerationConfigJSON: m.GenerationConfigJSON,
+		RecordDType:          dt,
+		BandNeurons:          opt.BandNeurons,
+		SourceHash:           m.SourceHash(),
+		Converter:            Version,
+		Provenance:           format.Provenance{Order: "original"},
+	}
+	N := c.IntermediateSize
+	sparse := map[int]bool{}
+	for l := 0; l < c.NumLayers; l++ {
+		if denseFFN[l] {
+			continue
+		}
+		sparse[l] = true
+		perm := make([]uint32, N)
+		for i := range perm {
+			perm[i] = uint32(i)
+		}
+		if opt.Order != nil {
+			p, ok := opt.Order.Perms[l]
+			if !ok || len(p) != N {
+				return nil, fmt.Errorf("rank order has no permutation of %d neurons for layer %d", N, l)
+			}
+			perm = p
+		}
+		idx.SparseLayers = append(idx.SparseLayers, format.SparseLayer{Layer: l, Perm: perm})
+	}
+	if opt.Order != nil {
+		idx.BaseFraction = opt.Order.BaseFraction
+		idx.Provenance = opt.Order.Provenance
+	}
+
+	spec := &format.WriteSpec{Index: idx, Records: func(l int, neurons []uint32, dst []byte) error {
+		return m.recordsAs(l, neurons, dst, dt)
+	}}
+	for _, e := range format.ExpectedTensors(c, sparse) {
+		e := e
+		ti := format.TensorInfo{Name: e.Name, DType: dt, Shape: e.Shape}
+		if e.Vector {
+			ti.DType = format.F32
+		}
+		idx.DenseTensors = append(idx.DenseTensors, ti)
+		if e.Record {
+			l := layerOf(e.Name)
+			spec.Dense = append(spec.Dense, func(w io.Writer) error { return m.writeDenseRecords(w, l, dt) })
+			continue
+		}
+		src := m.DenseTensor(e.Name)
+		spec.Dense = append(spec.Dense, func(w io.Writer) error { return writeConverted(w, ti.DType, src) })
+	}
+	var total int64
+	if opt.Progress != nil {
+		// Roughly the final size, for the progress bar: every tensor once.
+		for _, t := range m.Checkpoint.Tensors {
+			total += int64(len(t.Data) / t.DType.Size() * dt.Size())
+		}
+		spec.Progress = func(n int) { opt.Progress(n, total) }
+	}
+	if err := format.WritePack(ctx, opt.Output, spec); err != nil {
+		return nil, err
+	}
+	st, err := os.Stat(opt.Output)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Path: opt.Output, Bytes: st.Size(), SourceHash: idx.SourceHash, DType: dt}, nil
+}
+
+func layerOf(name string) int {
+	var l int
+	fmt.Sscanf(name, "layers.%d.", &l)
+	return l
+}
+
+// recordsAs fills dst with layer l's records (gate row | up row | down column)
+// of the given neurons, converted to dt.
+func (m *Model) recordsAs(l int, neurons []uint32, dst []byte, dt format.DType) error {
+	gate, up, down := m.FFN(l)
+	h, N := m.Config.HiddenSize, m.Config.IntermediateSize
+	es, ds := dt.Size(), down.DType.Size()
+	rec := 3 * h * es
+	if len(dst) != len(neurons)*rec {
+		return fmt.Errorf("internal error: record buffer of %d bytes for %d neurons", len(dst), len(neurons))
+	}
+	for j, n := range neurons {
+		r := dst[j*rec : (j+1)*rec]
+		convertElems(r[:h*es], dt, rowOf(gate, int(n), h), gate.DType)
+		convertElems(r[h*es:2*h*es], dt, rowOf(up, int(n), h), up.DType)
+		// down is [hidden, N]: neuron n's column is strided in the checkpoint
+		// and contiguous in the record.
+		col := r[2*h*es:]
+		for i := 0; i < h; i++ {
+			at := (i*N + int(n)) * ds
+			convertElems(col[i*es:(i+1)*es], dt, down.Data[at:at+ds], down.DType)
+		}
+	}
+	return nil
+}
+
+func rowOf(t *Tensor, r, width int) []byte {
+	s := t.DType.Size()
+	return t.Data[r*width*s : (r+1)*width*s]
+}
+
+func (m *Model) writeDenseRecords(w io.Writer, l int, dt format.DType) error {
+	const chunk = 64
+	N := m.Config.IntermediateSize
+	rec := 3 * m.Config.HiddenSize * dt.Size()
+	buf := make([]byte, chunk*rec)
+	ids := make([]uint32, chunk)
+	for lo := 0; lo < N; lo += chunk {
+		hi := min(lo+chunk, N)
+		for i := lo; i < hi; i++ {
+			ids[i-lo] = uint32(i)
+		}
+		b := buf[:(hi-lo)*rec]
+		if err := m.recordsAs(l, ids[:hi-lo], b, dt); err != nil {
+			return err
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeConverted streams t converted to dt.
+func writeConverted(w io.Writer, dt format.DType, t *Tensor) error {
+	const chunk = 1 << 16
+	n := len(t.Data) / t.DType.Size()
+	if dt == t.DType {
+		_, err := w.Write(t.Data)
+		return err
+	}
+	buf := make([]byte, chunk*dt.Size())
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		out := buf[:(hi-lo)*dt.Size()]
+		convertElems(out, dt, t.Data[lo*t.DType.Size():hi*t.DType.Size()], t.DType)
+		if _, err := w.Write(out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// convertElems converts the elements of src (dtype st) into dst (dtype dt),
+// rounding to nearest even when narrowing. Same dtype is a plain copy.
+func convertElems(dst []byte, dt format.DType, src []byte, st format.DType) {
+	if dt == st {
+		copy(dst, src)
+		return
+	}
+	le := binary.LittleEndian
+	n := len(src) / st.Size()
+	for i := 0; i < n; i++ {
+		var f float32
+		switch st {
+		case format.F32:
+			f = math.Float32frombits(le.Uint32(src[4*i:]))
+		case format.F16:
+			f = kernels.F16ToF32(le.Uint16(src[2*i:]))
+		case format.BF16:
+			f = kernels.BF16ToF32(le.Uint16(src[2*i:]))
+		}
+		switch dt {
+		case format.F32:
+			le.PutUint32(dst[4*i:], math.Float32bits(f))
+		case format.F16:
+			le.PutUint16(dst[2*i:], kernels.F32ToF16(f))
+		case format.BF16:
+			le.PutUint16(dst[2*i:], kernels.F32ToBF16(f))
+		}
+	}
+}

@@ -1,0 +1,376 @@
+package format
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+
+	"github.com/zeebo/blake3"
+
+	"github.com/sipack/sipack/internal/mmap"
+)
+
+// Limits a reader applies to config values before it sizes anything by them.
+const (
+	maxHidden = 1 << 16
+	maxLayers = 1 << 10
+	maxVocab  = 1 << 22
+	maxHeads  = 1 << 12
+	maxN      = 1 << 20
+)
+
+// OpenOptions controls what part of a pack is loaded.
+type OpenOptions struct {
+	// Gamma is the fraction of each sparse layer's ranks to load, in (0, 1].
+	// Zero means 1. Only the prefix that holds those ranks is mapped.
+	Gamma float64
+}
+
+// Pack is an open, structurally validated pack with its loaded prefix mapped.
+type Pack struct {
+	Path     string
+	FileSize int64
+	Preamble Preamble
+	Index    *Index
+	// LoadedBands is the number of bands mapped; LoadedRanks the ranks they hold per sparse layer.
+	LoadedBands int
+	LoadedRanks int
+
+	data    []byte // the mapped prefix [0, FFNOff + LoadedBands*BandBytes)
+	tensors map[string]int
+	sparse  map[int]int // layer -> position in Index.SparseLayers
+	file    *os.File
+}
+
+// PrefixBytes is the number of bytes a load of the given gamma maps: the
+// whole pack up to the end of band ceil(gamma·N/B).
+func (p *Pack) PrefixBytes(gamma float64) uint64 {
+	return p.Preamble.FFNOff + uint64(p.bandsFor(gamma))*p.Preamble.BandBytes
+}
+
+func (p *Pack) bandsFor(gamma float64) int {
+	if p.Preamble.BandCount == 0 {
+		return 0
+	}
+	n := p.Index.Config.IntermediateSize
+	b := int(math.Ceil(gamma*float64(n)/float64(p.Index.BandNeurons) - 1e-9))
+	return max(1, min(b, int(p.Preamble.BandCount)))
+}
+
+// Open opens and validates a pack and maps the prefix that gamma needs. It
+// checks the preamble, the index hash, every offset and shape; it does not
+// hash tensors or bands (see Verify).
+func Open(path string, opt OpenOptions) (*Pack, error) {
+	p, err := open(path, opt)
+	if err != nil {
+		if fe, ok := err.(*FormatError); ok && fe.File == "" {
+			fe.File = path
+		}
+		return nil, err
+	}
+	return p, nil
+}
+
+func open(path string, opt OpenOptions) (*Pack, error) {
+	if opt.Gamma == 0 {
+		opt.Gamma = 1
+	}
+	if !(opt.Gamma > 0 && opt.Gamma <= 1) {
+		return nil, fmt.Errorf("sip: gamma must be in (0, 1], got %v", opt.Gamma)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+		}
+	}()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("sip: %s is not a regular file", path)
+	}
+	var head [PreambleSize]byte
+	n, err := io.ReadFull(f, head[:])
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return nil, err
+	}
+	pre, err := parsePreamble(head[:n], st.Size())
+	if err != nil {
+		return nil, err
+	}
+	indexBytes := make([]byte, pre.IndexLen)
+	if _, err := f.ReadAt(indexBytes, int64(pre.IndexOff)); err != nil {
+		return nil, formatErr(ErrTruncated, "index", int64(pre.IndexOff), "cannot read index", err.Error())
+	}
+	if h := blake3.Sum256(indexBytes); h != pre.IndexHash {
+		return nil, formatErr(ErrChecksum, "index", int64(pre.IndexOff), "index BLAKE3 mismatch", nil)
+	}
+	idx, err := decodeIndex(indexBytes)
+	if err != nil {
+		return nil, err
+	}
+	p := &Pack{Path: path, FileSize: st.Size(), Preamble: *pre, Index: idx, file: f}
+	if err := p.validate(); err != nil {
+		return nil, err
+	}
+	p.LoadedBands = p.bandsFor(opt.Gamma)
+	p.LoadedRanks = min(p.LoadedBands*idx.BandNeurons, idx.Config.IntermediateSize)
+	p.data, err = mmap.Map(f, int64(p.PrefixBytes(opt.Gamma)))
+	if err != nil {
+		return nil, err
+	}
+	ok = true
+	return p, nil
+}
+
+// validate checks the decoded index against itself, the config and the preamble.
+func (p *Pack) validate() error {
+	idx, pre := p.Index, &p.Preamble
+	c := &idx.Config
+	bad := func(class error, msg string, val any) error { return formatErr(class, "index", PreambleSize, msg, val) }
+	switch {
+	case c.HiddenSize <= 0 || c.HiddenSize > maxHidden:
+		return bad(ErrShape, "hidden_size out of range", c.HiddenSize)
+	case c.IntermediateSize <= 0 || c.IntermediateSize > maxN:
+		return bad(ErrShape, "intermediate_size out of range", c.IntermediateSize)
+	case c.NumLayers <= 0 || c.NumLayers > maxLayers:
+		return bad(ErrShape, "num_layers out of range", c.NumLayers)
+	case c.NumHeads <= 0 || c.NumHeads > maxHeads || c.NumKVHeads <= 0 || c.NumHeads%c.NumKVHeads != 0:
+		return bad(ErrShape, "num_heads must be a positive multiple of num_kv_heads", [2]int{c.NumHeads, c.NumKVHeads})
+	case c.HeadDim <= 0 || c.HeadDim%2 != 0 || c.HeadDim*c.NumHeads > maxHidden*4:
+		return bad(ErrShape, "head_dim must be positive and even", c.HeadDim)
+	case c.VocabSize <= 0 || c.VocabSize > maxVocab:
+		return bad(ErrShape, "vocab_size out of range", c.VocabSize)
+	case c.MaxPositionEmbeddings <= 0:
+		return bad(ErrShape, "max_position_embeddings must be positive", c.MaxPositionEmbeddings)
+	case !(c.RMSNormEps > 0) || !(c.RopeTheta > 0):
+		return bad(ErrShape, "rms_norm_eps and rope_theta must be positive", [2]float32{c.RMSNormEps, c.RopeTheta})
+	case c.BOSTokenID >= c.VocabSize:
+		return bad(ErrShape, "bos_token_id outside the vocabulary", c.BOSTokenID)
+	}
+	for _, e := range c.EOSTokenIDs {
+		if e < 0 || e >= c.VocabSize {
+			return bad(ErrShape, "eos_token_id outside the vocabulary", e)
+		}
+	}
+	if rs := c.RopeScaling; rs != nil && rs.Type != "llama3" {
+		return bad(ErrShape, "unsupported rope_scaling type", rs.Type)
+	}
+	if !idx.RecordDType.Valid() {
+		return bad(ErrDType, "record dtype", idx.RecordDType)
+	}
+	if idx.RecordBytes != uint64(3*c.HiddenSize*idx.RecordDType.Size()) {
+		return bad(ErrShape, "record bytes do not match 3 × hidden × dtype size", idx.RecordBytes)
+	}
+
+	// Sparse layers: ascending, in range, each perm a permutation of [0, N).
+	N := c.IntermediateSize
+	p.sparse = make(map[int]int, len(idx.SparseLayers))
+	seen := make([]bool, N)
+	for i, sl := range idx.SparseLayers {
+		if sl.Layer < 0 || sl.Layer >= c.NumLayers || (i > 0 && sl.Layer <= idx.SparseLayers[i-1].Layer) {
+			return bad(ErrIndex, "sparse layers must be distinct, ascending and below num_layers", sl.Layer)
+		}
+		if len(sl.Perm) != N {
+			return bad(ErrShape, fmt.Sprintf("layer %d permutation has wrong length", sl.Layer), len(sl.Perm))
+		}
+		clear(seen)
+		for _, v := range sl.Perm {
+			if int(v) >= N || seen[v] {
+				return bad(ErrIndex, fmt.Sprintf("layer %d permutation is not a permutation of [0, %d)", sl.Layer, N), v)
+			}
+			seen[v] = true
+		}
+		p.sparse[sl.Layer] = i
+	}
+	nSparse := len(idx.SparseLayers)
+	if nSparse > 0 {
+		B := idx.BandNeurons
+		if B <= 0 || B > N || uint32(B) != pre.BandNeurons {
+			return bad(ErrIndex, "band neurons disagree with the preamble or are out of range", B)
+		}
+		if want := (N + B - 1) / B; int(pre.BandCount) != want {
+			return bad(ErrIndex, "band count is not ceil(N/B)", pre.BandCount)
+		}
+		if want := alignUp(uint64(nSparse*B)*idx.RecordBytes, SectionAlign); pre.BandBytes != want {
+			return bad(ErrIndex, "band bytes do not match sparse layers × B × record bytes", pre.BandBytes)
+		}
+	} else if pre.BandCount != 0 {
+		return bad(ErrIndex, "bands present but no sparse layers", pre.BandCount)
+	}
+	if len(idx.BandHashes) != int(pre.BandCount) {
+		return bad(ErrIndex, "band hash count differs from band count", len(idx.BandHashes))
+	}
+
+	// Dense tensors: exactly the expected set, shapes and dtypes as the config says,
+	// each inside the dense section, aligned, without overlap.
+	sparse := make(map[int]bool, nSparse)
+	for l := range p.sparse {
+		sparse[l] = true
+	}
+	want := ExpectedTensors(c, sparse)
+	p.tensors = make(map[string]int, len(idx.DenseTensors))
+	for i, t := range idx.DenseTensors {
+		if _, dup := p.tensors[t.Name]; dup {
+			return bad(ErrIndex, "duplicate tensor", t.Name)
+		}
+		p.tensors[t.Name] = i
+	}
+	if len(idx.DenseTensors) != len(want) {
+		var missing []string
+		for _, w := range want {
+			if _, ok := p.tensors[w.Name]; !ok {
+				missing = append(missing, w.Name)
+			}
+		}
+		return bad(ErrShape, fmt.Sprintf("dense section has %d tensors, config needs %d; missing %v", len(idx.DenseTensors), len(want), missing), nil)
+	}
+	denseEnd := pre.DenseOff + pre.DenseLen
+	for _, w := range want {
+		i, ok := p.tensors[w.Name]
+		if !ok {
+			return bad(ErrShape, "missing tensor", w.Name)
+		}
+		t := &idx.DenseTensors[i]
+		if !equalShape(t.Shape, w.Shape) {
+			return bad(ErrShape, fmt.Sprintf("tensor %q: shape %v, want %v", t.Name, t.Shape, w.Shape), nil)
+		}
+		switch {
+		case !t.DType.Valid():
+			return bad(ErrDType, fmt.Sprintf("tensor %q", t.Name), t.DType)
+		case w.Vector && t.DType != F32:
+			return bad(ErrDType, fmt.Sprintf("tensor %q: norms and biases must be f32", t.Name), t.DType)
+		case w.Record && t.DType != idx.RecordDType:
+			return bad(ErrDType, fmt.Sprintf("tensor %q: dense FFN records must use the record dtype", t.Name), t.DType)
+		}
+		if t.Length != uint64(t.Elems()*t.DType.Size()) {
+			return bad(ErrShape, fmt.Sprintf("tensor %q: length %d is not shape × dtype size", t.Name, t.Length), nil)
+		}
+		if t.Offset%TensorAlign != 0 {
+			return formatErr(ErrAlign, "dense", int64(t.Offset), fmt.Sprintf("tensor %q not 64-byte aligned", t.Name), nil)
+		}
+		end, ok := addOK(t.Offset, t.Length)
+		if t.Offset < pre.DenseOff || !ok || end > denseEnd {
+			return formatErr(ErrBounds, "dense", int64(t.Offset), fmt.Sprintf("tensor %q outside the dense section", t.Name), nil)
+		}
+	}
+	order := make([]*TensorInfo, len(idx.DenseTensors))
+	for i := range idx.DenseTensors {
+		order[i] = &idx.DenseTensors[i]
+	}
+	sort.Slice(order, func(a, b int) bool { return order[a].Offset < order[b].Offset })
+	for i := 1; i < len(order); i++ {
+		if order[i-1].Offset+order[i-1].Length > order[i].Offset {
+			return formatErr(ErrBounds, "dense", int64(order[i].Offset), fmt.Sprintf("tensors %q and %q overlap", order[i-1].Name, order[i].Name), nil)
+		}
+	}
+	return nil
+}
+
+func equalShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Close unmaps the pack.
+func (p *Pack) Close() error {
+	err := mmap.Unmap(p.data)
+	p.data = nil
+	if cerr := p.file.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Tensor returns the info and mapped bytes of a dense tensor.
+func (p *Pack) Tensor(name string) (*TensorInfo, []byte, bool) {
+	i, ok := p.tensors[name]
+	if !ok {
+		return nil, nil, false
+	}
+	t := &p.Index.DenseTensors[i]
+	return t, p.data[t.Offset : t.Offset+t.Length], true
+}
+
+// SparseIndex reports whether layer l is sparse and its position among the sparse layers.
+func (p *Pack) SparseIndex(l int) (int, bool) {
+	i, ok := p.sparse[l]
+	return i, ok
+}
+
+// Record returns the neuron record of rank r (< LoadedRanks) of the
+// si-th sparse layer: gate row | up row | down column.
+func (p *Pack) Record(si, r int) []byte {
+	B, rb := p.Index.BandNeurons, p.Index.RecordBytes
+	off := p.Preamble.FFNOff + uint64(r/B)*p.Preamble.BandBytes + uint64(si*B+r%B)*rb
+	return p.data[off : off+rb]
+}
+
+// RecordRange returns the records of ranks [lo, hi) of the si-th sparse layer
+// when they lie in one band (contiguous in the file), else nil.
+func (p *Pack) RecordRange(si, lo, hi int) []byte {
+	B := p.Index.BandNeurons
+	if hi <= lo || lo/B != (hi-1)/B {
+		return nil
+	}
+	start := p.Record(si, lo)
+	return start[:uint64(hi-lo)*p.Index.RecordBytes:cap(start)]
+}
+
+// VerifyReport lists what Verify checked.
+type VerifyReport struct {
+	Tensors, Bands int
+	Bytes          uint64
+	Failures       []string
+}
+
+// Verify hashes every dense tensor and every loaded band with BLAKE3 and
+// compares against the index. It returns a report and, if anything failed,
+// an error wrapping ErrChecksum that names the first failure.
+func (p *Pack) Verify() (*VerifyReport, error) {
+	r := &VerifyReport{}
+	var first error
+	for i := range p.Index.DenseTensors {
+		t := &p.Index.DenseTensors[i]
+		r.Tensors++
+		r.Bytes += t.Length
+		if blake3.Sum256(p.data[t.Offset:t.Offset+t.Length]) != t.Hash {
+			r.Failures = append(r.Failures, fmt.Sprintf("tensor %q at offset %d", t.Name, t.Offset))
+			if first == nil {
+				first = &FormatError{File: p.Path, Off: int64(t.Offset), Section: "dense", Msg: fmt.Sprintf("tensor %q BLAKE3 mismatch", t.Name), Err: ErrChecksum}
+			}
+		}
+	}
+	bb := p.Preamble.BandBytes
+	for b := 0; b < p.LoadedBands; b++ {
+		off := p.Preamble.FFNOff + uint64(b)*bb
+		r.Bands++
+		r.Bytes += bb
+		if blake3.Sum256(p.data[off:off+bb]) != p.Index.BandHashes[b] {
+			r.Failures = append(r.Failures, fmt.Sprintf("band %d at offset %d", b, off))
+			if first == nil {
+				first = &FormatError{File: p.Path, Off: int64(off), Section: "ffn", Msg: fmt.Sprintf("band %d BLAKE3 mismatch", b), Err: ErrChecksum}
+			}
+		}
+	}
+	return r, first
+}
+
+// Bytes returns the mapped prefix; for tools such as inspect and tests.
+func (p *Pack) Bytes() []byte { return p.data }
+

@@ -1,0 +1,68 @@
+package format
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Summary writes a human-readable description of the pack: config, dtype,
+// section sizes and the bytes a load of each of a few gammas maps.
+func (p *Pack) Summary(w io.Writer) {
+	idx, pre := p.Index, &p.Preamble
+	c := &idx.Config
+	fmt.Fprintf(w, "pack            %s\n", p.Path)
+	fmt.Fprintf(w, "format          v%d.%d, converter %q\n", pre.Major, pre.Minor, idx.Converter)
+	fmt.Fprintf(w, "architecture    %s\n", c.Architecture)
+	fmt.Fprintf(w, "config          hidden %d, ffn %d, layers %d, heads %d/%d (head_dim %d), vocab %d, context %d\n",
+		c.HiddenSize, c.IntermediateSize, c.NumLayers, c.NumHeads, c.NumKVHeads, c.HeadDim, c.VocabSize, c.MaxPositionEmbeddings)
+	rope := fmt.Sprintf("theta %g", c.RopeTheta)
+	if rs := c.RopeScaling; rs != nil {
+		rope += fmt.Sprintf(", %s scaling (factor %g, low %g, high %g, original %d)", rs.Type, rs.Factor, rs.LowFreqFactor, rs.HighFreqFactor, rs.OriginalMaxPositionEmbeddings)
+	}
+	fmt.Fprintf(w, "rope            %s\n", rope)
+	fmt.Fprintf(w, "norm eps        %g; tied embeddings %v; qkv bias %v\n", c.RMSNormEps, c.TieWordEmbeddings, c.AttentionBias)
+	fmt.Fprintf(w, "tokens          bos %d, eos %v; tokenizer.json %d bytes\n", c.BOSTokenID, c.EOSTokenIDs, len(idx.TokenizerJSON))
+	fmt.Fprintf(w, "record dtype    %s (%d bytes per neuron record)\n", idx.RecordDType, idx.RecordBytes)
+	var sparse, dense []string
+	for _, sl := range idx.SparseLayers {
+		sparse = append(sparse, fmt.Sprint(sl.Layer))
+	}
+	for l := 0; l < c.NumLayers; l++ {
+		if _, ok := p.sparse[l]; !ok {
+			dense = append(dense, fmt.Sprint(l))
+		}
+	}
+	fmt.Fprintf(w, "sparse layers   [%s]; dense FFN layers [%s]\n", strings.Join(sparse, " "), strings.Join(dense, " "))
+	pv := &idx.Provenance
+	fmt.Fprintf(w, "rank order      %s", pv.Order)
+	if pv.Task != "" {
+		fmt.Fprintf(w, " (task %s, %d prompts, %d tokens, %d generated per prompt, base fraction %.2f)", pv.Task, pv.Prompts, pv.Tokens, pv.GenTokens, idx.BaseFraction)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "source hash     %x\n", idx.SourceHash)
+	fmt.Fprintf(w, "index           %d bytes at %d\n", pre.IndexLen, pre.IndexOff)
+	fmt.Fprintf(w, "dense section   %s at %d (%d tensors)\n", human(pre.DenseLen), pre.DenseOff, len(idx.DenseTensors))
+	fmt.Fprintf(w, "FFN section     %s at %d: %d bands of %d neurons, %s each\n", human(pre.FFNLen), pre.FFNOff, pre.BandCount, pre.BandNeurons, human(pre.BandBytes))
+	fmt.Fprintf(w, "file            %s\n", human(pre.FileLen))
+	fmt.Fprintf(w, "load bytes      ")
+	for i, g := range []float64{0.25, 0.5, 0.7, 1.0} {
+		if i > 0 {
+			fmt.Fprint(w, ", ")
+		}
+		fmt.Fprintf(w, "γ=%.2f: %s", g, human(p.PrefixBytes(g)))
+	}
+	fmt.Fprintln(w)
+}
+
+func human(n uint64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,218 @@
+package format
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/zeebo/blake3"
+)
+
+// WriteSpec is everything WritePack needs. The caller fills Index with the
+// config, the JSON blobs, the dense tensor list (name, dtype, shape) and the
+// sparse layers' permutations; WritePack plans every offset and computes every
+// hash itself.
+type WriteSpec struct {
+	Index *Index
+	// Dense[i] streams the bytes of Index.DenseTensors[i]; exactly Length bytes must be written.
+	Dense []func(w io.Writer) error
+	// Records fills dst with the neuron records (gate row | up row | down column)
+	// of the given original neurons of a layer, one after the other.
+	Records func(layer int, neurons []uint32, dst []byte) error
+	// Progress, if set, is called with the number of bytes just written.
+	Progress func(n int)
+}
+
+
+// planLayout fills the offsets of idx and the preamble. Hash bytes are left as they are.
+func planLayout(idx *Index) (*Preamble, error) {
+	c := &idx.Config
+	es := idx.RecordDType.Size()
+	if es == 0 {
+		return nil, fmt.Errorf("sip: cannot write record dtype %v", idx.RecordDType)
+	}
+	idx.RecordBytes = uint64(3 * c.HiddenSize * es)
+	nSparse := len(idx.SparseLayers)
+	var bandCount, bandBytes uint64
+	if nSparse > 0 {
+		if idx.BandNeurons <= 0 {
+			return nil, fmt.Errorf("sip: band size must be positive, got %d", idx.BandNeurons)
+		}
+		bandCount = uint64((c.IntermediateSize + idx.BandNeurons - 1) / idx.BandNeurons)
+		bandBytes = alignUp(uint64(nSparse*idx.BandNeurons)*idx.RecordBytes, SectionAlign)
+	}
+	idx.BandHashes = make([][HashSize]byte, bandCount)
+	for i := range idx.DenseTensors {
+		t := &idx.DenseTensors[i]
+		if t.DType.Size() == 0 {
+			return nil, fmt.Errorf("sip: tensor %q: cannot write dtype %v", t.Name, t.DType)
+		}
+		t.Length = uint64(t.Elems() * t.DType.Size())
+	}
+	// Offsets depend on the index length, and FlatBuffers omits scalars equal
+	// to their default (0), so measure the index with non-zero placeholder
+	// offsets: its length then depends only on field sizes.
+	for i := range idx.DenseTensors {
+		idx.DenseTensors[i].Offset = 1 << 40
+	}
+	indexLen := uint64(len(encodeIndex(idx)))
+	p := &Preamble{
+		Major: VersionMajor, Minor: VersionMinor,
+		IndexOff: PreambleSize, IndexLen: indexLen,
+		DenseOff:  alignUp(PreambleSize+indexLen, SectionAlign),
+		BandBytes: bandBytes, BandNeurons: uint32(idx.BandNeurons), BandCount: uint32(bandCount),
+	}
+	off := p.DenseOff
+	for i := range idx.DenseTensors {
+		t := &idx.DenseTensors[i]
+		off = alignUp(off, TensorAlign)
+		t.Offset = off
+		off += t.Length
+	}
+	p.DenseLen = off - p.DenseOff
+	p.FFNOff = alignUp(off, SectionAlign)
+	p.FFNLen = bandCount * bandBytes
+	p.FileLen = p.FFNOff + p.FFNLen
+	if nSparse == 0 {
+		idx.BandNeurons = 0
+		p.BandNeurons = 0
+	}
+	return p, nil
+}
+
+// countingWriter tracks the file position so padding can be computed.
+type countingWriter struct {
+	w   *bufio.Writer
+	n   uint64
+	cb  func(int)
+	err error
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += uint64(n)
+	if c.cb != nil {
+		c.cb(n)
+	}
+	return n, err
+}
+
+func (c *countingWriter) padTo(off uint64) error {
+	if off < c.n {
+		return fmt.Errorf("sip: internal error: position %d past planned offset %d", c.n, off)
+	}
+	var zero [4096]byte
+	for c.n < off {
+		k := min(off-c.n, uint64(len(zero)))
+		if _, err := c.Write(zero[:k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WritePack writes a pack to path. It writes path+".tmp" and renames it only
+// when everything, index and preamble last, is on disk: an interrupted or
+// failed write never leaves a file under the final name, and the temporary
+// file is removed. Cancelling ctx stops the write between tensors and bands.
+func WritePack(ctx context.Context, path string, spec *WriteSpec) (err error) {
+	idx := spec.Index
+	if len(spec.Dense) != len(idx.DenseTensors) {
+		return fmt.Errorf("sip: internal error: %d dense sources for %d tensors", len(spec.Dense), len(idx.DenseTensors))
+	}
+	pre, err := planLayout(idx)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("sip: create %s: %w", tmp, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	cw := &countingWriter{w: bufio.NewWriterSize(f, 1<<20), cb: spec.Progress}
+	// Reserve preamble and index; they are written last, over these zeros.
+	if err := cw.padTo(pre.DenseOff); err != nil {
+		return fmt.Errorf("sip: write %s: %w", tmp, err)
+	}
+	for i := range idx.DenseTensors {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		t := &idx.DenseTensors[i]
+		if err := cw.padTo(t.Offset); err != nil {
+			return fmt.Errorf("sip: write %s: %w", tmp, err)
+		}
+		h := blake3.New()
+		start := cw.n
+		if err := spec.Dense[i](io.MultiWriter(cw, h)); err != nil {
+			return fmt.Errorf("sip: tensor %q: %w", t.Name, err)
+		}
+		if got := cw.n - start; got != t.Length {
+			return fmt.Errorf("sip: internal error: tensor %q wrote %d bytes, want %d", t.Name, got, t.Length)
+		}
+		copy(t.Hash[:], h.Sum(nil))
+	}
+	if err := cw.padTo(pre.FFNOff); err != nil {
+		return fmt.Errorf("sip: write %s: %w", tmp, err)
+	}
+	if pre.BandCount > 0 {
+		B, N := idx.BandNeurons, idx.Config.IntermediateSize
+		band := make([]byte, pre.BandBytes)
+		for b := 0; b < int(pre.BandCount); b++ {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			clear(band)
+			lo, hi := b*B, min((b+1)*B, N)
+			for li, sl := range idx.SparseLayers {
+				at := uint64(li*B) * idx.RecordBytes
+				dst := band[at : at+uint64(hi-lo)*idx.RecordBytes]
+				if err := spec.Records(sl.Layer, sl.Perm[lo:hi], dst); err != nil {
+					return fmt.Errorf("sip: layer %d records: %w", sl.Layer, err)
+				}
+			}
+			idx.BandHashes[b] = blake3.Sum256(band)
+			if _, err := cw.Write(band); err != nil {
+				return fmt.Errorf("sip: write %s: %w", tmp, err)
+			}
+		}
+	}
+	if err := cw.w.Flush(); err != nil {
+		return fmt.Errorf("sip: write %s: %w", tmp, err)
+	}
+	if cw.n != pre.FileLen {
+		return fmt.Errorf("sip: internal error: wrote %d bytes, planned %d", cw.n, pre.FileLen)
+	}
+	index := encodeIndex(idx)
+	if uint64(len(index)) != pre.IndexLen {
+		return fmt.Errorf("sip: internal error: index is %d bytes, planned %d", len(index), pre.IndexLen)
+	}
+	pre.IndexHash = blake3.Sum256(index)
+	if _, err := f.WriteAt(index, PreambleSize); err != nil {
+		return fmt.Errorf("sip: write %s: %w", tmp, err)
+	}
+	if _, err := f.WriteAt(pre.MarshalBinary(), 0); err != nil {
+		return fmt.Errorf("sip: write %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sip: sync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("sip: close %s: %w", tmp, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("sip: rename %s to %s: %w", tmp, path, err)
+	}
+	return nil
+}

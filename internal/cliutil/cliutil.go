@@ -1,0 +1,100 @@
+// Package cliutil holds what both command-line tools share: a progress bar
+// that appears only on a terminal, and a context cancelled by SIGINT/SIGTERM.
+package cliutil
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+	"golang.org/x/sys/unix"
+)
+
+// IsTerminal reports whether f is a terminal.
+func IsTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// SignalContext is cancelled on SIGINT or SIGTERM, so long work can stop
+// between steps and clean up its temporary files.
+func SignalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// Progress is a byte or item counter shown as a bar with ETA on a terminal
+// and not at all otherwise.
+type Progress struct {
+	p   *mpb.Progress
+	bar *mpb.Bar
+}
+
+// NewProgress starts a bar named name of total units (bytes when bytes is set).
+// It returns a no-op Progress when stderr is not a terminal.
+func NewProgress(name string, total int64, bytes bool) *Progress {
+	if !IsTerminal(os.Stderr) {
+		return &Progress{}
+	}
+	p := mpb.New(mpb.WithOutput(os.Stderr), mpb.WithWidth(40), mpb.WithRefreshRate(150*time.Millisecond))
+	counter := decor.CountersNoUnit("%d / %d")
+	if bytes {
+		counter = decor.Counters(decor.SizeB1024(0), "% .1f / % .1f")
+	}
+	bar := p.AddBar(total,
+		mpb.PrependDecorators(decor.Name(name, decor.WCSyncSpaceR), counter),
+		mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace), decor.Name(" ETA "), decor.EwmaETA(decor.ET_STYLE_GO, 30)),
+	)
+	return &Progress{p: p, bar: bar}
+}
+
+// SetTotal changes the expected total.
+func (p *Progress) SetTotal(total int64) {
+	if p.bar != nil {
+		p.bar.SetTotal(total, false)
+	}
+}
+
+// Add counts n more units done.
+func (p *Progress) Add(n int) {
+	if p.bar != nil {
+		p.bar.EwmaIncrBy(n, 0)
+	}
+}
+
+// Done finishes the bar (abort when the work failed) and waits for it to draw.
+func (p *Progress) Done(ok bool) {
+	if p.bar == nil {
+		return
+	}
+	if ok {
+		p.bar.SetTotal(-1, true)
+	} else {
+		p.bar.Abort(false)
+	}
+	p.p.Wait()
+}
+
+// HumanBytes formats n with binary units.
+func HumanBytes(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := uint64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.2f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// Fail prints err as "name: err" on stderr. Commands return it via cli.Exit.
+func Fail(w io.Writer, name string, err error) {
+	fmt.Fprintf(w, "%s: error: %v\n", name, err)
+}

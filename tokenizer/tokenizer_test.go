@@ -1,0 +1,96 @@
+package tokenizer
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"slices"
+	"testing"
+)
+
+func loadFile(t *testing.T, path string) *Tokenizer {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := Load(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+// TestGoldenTinyllama checks every case of the tiny model's golden file,
+// made by the model's own BPE trainer and cross-checked with transformers.js.
+func TestGoldenTinyllama(t *testing.T) {
+	tk := loadFile(t, "../testdata/tinyllama/tokenizer.json")
+	f, err := os.Open("../testdata/tinyllama/tokenizer_golden.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	n := 0
+	for sc.Scan() {
+		var c struct {
+			Text       string `json:"text"`
+			IDs        []int  `json:"ids"`
+			IDsWithBOS []int  `json:"ids_with_bos"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if got := tk.Encode(c.Text, false); !slices.Equal(got, c.IDs) {
+			t.Errorf("Encode(%q) = %v, want %v", c.Text, got, c.IDs)
+		}
+		if got := tk.Encode(c.Text, true); !slices.Equal(got, c.IDsWithBOS) {
+			t.Errorf("Encode(%q, bos) = %v, want %v", c.Text, got, c.IDsWithBOS)
+		}
+		if got := tk.Decode(c.IDs); got != c.Text {
+			t.Errorf("Decode(%v) = %q, want %q", c.IDs, got, c.Text)
+		}
+	}
+	if n != 51 {
+		t.Fatalf("read %d golden cases, want 51", n)
+	}
+}
+
+func TestSplit(t *testing.T) {
+	cases := []struct {
+		in     string
+		digits int
+		want   []string
+	}{
+		{"Hello world", 3, []string{"Hello", " world"}},
+		{"I'm here, they'LL go", 3, []string{"I", "'m", " here", ",", " they", "'LL", " go"}},
+		{"12345", 3, []string{"123", "45"}},
+		{"12345", 1, []string{"1", "2", "3", "4", "5"}},
+		{"a  b", 3, []string{"a", " ", " b"}},
+		{"a\n\n b", 3, []string{"a", "\n\n", " b"}},
+		{"x   ", 3, []string{"x", "   "}},
+		{"!!?\n\nx", 3, []string{"!!?\n\n", "x"}},
+		{" ;)", 3, []string{" ;)"}},
+		{"\t\tfoo", 3, []string{"\t", "\tfoo"}},
+		{"日本語 テキスト", 3, []string{"日本語", " テキスト"}},
+	}
+	for _, c := range cases {
+		if got := splitLlama3(c.in, c.digits); !slices.Equal(got, c.want) {
+			t.Errorf("split(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestRefusesUnsupported(t *testing.T) {
+	for name, js := range map[string]string{
+		"wordpiece": `{"model":{"type":"WordPiece","vocab":{"a":0}}}`,
+		"garbage":   `{"model":`,
+		"metaspace": `{"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"pre_tokenizer":{"type":"Metaspace"},"decoder":{"type":"ByteLevel"}}`,
+	} {
+		if _, err := Load([]byte(js)); err == nil {
+			t.Errorf("%s: Load succeeded, want an error", name)
+		}
+	}
+}
