@@ -121,7 +121,7 @@ func parsePreamble(b []byte, fileSize int64) (*Preamble, error) {
 	}
 	if p.FileLen != uint64(fileSize) {
 		if uint64(fileSize) < p.FileLen {
-			return nil, formatErr(ErrTruncated, sec, fileSize, "file is shorter than the preamble says", p.FileLen)
+			return nil, formatErr(ErrTruncated, sec, fileSize, "truncated: file is shorter than the preamble says", p.FileLen)
 		}
 		return nil, formatErr(ErrBounds, sec, 112, "file is longer than the preamble says", fileSize)
 	}
@@ -176,3 +176,5 @@ func mulOK(a, b uint64) (uint64, bool) {
 }
 
 func alignUp(x, a uint64) uint64 { return (x + a - 1) / a * a }
+
+func crcOf(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }

@@ -329,7 +329,7 @@ func (p *Pack) RecordRange(si, lo, hi int) []byte {
 		return nil
 	}
 	start := p.Record(si, lo)
-	return start[:uint64(hi-lo)*p.Index.RecordBytes:cap(start)]
+	return start[: uint64(hi-lo)*p.Index.RecordBytes : cap(start)]
 }
 
 // VerifyReport lists what Verify checked.
@@ -373,4 +373,3 @@ func (p *Pack) Verify() (*VerifyReport, error) {
 
 // Bytes returns the mapped prefix; for tools such as inspect and tests.
 func (p *Pack) Bytes() []byte { return p.data }
-

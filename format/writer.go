@@ -25,7 +25,6 @@ type WriteSpec struct {
 	Progress func(n int)
 }
 
-
 // planLayout fills the offsets of idx and the preamble. Hash bytes are left as they are.
 func planLayout(idx *Index) (*Preamble, error) {
 	c := &idx.Config

@@ -21,6 +21,7 @@ func loadFile(t *testing.T, path string) *Tokenizer {
 	return tk
 }
 
+// golden: "In the beginning" is [4094 3709 260 3652] in golden.json.
 // TestGoldenTinyllama checks every case of the tiny model's golden file,
 // made by the model's own BPE trainer and cross-checked with transformers.js.
 func TestGoldenTinyllama(t *testing.T) {

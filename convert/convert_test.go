@@ -1,0 +1,378 @@
+package convert
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/internal/testmodel"
+	"github.com/sipack/sipack/kernels"
+)
+
+const tinyDir = "../testdata/tinyllama"
+
+func tokJSON(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(tinyDir, "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func convertTo(t *testing.T, dir string, opt Options) (*format.Pack, *Model) {
+	t.Helper()
+	if opt.Output == "" {
+		opt.Output = filepath.Join(t.TempDir(), "m.sip")
+	}
+	opt.ModelDir = dir
+	if _, err := Convert(context.Background(), opt); err != nil {
+		t.Fatal(err)
+	}
+	p, err := format.Open(opt.Output, format.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	m, err := OpenModel(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return p, m
+}
+
+// elem reads element i of b as float32.
+func elem(b []byte, dt format.DType, i int) float32 {
+	switch dt {
+	case format.F32:
+		return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	case format.F16:
+		return kernels.F16ToF32(binary.LittleEndian.Uint16(b[2*i:]))
+	}
+	return kernels.BF16ToF32(binary.LittleEndian.Uint16(b[2*i:]))
+}
+
+// checkRoundTrip compares every dense tensor and every FFN record of p with
+// the checkpoint, within tol(x) of the source value x (0: exact bytes).
+func checkRoundTrip(t *testing.T, p *format.Pack, m *Model, tol func(x float32) float64) {
+	t.Helper()
+	c := m.Config
+	compare := func(what string, got []byte, gdt format.DType, want []byte, wdt format.DType, n int) {
+		t.Helper()
+		if tol == nil && gdt == wdt {
+			if !bytes.Equal(got, want[:len(got)]) {
+				t.Fatalf("%s: bytes differ", what)
+			}
+			return
+		}
+		for i := 0; i < n; i++ {
+			g, w := elem(got, gdt, i), elem(want, wdt, i)
+			lim := 0.0
+			if tol != nil {
+				lim = tol(w)
+			}
+			if math.Abs(float64(g-w)) > lim {
+				t.Fatalf("%s[%d] = %g, want %g (±%g)", what, i, g, w, lim)
+			}
+		}
+	}
+	for _, ti := range p.Index.DenseTensors {
+		info, data, _ := p.Tensor(ti.Name)
+		if strings.HasSuffix(ti.Name, "ffn_records") {
+			continue // checked through records below
+		}
+		src := m.DenseTensor(ti.Name)
+		if src == nil {
+			t.Fatalf("tensor %s has no source", ti.Name)
+		}
+		compare(ti.Name, data, info.DType, src.Data, src.DType, info.Elems())
+	}
+	h, N := c.HiddenSize, c.IntermediateSize
+	dt := p.Index.RecordDType
+	es := dt.Size()
+	for si, sl := range p.Index.SparseLayers {
+		gate, up, down := m.FFN(sl.Layer)
+		col := make([]byte, h*down.DType.Size())
+		for r := 0; r < N; r++ {
+			n := int(sl.Perm[r])
+			rec := p.Record(si, r)
+			ds := down.DType.Size()
+			for i := 0; i < h; i++ {
+				copy(col[i*ds:], down.Data[(i*N+n)*ds:(i*N+n+1)*ds])
+			}
+			compare("gate", rec[:h*es], dt, gate.Data[n*h*gate.DType.Size():], gate.DType, h)
+			compare("up", rec[h*es:2*h*es], dt, up.Data[n*h*up.DType.Size():], up.DType, h)
+			compare("down", rec[2*h*es:], dt, col, down.DType, h)
+		}
+	}
+}
+
+func TestRoundTripTinyllama(t *testing.T) {
+	p, m := convertTo(t, tinyDir, Options{})
+	if p.Index.RecordDType != format.BF16 {
+		t.Fatalf("record dtype %v, want bf16 (the checkpoint's)", p.Index.RecordDType)
+	}
+	if len(p.Index.SparseLayers) != 6 {
+		t.Fatalf("%d sparse layers, want 6", len(p.Index.SparseLayers))
+	}
+	for _, sl := range p.Index.SparseLayers {
+		for r, n := range sl.Perm {
+			if int(n) != r {
+				t.Fatalf("layer %d: rank %d holds neuron %d, want the original order", sl.Layer, r, n)
+			}
+		}
+	}
+	checkRoundTrip(t, p, m, nil)
+	if r, err := p.Verify(); err != nil || r.Bands != 12 {
+		t.Fatalf("verify: %v (%+v)", err, r)
+	}
+	tj, _ := os.ReadFile(filepath.Join(tinyDir, "tokenizer.json"))
+	if !bytes.Equal(p.Index.TokenizerJSON, tj) {
+		t.Fatal("pack does not carry tokenizer.json verbatim")
+	}
+}
+
+func TestConvertIsDeterministic(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"a.sip", "b.sip"} {
+		if _, err := Convert(context.Background(), Options{ModelDir: tinyDir, Output: filepath.Join(dir, name)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, _ := os.ReadFile(filepath.Join(dir, "a.sip"))
+	b, _ := os.ReadFile(filepath.Join(dir, "b.sip"))
+	if !bytes.Equal(a, b) {
+		t.Fatal("two conversions of the same checkpoint differ")
+	}
+}
+
+// TestDTypes: f32 is exact (bf16 widens exactly); f16 has 3 more mantissa
+// bits than bf16, so it is exact for normal f16 values and off by at most
+// half an f16 subnormal step (2^-25) below 2^-14.
+func TestDTypes(t *testing.T) {
+	p, m := convertTo(t, tinyDir, Options{DType: "f32"})
+	checkRoundTrip(t, p, m, func(float32) float64 { return 0 })
+	p, m = convertTo(t, tinyDir, Options{DType: "f16"})
+	checkRoundTrip(t, p, m, func(x float32) float64 {
+		if math.Abs(float64(x)) < 1.0/(1<<14) {
+			return 1.0 / (1 << 25)
+		}
+		return 0
+	})
+}
+
+func TestPermutedOrderAndDenseLayers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	order := &Order{Perms: map[int][]uint32{}, BaseFraction: 0.3, Provenance: format.Provenance{Order: "random", Seed: 7}}
+	for l := 1; l < 5; l++ {
+		perm := make([]uint32, 768)
+		for i, v := range rng.Perm(768) {
+			perm[i] = uint32(v)
+		}
+		order.Perms[l] = perm
+	}
+	p, m := convertTo(t, tinyDir, Options{Order: order, DenseLayers: []int{0, 5}, BandNeurons: 100})
+	if len(p.Index.SparseLayers) != 4 || p.Preamble.BandCount != 8 {
+		t.Fatalf("sparse layers %d, bands %d; want 4 and ceil(768/100) = 8", len(p.Index.SparseLayers), p.Preamble.BandCount)
+	}
+	if p.Index.Provenance.Order != "random" || p.Index.BaseFraction != 0.3 {
+		t.Fatalf("provenance not stored: %+v", p.Index.Provenance)
+	}
+	checkRoundTrip(t, p, m, nil)
+	// Dense layers keep their FFN as records in original order in the dense section.
+	_, recs, ok := p.Tensor(format.NameFFNRecords(0))
+	if !ok {
+		t.Fatal("dense layer 0 has no ffn_records tensor")
+	}
+	gate, _, _ := m.FFN(0)
+	if !bytes.Equal(recs[3*256*2*5:3*256*2*5+512], gate.Data[5*512:6*512]) {
+		t.Fatal("dense layer record 5 does not start with gate row 5")
+	}
+}
+
+func TestShardedAndArchitectures(t *testing.T) {
+	dir := t.TempDir()
+	c := testmodel.Tiny(tokJSON(t))
+	c.Shards = 3
+	if err := testmodel.Write(dir, c); err != nil {
+		t.Fatal(err)
+	}
+	p, m := convertTo(t, dir, Options{})
+	checkRoundTrip(t, p, m, nil)
+
+	for _, d := range []string{"llama32-tied", "qwen2-bias"} {
+		p, m := convertTo(t, filepath.Join("../testdata/archcheck", d), Options{})
+		checkRoundTrip(t, p, m, nil)
+		cfg := p.Index.Config
+		if !cfg.TieWordEmbeddings {
+			t.Errorf("%s: tied embeddings not recorded", d)
+		}
+		if _, _, ok := p.Tensor(format.NameOutput); ok {
+			t.Errorf("%s: tied model has an output tensor", d)
+		}
+		if d == "qwen2-bias" && !cfg.AttentionBias {
+			t.Errorf("%s: biases not recorded", d)
+		}
+		if d == "llama32-tied" && (cfg.RopeScaling == nil || cfg.RopeScaling.Factor != 8 || cfg.RopeScaling.OriginalMaxPositionEmbeddings != 64) {
+			t.Errorf("%s: rope_scaling not recorded: %+v", d, cfg.RopeScaling)
+		}
+	}
+}
+
+// rewriteHeader edits the JSON header of a safetensors file, keeping its data.
+func rewriteHeader(t *testing.T, path string, edit func(h map[string]any)) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := binary.LittleEndian.Uint64(b)
+	var h map[string]any
+	if err := json.Unmarshal(b[8:8+n], &h); err != nil {
+		t.Fatal(err)
+	}
+	edit(h)
+	hj, _ := json.Marshal(h)
+	out := binary.LittleEndian.AppendUint64(nil, uint64(len(hj)))
+	out = append(append(out, hj...), b[8+n:]...)
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	tok := tokJSON(t)
+	st := func(dir string) string { return filepath.Join(dir, "model.safetensors") }
+	cases := []struct {
+		name  string
+		break_ func(t *testing.T, dir string)
+		opt   Options
+		want  []string // substrings the error must contain
+	}{
+		{"missing tensors", func(t *testing.T, dir string) {
+			rewriteHeader(t, st(dir), func(h map[string]any) {
+				// Drop two tensors; keep the file consistent by renaming them away.
+				for _, n := range []string{"model.layers.1.mlp.up_proj.weight", "model.norm.weight"} {
+					h["x."+n] = h[n]
+					delete(h, n)
+				}
+			})
+		}, Options{}, []string{"2 missing tensors", "model.layers.1.mlp.up_proj.weight", "model.norm.weight"}},
+		{"wrong shape", func(t *testing.T, dir string) {
+			rewriteHeader(t, st(dir), func(h map[string]any) {
+				e := h["model.layers.0.mlp.gate_proj.weight"].(map[string]any)
+				e["shape"] = []int{64, 160}
+			})
+		}, Options{}, []string{"model.layers.0.mlp.gate_proj.weight", "shape [64 160], want [160 64]"}},
+		{"unsupported architecture", func(t *testing.T, dir string) {
+			b, _ := os.ReadFile(filepath.Join(dir, "config.json"))
+			os.WriteFile(filepath.Join(dir, "config.json"), bytes.Replace(b, []byte("LlamaForCausalLM"), []byte("MistralForCausalLM"), 1), 0o644)
+		}, Options{}, []string{"config.json", `unsupported architecture "MistralForCausalLM"`}},
+		{"unknown dtype flag", func(t *testing.T, dir string) {}, Options{DType: "int3"}, []string{`unknown dtype "int3"`}},
+		{"unsupported tensor dtype", func(t *testing.T, dir string) {
+			rewriteHeader(t, st(dir), func(h map[string]any) {
+				h["model.norm.weight"].(map[string]any)["dtype"] = "I16"
+			})
+		}, Options{}, []string{"model.norm.weight", `unsupported dtype "I16"`}},
+		{"truncated safetensors", func(t *testing.T, dir string) {
+			b, _ := os.ReadFile(st(dir))
+			os.WriteFile(st(dir), b[:len(b)-100], 0o644)
+		}, Options{}, []string{"model.safetensors", "outside the"}},
+		{"garbage safetensors", func(t *testing.T, dir string) {
+			os.WriteFile(st(dir), []byte("this is not a safetensors file at all"), 0o644)
+		}, Options{}, []string{"model.safetensors", "header length"}},
+		{"duplicate header key", func(t *testing.T, dir string) {
+			b, _ := os.ReadFile(st(dir))
+			n := binary.LittleEndian.Uint64(b)
+			h := strings.TrimRight(string(b[8:8+n]), " ")
+			i := strings.Index(h, `"model.norm.weight"`)
+			entry := h[i : i+strings.Index(h[i:], "}")+1]
+			h = h[:len(h)-1] + "," + entry + "}"
+			out := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
+			os.WriteFile(st(dir), append(append(out, h...), b[8+n:]...), 0o644)
+		}, Options{}, []string{"duplicate entry", "model.norm.weight"}},
+		{"overlapping tensors", func(t *testing.T, dir string) {
+			rewriteHeader(t, st(dir), func(h map[string]any) {
+				e := h["model.norm.weight"].(map[string]any)
+				off := e["data_offsets"].([]any)
+				e["data_offsets"] = []any{off[0].(float64) - 2, off[1].(float64) - 2}
+			})
+		}, Options{}, []string{"safetensors"}},
+		{"missing tokenizer.json", func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, "tokenizer.json"))
+		}, Options{}, []string{"tokenizer.json", "no such file"}},
+		{"band out of range", func(t *testing.T, dir string) {}, Options{BandNeurons: 100000}, []string{"band size 100000 out of range"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := testmodel.Write(dir, testmodel.Tiny(tok)); err != nil {
+				t.Fatal(err)
+			}
+			c.break_(t, dir)
+			out := filepath.Join(t.TempDir(), "out.sip")
+			opt := c.opt
+			opt.ModelDir, opt.Output = dir, out
+			_, err := Convert(context.Background(), opt)
+			if err == nil {
+				t.Fatal("Convert succeeded, want an error")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			for _, p := range []string{out, out + ".tmp"} {
+				if _, err := os.Stat(p); err == nil {
+					t.Errorf("%s left behind", p)
+				}
+			}
+		})
+	}
+}
+
+func TestCancelledConvertLeavesNothing(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	out := filepath.Join(t.TempDir(), "x.sip")
+	if _, err := Convert(ctx, Options{ModelDir: tinyDir, Output: out}); err == nil {
+		t.Fatal("cancelled convert succeeded")
+	}
+	entries, _ := os.ReadDir(filepath.Dir(out))
+	if len(entries) != 0 {
+		t.Fatalf("cancelled convert left %v", entries)
+	}
+}
+
+func FuzzParseSafetensorsHeader(f *testing.F) {
+	b, err := os.ReadFile("../testdata/archcheck/qwen2-bias/model.safetensors")
+	if err != nil {
+		f.Fatal(err)
+	}
+	n := binary.LittleEndian.Uint64(b)
+	f.Add(b[:8+n]) // header only: data area missing
+	f.Add([]byte("\x10\x00\x00\x00\x00\x00\x00\x00{\"a\":{}}        "))
+	small := `{"t":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}`
+	f.Add(append(binary.LittleEndian.AppendUint64(nil, uint64(len(small))), append([]byte(small), make([]byte, 8)...)...))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		infos, err := ParseSafetensorsHeader(data)
+		if err != nil {
+			return
+		}
+		// Accepted headers must describe tensors that fit the file.
+		for _, ti := range infos {
+			if ti.DType.Size() == 0 {
+				t.Fatalf("accepted tensor %q with dtype %v", ti.Name, ti.DType)
+			}
+		}
+	})
+}

@@ -1,0 +1,263 @@
+package format
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/zeebo/blake3"
+)
+
+// smallConfig is a model small enough to fuzz: every section is present.
+func smallConfig() ModelConfig {
+	return ModelConfig{
+		Architecture: "LlamaForCausalLM", HiddenSize: 8, IntermediateSize: 40, NumLayers: 2,
+		NumHeads: 2, NumKVHeads: 1, HeadDim: 4, VocabSize: 16, MaxPositionEmbeddings: 32,
+		RMSNormEps: 1e-5, RopeTheta: 10000, BOSTokenID: 1, EOSTokenIDs: []int{2},
+	}
+}
+
+// writeSmall writes a pack with random weights and returns its path.
+func writeSmall(t testing.TB, dir string, denseLayers map[int]bool, band int) string {
+	t.Helper()
+	c := smallConfig()
+	idx := &Index{Config: c, ConfigJSON: []byte(`{}`), TokenizerJSON: []byte(`{"model":{}}`), RecordDType: BF16, BandNeurons: band}
+	sparse := map[int]bool{}
+	for l := 0; l < c.NumLayers; l++ {
+		if denseLayers[l] {
+			continue
+		}
+		sparse[l] = true
+		perm := make([]uint32, c.IntermediateSize)
+		for i := range perm {
+			perm[i] = uint32(c.IntermediateSize - 1 - i)
+		}
+		idx.SparseLayers = append(idx.SparseLayers, SparseLayer{Layer: l, Perm: perm})
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	fill := func(w io.Writer, n int) error {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		_, err := w.Write(b)
+		return err
+	}
+	spec := &WriteSpec{Index: idx}
+	for _, e := range ExpectedTensors(&c, sparse) {
+		dt := BF16
+		if e.Vector {
+			dt = F32
+		}
+		ti := TensorInfo{Name: e.Name, DType: dt, Shape: e.Shape}
+		idx.DenseTensors = append(idx.DenseTensors, ti)
+		n := ti.Elems() * dt.Size()
+		spec.Dense = append(spec.Dense, func(w io.Writer) error { return fill(w, n) })
+	}
+	spec.Records = func(l int, neurons []uint32, dst []byte) error {
+		for j, n := range neurons {
+			rec := dst[j*48 : (j+1)*48]
+			for i := range rec {
+				rec[i] = byte(l*100 + int(n)) // record content names its neuron
+			}
+		}
+		return nil
+	}
+	path := filepath.Join(dir, "small.sip")
+	if err := WritePack(context.Background(), path, spec); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestWriteOpenVerify(t *testing.T) {
+	path := writeSmall(t, t.TempDir(), map[int]bool{1: true}, 16)
+	p, err := Open(path, OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.Preamble.BandCount != 3 || p.LoadedRanks != 40 {
+		t.Fatalf("bands %d, loaded ranks %d; want 3 and 40", p.Preamble.BandCount, p.LoadedRanks)
+	}
+	if p.Preamble.DenseOff%SectionAlign != 0 || p.Preamble.FFNOff%SectionAlign != 0 || p.Preamble.BandBytes%SectionAlign != 0 {
+		t.Fatalf("sections not 4096-aligned: %+v", p.Preamble)
+	}
+	for _, ti := range p.Index.DenseTensors {
+		if ti.Offset%TensorAlign != 0 {
+			t.Fatalf("tensor %s at %d not 64-aligned", ti.Name, ti.Offset)
+		}
+	}
+	// Rank r of layer 0 holds original neuron 39-r.
+	for r := 0; r < 40; r++ {
+		if got := p.Record(0, r)[0]; got != byte(39-r) {
+			t.Fatalf("rank %d record starts %d, want %d", r, got, 39-r)
+		}
+	}
+	if _, err := p.Verify(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGammaMapsOnlyThePrefix(t *testing.T) {
+	path := writeSmall(t, t.TempDir(), nil, 8)
+	for _, c := range []struct {
+		gamma       float64
+		bands, rank int
+	}{{0.1, 1, 8}, {0.2, 1, 8}, {0.25, 2, 16}, {0.7, 4, 32}, {1, 5, 40}} {
+		p, err := Open(path, OpenOptions{Gamma: c.gamma})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := p.Preamble.FFNOff + uint64(c.bands)*p.Preamble.BandBytes
+		if p.LoadedBands != c.bands || p.LoadedRanks != c.rank || uint64(len(p.Bytes())) != want {
+			t.Errorf("γ=%v: %d bands, %d ranks, %d bytes mapped; want %d, %d, %d", c.gamma, p.LoadedBands, p.LoadedRanks, len(p.Bytes()), c.bands, c.rank, want)
+		}
+		if r, err := p.Verify(); err != nil || r.Bands != c.bands {
+			t.Errorf("γ=%v: verify %v, %d bands", c.gamma, err, r.Bands)
+		}
+		p.Close()
+	}
+	for _, g := range []float64{-0.5, 1.5} {
+		if _, err := Open(path, OpenOptions{Gamma: g}); err == nil {
+			t.Errorf("γ=%v accepted", g)
+		}
+	}
+}
+
+func TestCorruption(t *testing.T) {
+	dir := t.TempDir()
+	path := writeSmall(t, dir, nil, 16)
+	good, _ := os.ReadFile(path)
+	p, _ := Open(path, OpenOptions{})
+	pre := p.Preamble
+	tensor := p.Index.DenseTensors[3]
+	p.Close()
+	bad := filepath.Join(dir, "bad.sip")
+	try := func(b []byte) (error, error) {
+		os.WriteFile(bad, b, 0o644)
+		p, err := Open(bad, OpenOptions{})
+		if err != nil {
+			return err, nil
+		}
+		defer p.Close()
+		_, verr := p.Verify()
+		return nil, verr
+	}
+	flip := func(off uint64) []byte {
+		b := append([]byte(nil), good...)
+		b[off] ^= 0x40
+		return b
+	}
+	cases := []struct {
+		name      string
+		data      []byte
+		openErr   error // class expected from Open
+		verifyErr error // class expected from Verify when Open succeeds
+	}{
+		{"empty", nil, ErrMagic, nil},
+		{"not a pack", []byte("GGUF and some more bytes"), ErrMagic, nil},
+		{"short preamble", good[:64], ErrTruncated, nil},
+		{"truncated in index", good[:pre.IndexOff+10], ErrTruncated, nil},
+		{"truncated at dense", good[:pre.DenseOff], ErrTruncated, nil},
+		{"truncated at FFN", good[:pre.FFNOff], ErrTruncated, nil},
+		{"truncated mid band", good[:pre.FFNOff+pre.BandBytes+100], ErrTruncated, nil},
+		{"trailing bytes", append(append([]byte(nil), good...), 0), ErrBounds, nil},
+		{"version", flip(8), ErrVersion, nil},
+		{"preamble offset", flip(33), ErrChecksum, nil},
+		{"index byte", flip(pre.IndexOff + pre.IndexLen/2), ErrChecksum, nil},
+		{"dense tensor byte", flip(tensor.Offset + 1), nil, ErrChecksum},
+		{"band byte", flip(pre.FFNOff + pre.BandBytes + 7), nil, ErrChecksum},
+	}
+	for _, c := range cases {
+		oerr, verr := try(c.data)
+		switch {
+		case c.openErr != nil && !errors.Is(oerr, c.openErr):
+			t.Errorf("%s: Open error %v, want %v", c.name, oerr, c.openErr)
+		case c.openErr == nil && oerr != nil:
+			t.Errorf("%s: Open failed: %v", c.name, oerr)
+		case c.verifyErr != nil && !errors.Is(verr, c.verifyErr):
+			t.Errorf("%s: Verify error %v, want %v", c.name, verr, c.verifyErr)
+		}
+		var fe *FormatError
+		if oerr != nil && errors.As(oerr, &fe) && fe.File != bad {
+			t.Errorf("%s: error does not name the file: %v", c.name, oerr)
+		}
+	}
+}
+
+// TestPreambleRecomputedCRC: a preamble edited with a valid CRC is still
+// checked field by field.
+func TestPreambleFieldChecks(t *testing.T) {
+	dir := t.TempDir()
+	good, _ := os.ReadFile(writeSmall(t, dir, nil, 16))
+	p, _ := parsePreamble(good[:PreambleSize], int64(len(good)))
+	edits := []struct {
+		name string
+		edit func(p *Preamble)
+		want error
+	}{
+		{"index offset", func(p *Preamble) { p.IndexOff = 256 }, ErrBounds},
+		{"dense misaligned", func(p *Preamble) { p.DenseOff += 64 }, ErrAlign},
+		{"ffn misaligned", func(p *Preamble) { p.FFNOff += 8 }, ErrAlign},
+		{"band count", func(p *Preamble) { p.BandCount++ }, ErrBounds},
+		{"huge index", func(p *Preamble) { p.IndexLen = 1 << 62 }, ErrBounds},
+		{"overflowing dense", func(p *Preamble) { p.DenseLen = ^uint64(0) - 10 }, ErrBounds},
+	}
+	for _, e := range edits {
+		q := *p
+		e.edit(&q)
+		b := q.MarshalBinary()
+		if _, err := parsePreamble(b, int64(len(good))); !errors.Is(err, e.want) {
+			t.Errorf("%s: %v, want %v", e.name, err, e.want)
+		}
+	}
+}
+
+func FuzzOpen(f *testing.F) {
+	dir := f.TempDir()
+	good, err := os.ReadFile(writeSmall(f, dir, map[int]bool{0: true}, 16))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add(good[:PreambleSize])
+	f.Add(good[:len(good)/2])
+	path := filepath.Join(dir, "fuzz.sip")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		// Keep the preamble consistent often enough to reach the index decoder:
+		// for inputs that start with the magic, fix the file length, the index
+		// hash and the CRC, so mutations of the index get past the checksum.
+		if len(data) >= PreambleSize && string(data[:8]) == Magic {
+			binary.LittleEndian.PutUint64(data[112:], uint64(len(data)))
+			if n := binary.LittleEndian.Uint64(data[24:]); n <= uint64(len(data)-PreambleSize) {
+				h := blake3.Sum256(data[PreambleSize : PreambleSize+n])
+				copy(data[80:112], h[:])
+			}
+			binary.LittleEndian.PutUint32(data[120:], crcOf(data[:120]))
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p, err := Open(path, OpenOptions{})
+		if err != nil {
+			return
+		}
+		defer p.Close()
+		// An accepted pack must be safe to walk completely.
+		for _, ti := range p.Index.DenseTensors {
+			p.Tensor(ti.Name)
+		}
+		for si := range p.Index.SparseLayers {
+			for r := 0; r < p.LoadedRanks; r++ {
+				p.Record(si, r)
+			}
+		}
+		p.Verify()
+	})
+}
