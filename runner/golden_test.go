@@ -1,0 +1,223 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/sipack/sipack/convert"
+	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/kernels"
+)
+
+type goldenCase struct {
+	Prompt      string      `json:"prompt"`
+	InputIDs    []int       `json:"input_ids"`
+	PromptIDs   []int       `json:"prompt_ids"` // archcheck name
+	LastLogits  []float32   `json:"last_logits"`
+	AllLogits   [][]float32 `json:"all_logits"`
+	FFNAct      [][]float32 `json:"ffn_act"`
+	FFNAct1     [][]float32 `json:"ffn_act_layer1"`
+	FFNActLayer int         `json:"ffn_act_layer"`
+	Greedy32    []int       `json:"greedy_32"`
+	GreedyIDs   []int       `json:"greedy_ids"`
+}
+
+func readGolden(t *testing.T, path string) []goldenCase {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g struct {
+		Cases []goldenCase `json:"cases"`
+	}
+	if err := json.Unmarshal(raw, &g); err != nil {
+		t.Fatal(err)
+	}
+	return g.Cases
+}
+
+func packOf(t *testing.T, dir string, opt convert.Options) string {
+	t.Helper()
+	opt.ModelDir = dir
+	opt.Output = filepath.Join(t.TempDir(), "m.sip")
+	if _, err := convert.Convert(context.Background(), opt); err != nil {
+		t.Fatal(err)
+	}
+	return opt.Output
+}
+
+func loadModel(t *testing.T, path string, gamma float64) *Model {
+	t.Helper()
+	p, err := format.Open(path, format.OpenOptions{Gamma: gamma})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	m, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func maxAbsDiff(a, b []float32) float64 {
+	if len(a) != len(b) {
+		return math.Inf(1)
+	}
+	d := 0.0
+	for i := range a {
+		d = max(d, math.Abs(float64(a[i]-b[i])))
+	}
+	return d
+}
+
+// greedy decodes n tokens after the prompt with the KV cache: batched prefill, then one token at a time.
+func greedy(t *testing.T, m *Model, pool *kernels.Pool, prompt []int, n int) []int {
+	t.Helper()
+	s, err := m.NewState(pool, min(m.Config.MaxPositionEmbeddings, len(prompt)+n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logits, err := s.ForwardBatch(prompt, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for i := 0; i < n; i++ {
+		tok := Argmax(logits)
+		out = append(out, tok)
+		if i == n-1 {
+			break
+		}
+		if logits, err = s.Forward(tok, len(prompt)+i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// checkGolden runs every case of a golden file against a pack; logTol is the
+// logit tolerance, and greedy ids must match exactly when exact is set.
+func checkGolden(t *testing.T, m *Model, cases []goldenCase, logTol float64, exact bool) (maxLast, maxAll, maxAct float64) {
+	t.Helper()
+	for _, threads := range []int{1, 2} {
+		pool := kernels.NewPool(threads)
+		defer pool.Close()
+		for ci, c := range cases {
+			ids := c.InputIDs
+			if ids == nil {
+				ids = c.PromptIDs
+			}
+			s, err := m.NewState(pool, m.Config.MaxPositionEmbeddings)
+			if err != nil {
+				t.Fatal(err)
+			}
+			actWant := c.FFNAct
+			actLayer := c.FFNActLayer
+			if c.FFNAct1 != nil {
+				actWant, actLayer = c.FFNAct1, 1
+			}
+			var act [][]float32
+			if actWant != nil {
+				s.ActHook = func(l int, a []float32, ranks int) {
+					if l != actLayer {
+						return
+					}
+					si, _ := m.Pack.SparseIndex(l)
+					perm := m.Pack.Index.SparseLayers[si].Perm
+					for tt := 0; tt < len(a)/ranks; tt++ {
+						row := make([]float32, m.Config.IntermediateSize)
+						for r := 0; r < ranks; r++ {
+							row[perm[r]] = a[tt*ranks+r]
+						}
+						act = append(act, row)
+					}
+				}
+			}
+			all, err := s.ForwardBatch(ids, 0, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			V := m.Config.VocabSize
+			last := all[(len(ids)-1)*V:]
+			d := maxAbsDiff(last, c.LastLogits)
+			maxLast = max(maxLast, d)
+			if d > logTol {
+				t.Errorf("case %d (%d threads): last logits differ by %g > %g", ci, threads, d, logTol)
+			}
+			if c.AllLogits != nil {
+				for pos, want := range c.AllLogits {
+					d := maxAbsDiff(all[pos*V:(pos+1)*V], want)
+					maxAll = max(maxAll, d)
+					if d > logTol {
+						t.Errorf("case %d: logits at position %d differ by %g", ci, pos, d)
+					}
+				}
+			}
+			for pos, want := range actWant {
+				d := maxAbsDiff(act[pos], want)
+				maxAct = max(maxAct, d)
+				if d > logTol {
+					t.Errorf("case %d: layer-%d FFN activations at position %d differ by %g", ci, actLayer, pos, d)
+				}
+			}
+			wantIDs := c.Greedy32
+			if wantIDs == nil {
+				wantIDs = c.GreedyIDs
+			}
+			got := greedy(t, m, pool, ids, len(wantIDs))
+			if exact && !slices.Equal(got, wantIDs) {
+				t.Errorf("case %d (%d threads): greedy ids\n got %v\nwant %v", ci, threads, got, wantIDs)
+			}
+		}
+	}
+	return
+}
+
+// TestGoldenTinyllama: f32 math over the bf16 pack reproduces PyTorch.
+func TestGoldenTinyllama(t *testing.T) {
+	m := loadModel(t, packOf(t, "../testdata/tinyllama", convert.Options{}), 1)
+	last, all, act := checkGolden(t, m, readGolden(t, "../testdata/tinyllama/golden.json"), 1e-3, true)
+	t.Logf("bf16 pack: max |Δ| last logits %.2e, all logits %.2e, layer-2 FFN act %.2e", last, all, act)
+}
+
+// TestGoldenOtherDTypes: an f32 pack is the same model (bf16 widens exactly);
+// an f16 pack rounds only f16-subnormal weights (|w| < 2^-14).
+func TestGoldenOtherDTypes(t *testing.T) {
+	for _, dt := range []string{"f32", "f16"} {
+		m := loadModel(t, packOf(t, "../testdata/tinyllama", convert.Options{DType: dt}), 1)
+		last, all, act := checkGolden(t, m, readGolden(t, "../testdata/tinyllama/golden.json"), 1e-3, true)
+		t.Logf("%s pack: max |Δ| last logits %.2e, all logits %.2e, FFN act %.2e", dt, last, all, act)
+	}
+}
+
+// TestGoldenPermutedAndDense: rank order and dense layers change nothing at γ = 1.
+func TestGoldenPermutedAndDense(t *testing.T) {
+	order := &convert.Order{Perms: map[int][]uint32{}, Provenance: format.Provenance{Order: "random"}}
+	for l := 1; l < 6; l++ {
+		perm := make([]uint32, 768)
+		for i := range perm {
+			perm[i] = uint32((i*577 + 13) % 768) // 577 is coprime to 768
+		}
+		order.Perms[l] = perm
+	}
+	m := loadModel(t, packOf(t, "../testdata/tinyllama", convert.Options{Order: order, DenseLayers: []int{0}, BandNeurons: 50}), 1)
+	checkGolden(t, m, readGolden(t, "../testdata/tinyllama/golden.json")[:2], 2e-3, true)
+}
+
+func TestGoldenArchcheck(t *testing.T) {
+	for _, d := range []string{"llama32-tied", "qwen2-bias"} {
+		t.Run(d, func(t *testing.T) {
+			dir := filepath.Join("../testdata/archcheck", d)
+			m := loadModel(t, packOf(t, dir, convert.Options{}), 1)
+			last, all, act := checkGolden(t, m, readGolden(t, filepath.Join(dir, "golden.json")), 1e-3, true)
+			t.Logf("%s: max |Δ| last logits %.2e, all logits %.2e, layer-1 FFN act %.2e", d, last, all, act)
+		})
+	}
+}
