@@ -11,6 +11,7 @@ all: build
 
 build:
 	$(GO) build -o $(BIN)/sipack ./cmd/sipack
+	$(GO) build -o $(BIN)/sirun ./cmd/sirun
 
 
 vet:
@@ -26,6 +27,8 @@ demo: build
 	$(BIN)/sipack convert testdata/tinyllama -o $(BIN)/tinyllama.sip
 	$(BIN)/sipack inspect $(BIN)/tinyllama.sip
 	$(BIN)/sipack verify $(BIN)/tinyllama.sip
+	$(BIN)/sirun $(BIN)/tinyllama.sip -p 'Spanish: En el principio crió Dios los cielos y la tierra.\nEnglish:' -n 32 --temperature 0
+	$(BIN)/sirun $(BIN)/tinyllama.sip -p 'In the beginning' -n 48 --seed 1
 
 
 # Regenerate the FlatBuffers Go code from format/sip.fbs (needs flatc:

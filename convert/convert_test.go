@@ -253,10 +253,10 @@ func TestBadInput(t *testing.T) {
 	tok := tokJSON(t)
 	st := func(dir string) string { return filepath.Join(dir, "model.safetensors") }
 	cases := []struct {
-		name  string
+		name   string
 		break_ func(t *testing.T, dir string)
-		opt   Options
-		want  []string // substrings the error must contain
+		opt    Options
+		want   []string // substrings the error must contain
 	}{
 		{"missing tensors", func(t *testing.T, dir string) {
 			rewriteHeader(t, st(dir), func(h map[string]any) {

@@ -221,3 +221,6 @@ func TestGoldenArchcheck(t *testing.T) {
 		})
 	}
 }
+
+func convertOptions() convert.Options { return convert.Options{} }
+func newPool(n int) *kernels.Pool     { return kernels.NewPool(n) }

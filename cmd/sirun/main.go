@@ -1,0 +1,272 @@
+// Command sirun runs a .sip pack: it maps the prefix a γ load needs and
+// generates text.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/internal/cliutil"
+	"github.com/sipack/sipack/kernels"
+	"github.com/sipack/sipack/runner"
+)
+
+var generateFlags = []cli.Flag{
+	&cli.StringFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "prompt `TEXT` (escapes such as \\n are processed unless --no-escape)"},
+	&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read the prompt from `FILE`"},
+	&cli.StringFlag{Name: "prompt-ids", Usage: "prompt as token ids, a JSON array such as '[4094,3709]' (no bos is added)"},
+	&cli.IntFlag{Name: "n-predict", Aliases: []string{"n"}, Value: 64, Usage: "tokens to generate at most"},
+	&cli.Float64Flag{Name: "temperature", Aliases: []string{"temp"}, Value: 0.8, Usage: "sampling temperature; 0 is greedy"},
+	&cli.IntFlag{Name: "top-k", Value: 40, Usage: "keep the k most likely tokens (0: all)"},
+	&cli.Float64Flag{Name: "top-p", Value: 0.95, Usage: "keep the smallest set of tokens whose probability reaches p (1: all)"},
+	&cli.Float64Flag{Name: "repeat-penalty", Value: 1.0, Usage: "penalty for recently seen tokens (1: off)"},
+	&cli.IntFlag{Name: "repeat-last-n", Value: 64, Usage: "how many recent tokens the repeat penalty looks at (0: all)"},
+	&cli.Int64Flag{Name: "seed", Value: -1, Usage: "random seed (-1: from the clock; printed in the summary)"},
+	&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: defaultThreads(), Usage: "worker threads"},
+	&cli.IntFlag{Name: "ctx", Aliases: []string{"c"}, Usage: "context length in tokens (default: the model's, at most 4096)"},
+	&cli.Float64Flag{Name: "gamma", Value: 1.0, Usage: "fraction γ of each sparse layer's ranked neurons to load, in (0, 1]"},
+	&cli.BoolFlag{Name: "verify", Usage: "check the BLAKE3 hashes of every byte loaded before running"},
+	&cli.BoolFlag{Name: "interactive", Aliases: []string{"i"}, Usage: "after the prompt, read further turns from stdin"},
+	&cli.BoolFlag{Name: "output-ids", Usage: "print the generated token ids as one JSON array instead of text"},
+	&cli.BoolFlag{Name: "ignore-eos", Usage: "do not stop at the end-of-sequence token"},
+	&cli.BoolFlag{Name: "no-escape", Usage: "take -p literally"},
+	&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary on stderr"},
+}
+
+func defaultThreads() int { return max(1, runtime.NumCPU()) }
+
+func main() {
+	app := &cli.App{
+		Name:      "sirun",
+		Usage:     "run a .sip pack: load a γ prefix of its ranked FFN neurons and generate text",
+		UsageText: "sirun [generate] [options] PACK -p PROMPT",
+		Flags:     generateFlags,
+		Action:    generate,
+		Commands: []*cli.Command{{
+			Name: "generate", Usage: "generate text from a prompt (the default command)", ArgsUsage: "PACK",
+			Flags: generateFlags, Action: generate,
+		}},
+		ExitErrHandler: func(c *cli.Context, err error) {
+			if err != nil {
+				cliutil.Fail(os.Stderr, "sirun", err)
+				os.Exit(1)
+			}
+		},
+	}
+	if err := app.Run(cliutil.Intersperse(app, os.Args)); err != nil {
+		cliutil.Fail(os.Stderr, "sirun", err)
+		os.Exit(1)
+	}
+}
+
+// unescape processes \n, \t, \r, \\, \" and \' as llama.cpp does for -p.
+func unescape(s string) string {
+	r := strings.NewReplacer(`\\`, `\`, `\n`, "\n", `\t`, "\t", `\r`, "\r", `\"`, `"`, `\'`, `'`)
+	return r.Replace(s)
+}
+
+func generate(c *cli.Context) error {
+	if c.NArg() != 1 {
+		if c.NArg() == 0 {
+			cli.ShowAppHelp(c)
+		}
+		return fmt.Errorf("need exactly one PACK argument, got %d", c.NArg())
+	}
+	path := c.Args().First()
+	n := c.Int("n-predict")
+	if n < 0 {
+		return fmt.Errorf("-n must be ≥ 0, got %d", n)
+	}
+	gamma := c.Float64("gamma")
+	if !(gamma > 0 && gamma <= 1) {
+		return fmt.Errorf("--gamma must be in (0, 1], got %v", gamma)
+	}
+	if c.Int("threads") < 1 {
+		return fmt.Errorf("--threads must be ≥ 1, got %d", c.Int("threads"))
+	}
+	seed := c.Int64("seed")
+	if seed < 0 {
+		seed = time.Now().UnixNano() & (1<<62 - 1)
+	}
+	sc := runner.SamplerConfig{
+		Temperature: c.Float64("temperature"), TopK: c.Int("top-k"), TopP: c.Float64("top-p"),
+		RepetitionPenalty: c.Float64("repeat-penalty"), RepeatLastN: c.Int("repeat-last-n"), Seed: uint64(seed),
+	}
+	if err := sc.Validate(); err != nil {
+		return err
+	}
+	sources := 0
+	for _, f := range []string{"prompt", "file", "prompt-ids"} {
+		if c.IsSet(f) {
+			sources++
+		}
+	}
+	if sources > 1 {
+		return fmt.Errorf("give the prompt once: -p, -f or --prompt-ids")
+	}
+	if sources == 0 && !c.Bool("interactive") {
+		return fmt.Errorf("no prompt: use -p TEXT, -f FILE, --prompt-ids or --interactive")
+	}
+
+	loadStart := time.Now()
+	pack, err := format.Open(path, format.OpenOptions{Gamma: gamma})
+	if err != nil {
+		return err
+	}
+	defer pack.Close()
+	if c.Bool("verify") {
+		if _, err := pack.Verify(); err != nil {
+			return err
+		}
+	}
+	m, err := runner.Load(pack)
+	if err != nil {
+		return err
+	}
+	ctx := c.Int("ctx")
+	if !c.IsSet("ctx") {
+		ctx = min(m.Config.MaxPositionEmbeddings, 4096)
+	}
+	if ctx < 1 || ctx > m.Config.MaxPositionEmbeddings {
+		return fmt.Errorf("--ctx must be in [1, %d] for this model, got %d", m.Config.MaxPositionEmbeddings, ctx)
+	}
+
+	var prompt []int
+	switch {
+	case c.IsSet("prompt-ids"):
+		if err := json.Unmarshal([]byte(c.String("prompt-ids")), &prompt); err != nil {
+			return fmt.Errorf("--prompt-ids: want a JSON array of integers: %w", err)
+		}
+		for _, id := range prompt {
+			if id < 0 || id >= m.Config.VocabSize {
+				return fmt.Errorf("--prompt-ids: token id %d outside the vocabulary of %d", id, m.Config.VocabSize)
+			}
+		}
+		if len(prompt) == 0 {
+			return fmt.Errorf("--prompt-ids: empty prompt")
+		}
+	case c.IsSet("file"):
+		b, err := os.ReadFile(c.String("file"))
+		if err != nil {
+			return err
+		}
+		prompt = m.Tokenizer.Encode(string(b), true)
+	case c.IsSet("prompt"):
+		text := c.String("prompt")
+		if !c.Bool("no-escape") {
+			text = unescape(text)
+		}
+		prompt = m.Tokenizer.Encode(text, true)
+	}
+	if len(prompt) > ctx {
+		return fmt.Errorf("prompt is %d tokens, longer than the context of %d (--ctx, at most %d for this model)", len(prompt), ctx, m.Config.MaxPositionEmbeddings)
+	}
+
+	pool := kernels.NewPool(c.Int("threads"))
+	defer pool.Close()
+	sess, err := m.NewSession(pool, ctx, sc)
+	if err != nil {
+		return err
+	}
+	loadTime := time.Since(loadStart)
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	var ids []int
+	stream := &runner.TextStream{}
+	opt := runner.GenerateOptions{
+		MaxTokens: n, Sampler: sc, StopAtEOS: !c.Bool("ignore-eos"),
+		OnToken: func(id int) {
+			if c.Bool("output-ids") {
+				ids = append(ids, id)
+				return
+			}
+			out.WriteString(stream.Push(m.Tokenizer.TokenBytes(id)))
+			out.Flush()
+		},
+	}
+	turn := func(p []int) error {
+		st, err := sess.Generate(p, opt)
+		if err != nil {
+			return err
+		}
+		if !c.Bool("output-ids") {
+			out.WriteString(stream.Flush())
+			out.WriteString("\n")
+			out.Flush()
+		}
+		if !c.Bool("quiet") {
+			printSummary(os.Stderr, st, loadTime, pack, sess, c.Int("threads"), seed, sc.Temperature == 0)
+		}
+		return nil
+	}
+	if len(prompt) > 0 {
+		if err := turn(prompt); err != nil {
+			return err
+		}
+	}
+	if c.Bool("interactive") {
+		in := bufio.NewScanner(os.Stdin)
+		in.Buffer(nil, 1<<20)
+		for {
+			fmt.Fprint(os.Stderr, "> ")
+			if !in.Scan() {
+				fmt.Fprintln(os.Stderr)
+				break
+			}
+			line := in.Text()
+			if strings.TrimSpace(line) == "" {
+				continue
+			}
+			// Later turns continue the same sequence: no second bos.
+			p := m.Tokenizer.Encode(line+"\n", len(sess.History) == 0)
+			if err := turn(p); err != nil {
+				fmt.Fprintln(os.Stderr, "sirun:", err)
+				if sess.Pos >= sess.S.Ctx {
+					break
+				}
+			}
+		}
+	}
+	if c.Bool("output-ids") {
+		if ids == nil {
+			ids = []int{}
+		}
+		b, _ := json.Marshal(ids)
+		out.Write(b)
+		out.WriteString("\n")
+	}
+	return nil
+}
+
+func printSummary(w io.Writer, st *runner.Stats, load time.Duration, p *format.Pack, s *runner.Session, threads int, seed int64, greedy bool) {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	rate := func(n int, d time.Duration) float64 {
+		if d <= 0 {
+			return 0
+		}
+		return float64(n) / d.Seconds()
+	}
+	fmt.Fprintf(w, "\nsirun: load       %8.1f ms (γ=%.2f: %d of %d bands, %s mapped)\n", ms(load),
+		float64(p.LoadedRanks)/float64(p.Index.Config.IntermediateSize), p.LoadedBands, p.Preamble.BandCount, cliutil.HumanBytes(uint64(len(p.Bytes()))))
+	fmt.Fprintf(w, "sirun: prompt     %8.1f ms / %4d tokens (%8.2f tok/s)  [time to first token]\n", ms(st.Prefill), st.PromptTokens, rate(st.PromptTokens, st.Prefill))
+	gen := st.GeneratedTokens - 1 // the first token came with the prompt
+	if gen < 0 {
+		gen = 0
+	}
+	fmt.Fprintf(w, "sirun: generate   %8.1f ms / %4d tokens (%8.2f tok/s)  stop: %s\n", ms(st.Decode), gen, rate(gen, st.Decode), st.StopReason)
+	sampling := fmt.Sprintf("seed %d", seed)
+	if greedy {
+		sampling = "greedy"
+	}
+	fmt.Fprintf(w, "sirun: memory     peak RSS %s, KV cache %s (%d tokens); %d threads, %s\n",
+		cliutil.HumanBytes(runner.PeakRSS()), cliutil.HumanBytes(uint64(s.S.CacheBytes())), s.S.Ctx, threads, sampling)
+}

@@ -1,0 +1,178 @@
+package runner
+
+import (
+	"fmt"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sipack/sipack/kernels"
+)
+
+// GenerateOptions controls one generation.
+type GenerateOptions struct {
+	MaxTokens int // tokens to generate at most; < 0 is an error
+	Sampler   SamplerConfig
+	// StopAtEOS stops on any of the config's eos ids (the id is not emitted).
+	StopAtEOS bool
+	// OnToken is called with every generated id, as it is produced.
+	OnToken func(id int)
+}
+
+// Stats is what a run measured, in the spirit of llama.cpp's timings.
+type Stats struct {
+	PromptTokens    int
+	GeneratedTokens int
+	Prefill         time.Duration // prompt processing, up to the first sampled token
+	Decode          time.Duration // all later tokens
+	StopReason      string        // "eos", "length", "context"
+}
+
+// Session is a conversation: a KV cache that grows over turns.
+type Session struct {
+	M       *Model
+	S       *State
+	Pos     int   // tokens in the cache
+	History []int // every token seen, prompt and generated
+	sampler *Sampler
+}
+
+// NewSession allocates a session with a context of ctx tokens.
+func (m *Model) NewSession(pool *kernels.Pool, ctx int, sc SamplerConfig) (*Session, error) {
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	s, err := m.NewState(pool, ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{M: m, S: s, sampler: NewSampler(sc)}, nil
+}
+
+// Generate appends prompt to the session, then samples up to MaxTokens tokens.
+func (ss *Session) Generate(prompt []int, opt GenerateOptions) (*Stats, error) {
+	if opt.MaxTokens < 0 {
+		return nil, fmt.Errorf("number of tokens to generate must be ≥ 0, got %d", opt.MaxTokens)
+	}
+	if len(prompt) == 0 {
+		return nil, fmt.Errorf("empty prompt")
+	}
+	// The previous turn's last sampled token was never run; it leads this input.
+	input := append(append([]int(nil), ss.Pending()...), prompt...)
+	if ss.Pos+len(input) > ss.S.Ctx {
+		return nil, fmt.Errorf("prompt of %d tokens does not fit the context (%d of %d tokens free); use a larger --ctx (at most %d)",
+			len(prompt), ss.S.Ctx-ss.Pos, ss.S.Ctx, ss.M.Config.MaxPositionEmbeddings)
+	}
+	st := &Stats{PromptTokens: len(prompt), StopReason: "length"}
+	eos := map[int]bool{}
+	if opt.StopAtEOS {
+		for _, e := range ss.M.Config.EOSTokenIDs {
+			eos[e] = true
+		}
+	}
+	start := time.Now()
+	logits, err := ss.S.ForwardBatch(input, ss.Pos, false)
+	if err != nil {
+		return nil, err
+	}
+	ss.Pos += len(input)
+	ss.History = append(ss.History, prompt...)
+	decodeStart := time.Now()
+	for i := 0; i < opt.MaxTokens; i++ {
+		tok := ss.sampler.Sample(logits, ss.History)
+		if i == 0 {
+			st.Prefill = time.Since(start)
+			decodeStart = time.Now()
+		}
+		if eos[tok] {
+			st.StopReason = "eos"
+			break
+		}
+		st.GeneratedTokens++
+		ss.History = append(ss.History, tok)
+		if opt.OnToken != nil {
+			opt.OnToken(tok)
+		}
+		if i == opt.MaxTokens-1 {
+			break
+		}
+		if ss.Pos >= ss.S.Ctx {
+			st.StopReason = "context"
+			break
+		}
+		if logits, err = ss.S.Forward(tok, ss.Pos); err != nil {
+			return st, err
+		}
+		ss.Pos++
+	}
+	if opt.MaxTokens == 0 {
+		st.Prefill = time.Since(start)
+	} else {
+		st.Decode = time.Since(decodeStart)
+	}
+	// The last sampled token is not yet in the cache; the next turn feeds it.
+	return st, nil
+}
+
+// Pending returns the generated tokens not yet run through the model (at
+// most the last one); the next Generate feeds them first.
+func (ss *Session) Pending() []int {
+	if len(ss.History) > ss.Pos {
+		return ss.History[ss.Pos:]
+	}
+	return nil
+}
+
+// TextStream turns token bytes into text, holding back an incomplete UTF-8
+// sequence until its last byte arrives.
+type TextStream struct{ buf []byte }
+
+// Push adds a token's bytes and returns the text that is complete.
+func (ts *TextStream) Push(b []byte) string {
+	ts.buf = append(ts.buf, b...)
+	n := len(ts.buf)
+	// Find the longest prefix that does not end inside a UTF-8 sequence.
+	cut := n
+	for i := n - 1; i >= 0 && i >= n-3; i-- {
+		c := ts.buf[i]
+		if c < 0x80 {
+			break
+		}
+		if c >= 0xc0 { // a lead byte: is its sequence complete?
+			need := 2
+			if c >= 0xe0 {
+				need = 3
+			}
+			if c >= 0xf0 {
+				need = 4
+			}
+			if n-i < need {
+				cut = i
+			}
+			break
+		}
+	}
+	out := ts.buf[:cut]
+	rest := append([]byte(nil), ts.buf[cut:]...)
+	ts.buf = rest
+	if !utf8.Valid(out) {
+		return string([]rune(string(out)))
+	}
+	return string(out)
+}
+
+// Flush returns whatever is held back.
+func (ts *TextStream) Flush() string {
+	s := string(ts.buf)
+	ts.buf = nil
+	return s
+}
+
+// PeakRSS is the process's peak resident set size in bytes.
+func PeakRSS() uint64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return uint64(ru.Maxrss) * 1024
+}

@@ -1,0 +1,140 @@
+package runner
+
+import (
+	"math"
+	"slices"
+	"testing"
+)
+
+func TestSamplerGreedyAndDeterminism(t *testing.T) {
+	logits := []float32{0.1, 2, 1.9, -1, 0.5}
+	g := NewSampler(SamplerConfig{Temperature: 0, TopP: 1, RepetitionPenalty: 1})
+	if got := g.Sample(slices.Clone(logits), nil); got != 1 {
+		t.Fatalf("greedy picked %d, want 1", got)
+	}
+	draw := func(seed uint64) []int {
+		s := NewSampler(SamplerConfig{Temperature: 1, TopP: 1, RepetitionPenalty: 1, Seed: seed})
+		var out []int
+		for i := 0; i < 50; i++ {
+			out = append(out, s.Sample(slices.Clone(logits), nil))
+		}
+		return out
+	}
+	if !slices.Equal(draw(7), draw(7)) {
+		t.Fatal("same seed gave different samples")
+	}
+	if slices.Equal(draw(7), draw(8)) {
+		t.Fatal("different seeds gave identical samples")
+	}
+}
+
+func TestSamplerTopKTopPDistribution(t *testing.T) {
+	logits := []float32{0, float32(math.Log(2)), float32(math.Log(3)), float32(math.Log(4))} // p ∝ 1:2:3:4
+	count := func(cfg SamplerConfig) []float64 {
+		s := NewSampler(cfg)
+		c := make([]float64, 4)
+		const n = 40000
+		for i := 0; i < n; i++ {
+			c[s.Sample(slices.Clone(logits), nil)] += 1.0 / n
+		}
+		return c
+	}
+	near := func(got, want []float64) bool {
+		for i := range got {
+			if math.Abs(got[i]-want[i]) > 0.015 {
+				return false
+			}
+		}
+		return true
+	}
+	base := SamplerConfig{Temperature: 1, TopP: 1, RepetitionPenalty: 1, Seed: 1}
+	if got := count(base); !near(got, []float64{0.1, 0.2, 0.3, 0.4}) {
+		t.Errorf("T=1: %v, want 0.1 0.2 0.3 0.4", got)
+	}
+	k2 := base
+	k2.TopK = 2
+	if got := count(k2); !near(got, []float64{0, 0, 3.0 / 7, 4.0 / 7}) {
+		t.Errorf("top-k 2: %v", got)
+	}
+	p := base
+	p.TopP = 0.65 // 0.4 + 0.3 reaches it: keep {3, 2}
+	if got := count(p); !near(got, []float64{0, 0, 3.0 / 7, 4.0 / 7}) {
+		t.Errorf("top-p 0.65: %v", got)
+	}
+	hot := base
+	hot.Temperature = 0.5 // p ∝ 1:4:9:16
+	if got := count(hot); !near(got, []float64{1.0 / 30, 4.0 / 30, 9.0 / 30, 16.0 / 30}) {
+		t.Errorf("T=0.5: %v", got)
+	}
+}
+
+func TestRepetitionPenalty(t *testing.T) {
+	s := NewSampler(SamplerConfig{Temperature: 0, TopP: 1, RepetitionPenalty: 2})
+	// Token 1 (logit 2) was seen: 2/2 = 1 < 1.5, so token 2 wins; a seen negative logit goes further down.
+	logits := []float32{-1, 2, 1.5}
+	if got := s.Sample(logits, []int{1, 0}); got != 2 || logits[0] != -2 {
+		t.Fatalf("picked %d with logits %v, want 2 and logits[0] = -2", got, logits)
+	}
+}
+
+func TestSamplerValidate(t *testing.T) {
+	for _, c := range []SamplerConfig{
+		{Temperature: -1, TopP: 1, RepetitionPenalty: 1},
+		{TopK: -1, TopP: 1, RepetitionPenalty: 1},
+		{TopP: 0, RepetitionPenalty: 1},
+		{TopP: 1.5, RepetitionPenalty: 1},
+		{TopP: 1, RepetitionPenalty: 0},
+	} {
+		if c.Validate() == nil {
+			t.Errorf("%+v accepted", c)
+		}
+	}
+}
+
+func TestTextStreamHoldsPartialUTF8(t *testing.T) {
+	var ts TextStream
+	s := "ñ→😀"
+	b := []byte(s)
+	var got string
+	for i := range b {
+		got += ts.Push(b[i : i+1])
+		if i == 0 && got != "" {
+			t.Fatalf("emitted %q before the character was complete", got)
+		}
+	}
+	got += ts.Flush()
+	if got != s {
+		t.Fatalf("streamed %q, want %q", got, s)
+	}
+}
+
+func TestSessionMultiTurnMatchesOneShot(t *testing.T) {
+	m := loadModel(t, packOf(t, "../testdata/tinyllama", convertOptions()), 1)
+	pool := newPool(1)
+	defer pool.Close()
+	greedyCfg := SamplerConfig{Temperature: 0, TopP: 1, RepetitionPenalty: 1}
+	a, _ := m.NewSession(pool, 128, greedyCfg)
+	first := []int{4094, 3709, 260, 3652}
+	if _, err := a.Generate(first, GenerateOptions{MaxTokens: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Generate([]int{11, 285}, GenerateOptions{MaxTokens: 4}); err != nil {
+		t.Fatal(err)
+	}
+	// One shot over the same tokens: the continuation must be identical.
+	b, _ := m.NewSession(pool, 128, greedyCfg)
+	all := append(slices.Clone(a.History[:len(a.History)-4]), []int{}...)
+	if _, err := b.Generate(all, GenerateOptions{MaxTokens: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(a.History[len(a.History)-4:], b.History[len(b.History)-4:]) {
+		t.Fatalf("multi-turn continuation %v, one-shot %v", a.History[len(a.History)-4:], b.History[len(b.History)-4:])
+	}
+	// Errors: prompt beyond the context, negative n.
+	if _, err := b.Generate(make([]int, 200), GenerateOptions{MaxTokens: 1}); err == nil {
+		t.Error("prompt beyond the context accepted")
+	}
+	if _, err := b.Generate([]int{1}, GenerateOptions{MaxTokens: -1}); err == nil {
+		t.Error("negative token count accepted")
+	}
+}
