@@ -125,7 +125,19 @@ func (ss *Session) Pending() []int {
 
 // TextStream turns token bytes into text, holding back an incomplete UTF-8
 // sequence until its last byte arrives.
-type TextStream struct{ buf []byte }
+type TextStream struct {
+	buf  []byte
+	last byte // last byte emitted
+}
+
+// EndsWithNewline reports whether the text emitted so far, ending with tail,
+// ends with a newline.
+func (ts *TextStream) EndsWithNewline(tail string) bool {
+	if tail != "" {
+		return tail[len(tail)-1] == '\n'
+	}
+	return ts.last == '\n'
+}
 
 // Push adds a token's bytes and returns the text that is complete.
 func (ts *TextStream) Push(b []byte) string {
@@ -153,6 +165,9 @@ func (ts *TextStream) Push(b []byte) string {
 		}
 	}
 	out := ts.buf[:cut]
+	if len(out) > 0 {
+		ts.last = out[len(out)-1]
+	}
 	rest := append([]byte(nil), ts.buf[cut:]...)
 	ts.buf = rest
 	if !utf8.Valid(out) {

@@ -199,8 +199,11 @@ func generate(c *cli.Context) error {
 			return err
 		}
 		if !c.Bool("output-ids") {
-			out.WriteString(stream.Flush())
-			out.WriteString("\n")
+			rest := stream.Flush()
+			out.WriteString(rest)
+			if !stream.EndsWithNewline(rest) {
+				out.WriteString("\n")
+			}
 			out.Flush()
 		}
 		if !c.Bool("quiet") {
