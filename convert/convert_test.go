@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sipack/sipack/convert/testmodel"
 	"github.com/sipack/sipack/format"
-	"github.com/sipack/sipack/internal/testmodel"
 	"github.com/sipack/sipack/kernels"
 )
 

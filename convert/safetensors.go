@@ -14,7 +14,6 @@ import (
 	"github.com/nlpodyssey/safetensors"
 
 	"github.com/sipack/sipack/format"
-	"github.com/sipack/sipack/internal/mmap"
 )
 
 // maxHeaderSize caps a safetensors JSON header: a corrupt length must not make
@@ -41,7 +40,7 @@ type Checkpoint struct {
 func (c *Checkpoint) Close() error {
 	var err error
 	for _, m := range c.maps {
-		err = errors.Join(err, mmap.Unmap(m))
+		err = errors.Join(err, format.Unmap(m))
 	}
 	for _, f := range c.files {
 		err = errors.Join(err, f.Close())
@@ -116,7 +115,7 @@ func (ck *Checkpoint) addShard(path string) error {
 		f.Close()
 		return err
 	}
-	data, err := mmap.Map(f, st.Size())
+	data, err := format.MapFile(f, st.Size())
 	if err != nil {
 		f.Close()
 		return err

@@ -109,7 +109,7 @@ func TestGammaMapsOnlyThePrefix(t *testing.T) {
 	for _, c := range []struct {
 		gamma       float64
 		bands, rank int
-	}{{0.1, 1, 8}, {0.2, 1, 8}, {0.25, 2, 16}, {0.7, 4, 32}, {1, 5, 40}} {
+	}{{0.1, 1, 4}, {0.2, 1, 8}, {0.25, 2, 10}, {0.7, 4, 28}, {0.71, 4, 28}, {1, 5, 40}} {
 		p, err := Open(path, OpenOptions{Gamma: c.gamma})
 		if err != nil {
 			t.Fatal(err)

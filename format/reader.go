@@ -8,8 +8,6 @@ import (
 	"sort"
 
 	"github.com/zeebo/blake3"
-
-	"github.com/sipack/sipack/internal/mmap"
 )
 
 // Limits a reader applies to config values before it sizes anything by them.
@@ -34,7 +32,8 @@ type Pack struct {
 	FileSize int64
 	Preamble Preamble
 	Index    *Index
-	// LoadedBands is the number of bands mapped; LoadedRanks the ranks they hold per sparse layer.
+	// LoadedBands is the number of bands mapped; LoadedRanks the ranks of
+	// each sparse layer in use, floor(γ·N) (the last band may hold more).
 	LoadedBands int
 	LoadedRanks int
 
@@ -45,18 +44,25 @@ type Pack struct {
 }
 
 // PrefixBytes is the number of bytes a load of the given gamma maps: the
-// whole pack up to the end of band ceil(gamma·N/B).
+// whole pack up to the end of band ceil(floor(γ·N)/B).
 func (p *Pack) PrefixBytes(gamma float64) uint64 {
 	return p.Preamble.FFNOff + uint64(p.bandsFor(gamma))*p.Preamble.BandBytes
+}
+
+// RanksFor is the number of ranks a load of gamma computes with:
+// floor(γ·N), at least 1. Bands are the I/O granularity: the load maps the
+// bands that hold those ranks, and ranks past them in the last band are unused.
+func (p *Pack) RanksFor(gamma float64) int {
+	n := p.Index.Config.IntermediateSize
+	return max(1, min(n, int(math.Floor(gamma*float64(n)+1e-9))))
 }
 
 func (p *Pack) bandsFor(gamma float64) int {
 	if p.Preamble.BandCount == 0 {
 		return 0
 	}
-	n := p.Index.Config.IntermediateSize
-	b := int(math.Ceil(gamma*float64(n)/float64(p.Index.BandNeurons) - 1e-9))
-	return max(1, min(b, int(p.Preamble.BandCount)))
+	B := p.Index.BandNeurons
+	return (p.RanksFor(gamma) + B - 1) / B
 }
 
 // Open opens and validates a pack and maps the prefix that gamma needs. It
@@ -122,8 +128,8 @@ func open(path string, opt OpenOptions) (*Pack, error) {
 		return nil, err
 	}
 	p.LoadedBands = p.bandsFor(opt.Gamma)
-	p.LoadedRanks = min(p.LoadedBands*idx.BandNeurons, idx.Config.IntermediateSize)
-	p.data, err = mmap.Map(f, int64(p.PrefixBytes(opt.Gamma)))
+	p.LoadedRanks = p.RanksFor(opt.Gamma)
+	p.data, err = MapFile(f, int64(p.PrefixBytes(opt.Gamma)))
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +295,7 @@ func equalShape(a, b []int) bool {
 
 // Close unmaps the pack.
 func (p *Pack) Close() error {
-	err := mmap.Unmap(p.data)
+	err := Unmap(p.data)
 	p.data = nil
 	if cerr := p.file.Close(); err == nil {
 		err = cerr

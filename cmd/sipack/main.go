@@ -14,9 +14,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/sipack/sipack/cmd/internal/cliutil"
 	"github.com/sipack/sipack/convert"
 	"github.com/sipack/sipack/format"
-	"github.com/sipack/sipack/internal/cliutil"
 	"github.com/sipack/sipack/tokenizer"
 )
 

@@ -14,8 +14,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/sipack/sipack/cmd/internal/cliutil"
 	"github.com/sipack/sipack/format"
-	"github.com/sipack/sipack/internal/cliutil"
 	"github.com/sipack/sipack/kernels"
 	"github.com/sipack/sipack/runner"
 )

@@ -10,7 +10,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/sipack/sipack/internal/testmodel"
+	"github.com/sipack/sipack/convert/testmodel"
 )
 
 func main() {

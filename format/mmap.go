@@ -1,7 +1,8 @@
-// Package mmap maps read-only file ranges. A mapping must never extend past
-// the end of the file (touching such a page raises SIGBUS), so callers pass a
-// length already checked against the file size; Map checks it once more.
-package mmap
+package format
+
+// Read-only file mappings. A mapping must never extend past the end of the
+// file (touching such a page raises SIGBUS), so callers pass a length already
+// checked against the file size; MapFile checks it once more.
 
 import (
 	"fmt"
@@ -10,9 +11,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Map maps [0, length) of f read-only and asks the kernel to read it ahead.
+// MapFile maps [0, length) of f read-only and asks the kernel to read it ahead.
 // A zero length gives an empty, unmapped slice.
-func Map(f *os.File, length int64) ([]byte, error) {
+func MapFile(f *os.File, length int64) ([]byte, error) {
 	if length == 0 {
 		return []byte{}, nil
 	}
@@ -31,7 +32,7 @@ func Map(f *os.File, length int64) ([]byte, error) {
 	return b, nil
 }
 
-// Unmap releases a mapping made by Map.
+// Unmap releases a mapping made by MapFile.
 func Unmap(b []byte) error {
 	if len(b) == 0 {
 		return nil
