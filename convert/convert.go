@@ -30,6 +30,7 @@ const Version = "sipack 0.1"
 // Order is a rank order for the sparse layers: Perms[l][rank] = original neuron.
 type Order struct {
 	Perms        map[int][]uint32
+	Scores       map[int][]float32 // optional: task score per rank, stored for inspect
 	BaseFraction float32
 	Provenance   format.Provenance
 }
@@ -328,7 +329,11 @@ func (m *Model) WritePack(ctx context.Context, opt Options) (*Result, error) {
 			}
 			perm = p
 		}
-		idx.SparseLayers = append(idx.SparseLayers, format.SparseLayer{Layer: l, Perm: perm})
+		sl := format.SparseLayer{Layer: l, Perm: perm}
+		if opt.Order != nil && opt.Order.Scores != nil {
+			sl.TaskScore = opt.Order.Scores[l]
+		}
+		idx.SparseLayers = append(idx.SparseLayers, sl)
 	}
 	if opt.Order != nil {
 		idx.BaseFraction = opt.Order.BaseFraction

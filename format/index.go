@@ -62,8 +62,9 @@ func (t *TensorInfo) Elems() int {
 
 // SparseLayer holds the rank order of one sparse FFN layer.
 type SparseLayer struct {
-	Layer int
-	Perm  []uint32 // Perm[rank] = original neuron index
+	Layer     int
+	Perm      []uint32  // Perm[rank] = original neuron index
+	TaskScore []float32 // optional, per rank: the task profile's mean |h|
 }
 
 // Provenance says where a pack's rank order came from.
@@ -189,9 +190,20 @@ func encodeIndex(idx *Index) []byte {
 			b.PrependUint32(sl.Perm[j])
 		}
 		perm := b.EndVector(len(sl.Perm))
+		var score flatbuffers.UOffsetT
+		if sl.TaskScore != nil {
+			sipfb.SparseLayerStartTaskScoreVector(b, len(sl.TaskScore))
+			for j := len(sl.TaskScore) - 1; j >= 0; j-- {
+				b.PrependFloat32(sl.TaskScore[j])
+			}
+			score = b.EndVector(len(sl.TaskScore))
+		}
 		sipfb.SparseLayerStart(b)
 		sipfb.SparseLayerAddLayer(b, uint32(sl.Layer))
 		sipfb.SparseLayerAddPerm(b, perm)
+		if sl.TaskScore != nil {
+			sipfb.SparseLayerAddTaskScore(b, score)
+		}
 		layers[i] = sipfb.SparseLayerEnd(b)
 	}
 	sipfb.IndexStartSparseLayersVector(b, len(layers))
@@ -353,6 +365,15 @@ func decodeIndex(buf []byte) (idx *Index, err error) {
 		sl := SparseLayer{Layer: int(fl.Layer()), Perm: make([]uint32, m)}
 		for j := range sl.Perm {
 			sl.Perm[j] = fl.Perm(j)
+		}
+		if k := fl.TaskScoreLength(); k > 0 {
+			if k != m {
+				return nil, formatErr(ErrIndex, sec, PreambleSize, fmt.Sprintf("layer %d: %d task scores for %d ranks", sl.Layer, k, m), nil)
+			}
+			sl.TaskScore = make([]float32, k)
+			for j := range sl.TaskScore {
+				sl.TaskScore[j] = fl.TaskScore(j)
+			}
 		}
 		idx.SparseLayers = append(idx.SparseLayers, sl)
 	}

@@ -40,6 +40,24 @@ func (p *Pack) Summary(w io.Writer) {
 		fmt.Fprintf(w, " (task %s, %d prompts, %d tokens, %d generated per prompt, base fraction %.2f)", pv.Task, pv.Prompts, pv.Tokens, pv.GenTokens, idx.BaseFraction)
 	}
 	fmt.Fprintln(w)
+	if len(pv.SecondaryTasks) > 0 {
+		fmt.Fprintf(w, "secondary       mean of normalised profiles of %v\n", pv.SecondaryTasks)
+	}
+	if pv.Order == "random" {
+		fmt.Fprintf(w, "random seed     %d\n", pv.Seed)
+	}
+	if len(idx.SparseLayers) > 0 && idx.SparseLayers[0].TaskScore != nil {
+		fracs := []float64{0.1, 0.3, 0.5, 0.7}
+		fmt.Fprintf(w, "concentration   share of the task's Σ|h| held by the top 10/30/50/70 %% of neurons, per layer:\n")
+		for _, sl := range idx.SparseLayers {
+			s := make([]float64, len(sl.TaskScore))
+			for i, v := range sl.TaskScore {
+				s[i] = float64(v)
+			}
+			cc := Concentration(s, fracs)
+			fmt.Fprintf(w, "  layer %-3d     %5.1f %%  %5.1f %%  %5.1f %%  %5.1f %%\n", sl.Layer, 100*cc[0], 100*cc[1], 100*cc[2], 100*cc[3])
+		}
+	}
 	fmt.Fprintf(w, "source hash     %x\n", idx.SourceHash)
 	fmt.Fprintf(w, "index           %d bytes at %d\n", pre.IndexLen, pre.IndexOff)
 	fmt.Fprintf(w, "dense section   %s at %d (%d tensors)\n", human(pre.DenseLen), pre.DenseOff, len(idx.DenseTensors))

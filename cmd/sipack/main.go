@@ -15,7 +15,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/sipack/sipack/cmd/internal/cliutil"
-	"github.com/sipack/sipack/convert"
 	"github.com/sipack/sipack/format"
 	"github.com/sipack/sipack/tokenizer"
 )
@@ -26,7 +25,7 @@ func main() {
 		Usage: "build task-pruned .sip packs from HuggingFace checkpoints",
 		Description: "A .sip pack stores a model with its FFN neurons in rank order, so that loading a\n" +
 			"fraction γ of them is reading one contiguous prefix of the file (see format/SPEC.md).",
-		Commands: []*cli.Command{convertCmd, inspectCmd, verifyCmd, tokenizeCmd},
+		Commands: []*cli.Command{convertCmd, profileCmd, inspectCmd, verifyCmd, tokenizeCmd},
 		ExitErrHandler: func(c *cli.Context, err error) {
 			if err != nil {
 				cliutil.Fail(os.Stderr, "sipack", err)
@@ -38,61 +37,6 @@ func main() {
 		cliutil.Fail(os.Stderr, "sipack", err)
 		os.Exit(1)
 	}
-}
-
-var convertCmd = &cli.Command{
-	Name:      "convert",
-	Usage:     "convert a HuggingFace model directory into a .sip pack",
-	ArgsUsage: "MODEL_DIR",
-	Flags: []cli.Flag{
-		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output pack `FILE` (default: MODEL_DIR name + .sip)"},
-		&cli.StringFlag{Name: "dtype", Usage: "weight dtype: bf16, f16 or f32 (default: the checkpoint's)"},
-		&cli.IntFlag{Name: "band", Value: 64, Usage: "neurons per band B (the γ granularity)"},
-		&cli.IntSliceFlag{Name: "dense-layers", Usage: "layers whose FFN is kept dense (e.g. --dense-layers 0,5)"},
-		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary"},
-	},
-	Action: func(c *cli.Context) error {
-		if c.NArg() != 1 {
-			return fmt.Errorf("convert needs exactly one MODEL_DIR argument, got %d", c.NArg())
-		}
-		dir := c.Args().First()
-		out := c.String("output")
-		if out == "" {
-			out = filepath.Base(filepath.Clean(dir)) + ".sip"
-		}
-		if c.Int("band") < 1 {
-			return fmt.Errorf("--band must be at least 1, got %d", c.Int("band"))
-		}
-		ctx, stop := cliutil.SignalContext()
-		defer stop()
-		var bar *cliutil.Progress
-		if !c.Bool("quiet") {
-			bar = cliutil.NewProgress("convert", 0, true)
-		} else {
-			bar = &cliutil.Progress{}
-		}
-		start := time.Now()
-		res, err := convert.Convert(ctx, convert.Options{
-			ModelDir: dir, Output: out, DType: c.String("dtype"), BandNeurons: c.Int("band"),
-			DenseLayers: c.IntSlice("dense-layers"),
-			Progress: func(n int, total int64) {
-				bar.SetTotal(total)
-				bar.Add(n)
-			},
-		})
-		bar.Done(err == nil)
-		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("interrupted; no pack written to %s", out)
-			}
-			return err
-		}
-		if !c.Bool("quiet") {
-			secs := time.Since(start).Seconds()
-			fmt.Fprintf(os.Stderr, "wrote %s: %s %s in %.2f s (%.2f GB/s)\n", res.Path, res.DType, cliutil.HumanBytes(uint64(res.Bytes)), secs, float64(res.Bytes)/secs/1e9)
-		}
-		return nil
-	},
 }
 
 func openPack(c *cli.Context) (*format.Pack, error) {

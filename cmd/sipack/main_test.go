@@ -114,3 +114,110 @@ func TestBadInputExitsNonZero(t *testing.T) {
 		t.Error("failed convert left o.sip")
 	}
 }
+
+func TestProfileAndRankedConvert(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
+	prof := filepath.Join(dir, "qa.prof")
+	if _, e, code := run(t, "profile", "--task", "qa", tiny, "-o", prof, "--max-prompts", "3", "--gen-tokens", "4", "-q"); code != 0 {
+		t.Fatal(e)
+	}
+	out, _, code := run(t, "profile", "show", prof)
+	if code != 0 || !strings.Contains(out, "task qa, 3 prompts") || !strings.Contains(out, "| 5 |") {
+		t.Fatalf("show (%d): %s", code, out)
+	}
+	// A second profile over other prompts merges.
+	prof2 := filepath.Join(dir, "qa2.prof")
+	run(t, "profile", "--task", "qa", tiny, "-o", prof2, "--max-prompts", "2", "--gen-tokens", "4", "--seed", "5", "-q")
+	merged := filepath.Join(dir, "m.prof")
+	if _, e, code := run(t, "profile", "merge", prof, prof2, "-o", merged); code != 0 {
+		t.Fatal(e)
+	}
+	out, _, _ = run(t, "profile", "show", merged)
+	if !strings.Contains(out, "5 prompts") {
+		t.Fatalf("merged: %s", out)
+	}
+	png := filepath.Join(dir, "p.png")
+	if _, e, code := run(t, "profile", "plot", "-o", png, prof, prof2); code != 0 {
+		t.Fatal(e)
+	}
+	if b, _ := os.ReadFile(png); len(b) < 1000 || string(b[1:4]) != "PNG" {
+		t.Fatal("plot is not a PNG")
+	}
+	pack := filepath.Join(dir, "qa.sip")
+	if _, e, code := run(t, "convert", tiny, "--profile", prof, "--secondary", "self", "-o", pack, "-q"); code != 0 {
+		t.Fatal(e)
+	}
+	out, _, _ = run(t, "inspect", pack)
+	for _, want := range []string{"rank order      profile (task qa, 3 prompts", "concentration", "layer 5"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("inspect lacks %q:\n%s", want, out)
+		}
+	}
+	// A task name profiles on the fly (with secondary = all tasks) and caches.
+	pack2 := filepath.Join(dir, "tr.sip")
+	_, e, code := run(t, "convert", tiny, "--profile", "translate", "--max-prompts", "2", "--gen-tokens", "2", "-o", pack2)
+	if code != 0 || !strings.Contains(e, "cached profile") {
+		t.Fatalf("on-the-fly convert (%d): %s", code, e)
+	}
+	_, e, _ = run(t, "convert", tiny, "--profile", "translate", "--max-prompts", "2", "--gen-tokens", "2", "-o", pack2)
+	if !strings.Contains(e, "using cached profile") {
+		t.Fatalf("second convert did not use the cache: %s", e)
+	}
+	out, _, _ = run(t, "inspect", pack2)
+	if !strings.Contains(out, "secondary       mean of normalised profiles of [translate lm qa]") && !strings.Contains(out, "[lm qa translate]") {
+		t.Errorf("inspect: secondary tasks missing:\n%s", out)
+	}
+	// Random order.
+	pack3 := filepath.Join(dir, "rnd.sip")
+	if _, e, code := run(t, "convert", tiny, "--order", "random", "--seed", "3", "-o", pack3, "-q"); code != 0 {
+		t.Fatal(e)
+	}
+	out, _, _ = run(t, "inspect", pack3)
+	if !strings.Contains(out, "rank order      random") || !strings.Contains(out, "random seed     3") {
+		t.Errorf("inspect random: %s", out)
+	}
+}
+
+func TestProfileBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(bad, []byte(`{"prompt": "ok"}`+"\n"+`{"prompt": broken}`+"\n"), 0o644)
+	empty := filepath.Join(dir, "empty.jsonl")
+	os.WriteFile(empty, nil, 0o644)
+	man := filepath.Join(dir, "half.json")
+	os.WriteFile(man, []byte(`{"name": "half"}`), 0o644)
+	// A profile of another model: the archcheck llama.
+	other := filepath.Join(dir, "other.prof")
+	if _, e, code := run(t, "profile", "--task", "lm", "../../testdata/archcheck/llama32-tied", "-o", other, "--max-prompts", "1", "--gen-tokens", "1", "-q"); code != 0 {
+		t.Fatal(e)
+	}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"profile", "--task", "nosuch", tiny}, `unknown task "nosuch"`},
+		{[]string{"profile", "--task", man, tiny}, "missing fields: template, metric"},
+		{[]string{"profile", "--task", "qa", "--data", empty, tiny, "-o", filepath.Join(dir, "x.prof")}, "empty.jsonl: no rows"},
+		{[]string{"profile", "--task", "qa", "--data", bad, tiny, "-o", filepath.Join(dir, "x.prof")}, "bad.jsonl:2"},
+		{[]string{"profile", tiny}, "needs --task"},
+		{[]string{"convert", tiny, "--profile", other, "-o", filepath.Join(dir, "x.sip")}, "of another model"},
+		{[]string{"convert", tiny, "--profile", other, "--base", "0", "-o", filepath.Join(dir, "x.sip")}, "--base must be in (0, 1]"},
+		{[]string{"convert", tiny, "--profile", other, "--base", "1.5", "-o", filepath.Join(dir, "x.sip")}, "--base must be in (0, 1]"},
+		{[]string{"convert", tiny, "--band", "100000", "-o", filepath.Join(dir, "x.sip")}, "band size 100000 out of range"},
+		{[]string{"convert", tiny, "--profile", filepath.Join(dir, "none.prof"), "-o", filepath.Join(dir, "x.sip")}, "no such file"},
+		{[]string{"convert", tiny, "--order", "sideways", "-o", filepath.Join(dir, "x.sip")}, "unknown --order"},
+		{[]string{"profile", "merge", other, "-o", filepath.Join(dir, "x.prof")}, "at least two"},
+	}
+	for _, c := range cases {
+		_, errOut, code := run(t, c.args...)
+		if code == 0 || !strings.Contains(errOut, c.want) {
+			t.Errorf("sipack %v: exit %d, stderr %q; want %q", c.args, code, errOut, c.want)
+		}
+	}
+	for _, f := range []string{"x.prof", "x.sip", "x.sip.tmp", "x.prof.tmp"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			t.Errorf("%s left behind", f)
+		}
+	}
+}

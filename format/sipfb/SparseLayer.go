@@ -71,8 +71,34 @@ func (rcv *SparseLayer) MutatePerm(j int, n uint32) bool {
 	return false
 }
 
+func (rcv *SparseLayer) TaskScore(j int) float32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(8))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.GetFloat32(a + flatbuffers.UOffsetT(j*4))
+	}
+	return 0
+}
+
+func (rcv *SparseLayer) TaskScoreLength() int {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(8))
+	if o != 0 {
+		return rcv._tab.VectorLen(o)
+	}
+	return 0
+}
+
+func (rcv *SparseLayer) MutateTaskScore(j int, n float32) bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(8))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.MutateFloat32(a+flatbuffers.UOffsetT(j*4), n)
+	}
+	return false
+}
+
 func SparseLayerStart(builder *flatbuffers.Builder) {
-	builder.StartObject(2)
+	builder.StartObject(3)
 }
 func SparseLayerAddLayer(builder *flatbuffers.Builder, layer uint32) {
 	builder.PrependUint32Slot(0, layer, 0)
@@ -81,6 +107,12 @@ func SparseLayerAddPerm(builder *flatbuffers.Builder, perm flatbuffers.UOffsetT)
 	builder.PrependUOffsetTSlot(1, flatbuffers.UOffsetT(perm), 0)
 }
 func SparseLayerStartPermVector(builder *flatbuffers.Builder, numElems int) flatbuffers.UOffsetT {
+	return builder.StartVector(4, numElems, 4)
+}
+func SparseLayerAddTaskScore(builder *flatbuffers.Builder, taskScore flatbuffers.UOffsetT) {
+	builder.PrependUOffsetTSlot(2, flatbuffers.UOffsetT(taskScore), 0)
+}
+func SparseLayerStartTaskScoreVector(builder *flatbuffers.Builder, numElems int) flatbuffers.UOffsetT {
 	return builder.StartVector(4, numElems, 4)
 }
 func SparseLayerEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {

@@ -1,0 +1,135 @@
+// Package pipeline joins the converter and the runner for the commands that
+// need both: profiling a model directory (converted to a temporary pack
+// first) and ranking a pack by task profiles made on the fly.
+package pipeline
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+
+	"github.com/sipack/sipack/convert"
+	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/manifests"
+	"github.com/sipack/sipack/runner"
+)
+
+// Opened is a model ready to run, with whatever must be cleaned up.
+type Opened struct {
+	Model *runner.Model
+	pack  *format.Pack
+	tmp   string
+}
+
+// Close releases the pack and removes a temporary conversion.
+func (o *Opened) Close() {
+	o.pack.Close()
+	if o.tmp != "" {
+		os.RemoveAll(o.tmp)
+	}
+}
+
+// Open opens a pack, or converts a model directory to a temporary pack in
+// its original order and opens that, fully loaded (γ = 1).
+func Open(ctx context.Context, path string) (*Opened, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	o := &Opened{}
+	packPath := path
+	if st.IsDir() {
+		if o.tmp, err = os.MkdirTemp("", "sipack-profile-"); err != nil {
+			return nil, err
+		}
+		packPath = filepath.Join(o.tmp, "model.sip")
+		if _, err := convert.Convert(ctx, convert.Options{ModelDir: path, Output: packPath}); err != nil {
+			os.RemoveAll(o.tmp)
+			return nil, err
+		}
+	}
+	if o.pack, err = format.Open(packPath, format.OpenOptions{Gamma: 1}); err != nil {
+		if o.tmp != "" {
+			os.RemoveAll(o.tmp)
+		}
+		return nil, err
+	}
+	if o.Model, err = runner.Load(o.pack); err != nil {
+		o.Close()
+		return nil, err
+	}
+	return o, nil
+}
+
+// ProfileOptions selects the prompts of a task to profile.
+type ProfileOptions struct {
+	Data       string // JSONL overriding the manifest's train data
+	MaxPrompts int    // 0: all
+	GenTokens  int    // -1: the manifest's
+	Seed       uint64 // which prompts, when MaxPrompts < rows
+	Jobs       int
+	Progress   func(done, total int, tokens int64)
+}
+
+// Profile profiles a task on an opened model.
+func Profile(ctx context.Context, m *runner.Model, man *manifests.Manifest, opt ProfileOptions) (*format.Profile, error) {
+	rows, name, err := man.ReadRows("train", opt.Data)
+	if err != nil {
+		return nil, err
+	}
+	if opt.MaxPrompts < 0 {
+		return nil, fmt.Errorf("--max-prompts must be ≥ 0, got %d", opt.MaxPrompts)
+	}
+	if opt.MaxPrompts > 0 && opt.MaxPrompts < len(rows) {
+		// A seeded sample, kept in file order.
+		rng := rand.New(rand.NewPCG(opt.Seed, 0x9f0f))
+		keep := rng.Perm(len(rows))[:opt.MaxPrompts]
+		mark := make([]bool, len(rows))
+		for _, i := range keep {
+			mark[i] = true
+		}
+		var sel []manifests.Row
+		for i, r := range rows {
+			if mark[i] {
+				sel = append(sel, r)
+			}
+		}
+		rows = sel
+	}
+	gen := opt.GenTokens
+	if gen < 0 {
+		gen = man.GenTokens
+	}
+	prompts := make([][]int, len(rows))
+	for i, r := range rows {
+		prompts[i] = m.Tokenizer.Encode(man.Apply(r.Prompt), true)
+		if len(prompts[i])+gen > m.Config.MaxPositionEmbeddings {
+			return nil, fmt.Errorf("%s: row %d (%q): %d prompt tokens + %d generated exceed the model's context of %d", name, i+1, r.ID, len(prompts[i]), gen, m.Config.MaxPositionEmbeddings)
+		}
+	}
+	p, err := m.Profile(ctx, man.Name, prompts, runner.ProfileOptions{
+		GenTokens: gen, Jobs: opt.Jobs,
+		Progress: func(done int, tokens int64) {
+			if opt.Progress != nil {
+				opt.Progress(done, len(prompts), tokens)
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.Seed, p.Source = opt.Seed, name
+	return p, nil
+}
+
+// CachePath is where a task profile of a model is cached.
+func CachePath(modelHash [format.HashSize]byte, task string) string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	return filepath.Join(dir, "sipack", hex.EncodeToString(modelHash[:8]), task+".prof")
+}

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/sipack/sipack/cmd/internal/cliutil"
+	"github.com/sipack/sipack/cmd/internal/pipeline"
+	"github.com/sipack/sipack/convert"
+	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/manifests"
+)
+
+var convertCmd = &cli.Command{
+	Name:      "convert",
+	Usage:     "convert a HuggingFace model directory into a .sip pack, FFN neurons in rank order",
+	ArgsUsage: "MODEL_DIR",
+	Description: "With --profile, each sparse layer's neurons are ranked as SelectInfer does: the top\n" +
+		"--base fraction by the task's score, then the rest by the model-wide (secondary) score,\n" +
+		"and written in that order, so that loading a fraction γ reads one prefix of the file.\n" +
+		"--profile takes a profile file or a task name (profiled on the fly and cached).",
+	Flags: []cli.Flag{
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output pack `FILE` (default: MODEL_DIR name + .sip)"},
+		&cli.StringFlag{Name: "dtype", Usage: "weight dtype: bf16, f16 or f32 (default: the checkpoint's)"},
+		&cli.IntFlag{Name: "band", Value: 64, Usage: "neurons per band B (the γ granularity)"},
+		&cli.IntSliceFlag{Name: "dense-layers", Usage: "layers whose FFN is kept dense (e.g. --dense-layers 0,5)"},
+		&cli.StringFlag{Name: "profile", Usage: "task profile: a .prof `FILE` or a task name (qa, translate, lm, or a manifest)"},
+		&cli.StringFlag{Name: "profile-format", Value: "sipack", Usage: "format of --profile: sipack, or partinfer ({\"neurons\": [[ids per layer]]})"},
+		&cli.Float64Flag{Name: "base", Value: 0.3, Usage: "fraction δ of each layer's neurons ranked by the task score (base neurons)"},
+		&cli.StringFlag{Name: "secondary", Value: "all", Usage: "profiles for the model-wide score: all (every task with data), self, or FILE,FILE,..."},
+		&cli.StringFlag{Name: "order", Usage: "rank order: profile (default with --profile), random (ablation) or original"},
+		&cli.Uint64Flag{Name: "seed", Value: 0, Usage: "seed of --order random and of prompt sampling when profiling"},
+		&cli.IntFlag{Name: "max-prompts", Value: 0, Usage: "prompts per task when profiling on the fly (0: all)"},
+		&cli.IntFlag{Name: "gen-tokens", Value: -1, Usage: "tokens generated per prompt when profiling on the fly (-1: the manifest's, 128)"},
+		&cli.StringSliceFlag{Name: "manifests", Usage: "extra `DIR`s of task manifests"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary"},
+	},
+	Action: func(c *cli.Context) error {
+		if c.NArg() != 1 {
+			return fmt.Errorf("convert needs exactly one MODEL_DIR argument, got %d", c.NArg())
+		}
+		dir := c.Args().First()
+		out := c.String("output")
+		if out == "" {
+			out = filepath.Base(filepath.Clean(dir)) + ".sip"
+		}
+		if c.Int("band") < 1 {
+			return fmt.Errorf("--band must be at least 1, got %d", c.Int("band"))
+		}
+		if b := c.Float64("base"); !(b > 0 && b <= 1) {
+			return fmt.Errorf("--base must be in (0, 1], got %v", b)
+		}
+		ctx, stop := cliutil.SignalContext()
+		defer stop()
+		order, err := rankOrder(ctx, c, dir)
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("interrupted; no pack written to %s", out)
+			}
+			return err
+		}
+		bar := &cliutil.Progress{}
+		if !c.Bool("quiet") {
+			bar = cliutil.NewProgress("convert", 0, true)
+		}
+		start := time.Now()
+		res, err := convert.Convert(ctx, convert.Options{
+			ModelDir: dir, Output: out, DType: c.String("dtype"), BandNeurons: c.Int("band"),
+			DenseLayers: c.IntSlice("dense-layers"), Order: order,
+			Progress: func(n int, total int64) {
+				bar.SetTotal(total)
+				bar.Add(n)
+			},
+		})
+		bar.Done(err == nil)
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("interrupted; no pack written to %s", out)
+			}
+			return err
+		}
+		if !c.Bool("quiet") {
+			secs := time.Since(start).Seconds()
+			how := "original order"
+			if order != nil {
+				how = order.Provenance.Order + " order"
+				if order.Provenance.Task != "" {
+					how += " of task " + order.Provenance.Task
+				}
+			}
+			fmt.Fprintf(os.Stderr, "wrote %s: %s, %s, %s in %.2f s (%.2f GB/s)\n", res.Path, res.DType, how, cliutil.HumanBytes(uint64(res.Bytes)), secs, float64(res.Bytes)/secs/1e9)
+		}
+		return nil
+	},
+}
+
+// rankOrder builds the rank order the flags ask for, or nil for the original order.
+func rankOrder(ctx context.Context, c *cli.Context, dir string) (*convert.Order, error) {
+	mode := c.String("order")
+	if mode == "" {
+		mode = "original"
+		if c.IsSet("profile") {
+			mode = "profile"
+		}
+	}
+	if mode != "profile" && c.IsSet("profile") {
+		return nil, fmt.Errorf("--profile ranks by a profile; it cannot be combined with --order %s", mode)
+	}
+	m, err := convert.OpenModel(dir)
+	if err != nil {
+		return nil, err
+	}
+	cfg, hash := m.Config, m.SourceHash()
+	m.Close()
+	sparse := convert.SparseLayers(cfg, c.IntSlice("dense-layers"))
+	switch mode {
+	case "original":
+		return nil, nil
+	case "random":
+		return convert.RandomOrder(sparse, cfg.IntermediateSize, c.Uint64("seed")), nil
+	case "profile":
+	default:
+		return nil, fmt.Errorf("unknown --order %q (want profile, random or original)", mode)
+	}
+	if !c.IsSet("profile") {
+		return nil, fmt.Errorf("--order profile needs --profile FILE or a task name")
+	}
+	pc := &profileCache{c: c, ctx: ctx, dir: dir, hash: hash}
+	defer pc.close()
+	var task *format.Profile
+	switch c.String("profile-format") {
+	case "partinfer":
+		task, err = format.ReadPartInferList(c.String("profile"), cfg.NumLayers, cfg.IntermediateSize)
+	case "sipack":
+		task, err = pc.get(c.String("profile"))
+	default:
+		return nil, fmt.Errorf("unknown --profile-format %q (want sipack or partinfer)", c.String("profile-format"))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := convert.CheckProfile(task, cfg, hash, c.String("profile")); err != nil {
+		return nil, err
+	}
+	var secondary []*format.Profile
+	switch sec := c.String("secondary"); sec {
+	case "self":
+		secondary = []*format.Profile{task}
+	case "all":
+		for _, name := range manifests.Builtin() {
+			man, err := manifests.Load(name, c.StringSlice("manifests")...)
+			if err != nil {
+				return nil, err
+			}
+			if man.Train == "" {
+				continue // no data: summarize needs a user's file
+			}
+			p := task
+			if task.Task != name {
+				if p, err = pc.get(name); err != nil {
+					return nil, err
+				}
+			}
+			secondary = append(secondary, p)
+		}
+	default:
+		for _, f := range strings.Split(sec, ",") {
+			p, err := format.ReadProfile(f)
+			if err != nil {
+				return nil, err
+			}
+			if err := convert.CheckProfile(p, cfg, hash, f); err != nil {
+				return nil, err
+			}
+			secondary = append(secondary, p)
+		}
+	}
+	order, err := convert.RankOrder(task, convert.SecondaryScores(secondary), c.Float64("base"), sparse)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range secondary {
+		order.Provenance.SecondaryTasks = append(order.Provenance.SecondaryTasks, p.Task)
+	}
+	return order, nil
+}
+
+// profileCache finds task profiles: a file, the cache, or a run on the fly.
+type profileCache struct {
+	c      *cli.Context
+	ctx    context.Context
+	dir    string
+	hash   [format.HashSize]byte
+	opened *pipeline.Opened
+}
+
+func (pc *profileCache) close() {
+	if pc.opened != nil {
+		pc.opened.Close()
+	}
+}
+
+func (pc *profileCache) get(spec string) (*format.Profile, error) {
+	if st, err := os.Stat(spec); err == nil && !st.IsDir() {
+		return format.ReadProfile(spec)
+	}
+	if strings.HasSuffix(spec, ".prof") {
+		return nil, fmt.Errorf("profile file %s: no such file", spec)
+	}
+	man, err := manifests.Load(spec, pc.c.StringSlice("manifests")...)
+	if err != nil {
+		return nil, err
+	}
+	key := fmt.Sprintf("%s-p%d-g%d-s%d", man.Name, pc.c.Int("max-prompts"), pc.c.Int("gen-tokens"), pc.c.Uint64("seed"))
+	cache := pipeline.CachePath(pc.hash, key)
+	if p, err := format.ReadProfile(cache); err == nil {
+		if !pc.c.Bool("quiet") {
+			fmt.Fprintf(os.Stderr, "using cached profile %s\n", cache)
+		}
+		return p, nil
+	}
+	if pc.opened == nil {
+		if pc.opened, err = pipeline.Open(pc.ctx, pc.dir); err != nil {
+			return nil, err
+		}
+	}
+	p, err := runProfile(pc.c, pc.ctx, pc.opened, man, pipeline.ProfileOptions{
+		MaxPrompts: pc.c.Int("max-prompts"), GenTokens: pc.c.Int("gen-tokens"), Seed: pc.c.Uint64("seed"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(cache), 0o755); err == nil {
+		if err := format.WriteProfile(cache, p); err == nil && !pc.c.Bool("quiet") {
+			fmt.Fprintf(os.Stderr, "cached profile %s\n", cache)
+		}
+	}
+	return p, nil
+}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/sipack/sipack/cmd/internal/cliutil"
+	"github.com/sipack/sipack/cmd/internal/pipeline"
+	"github.com/sipack/sipack/cmd/internal/plots"
+	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/manifests"
+)
+
+var profileCmd = &cli.Command{
+	Name:      "profile",
+	Usage:     "score every FFN neuron by Σ|activation| over a task's prompts",
+	ArgsUsage: "MODEL_DIR_OR_PACK",
+	Description: "Runs the dense model over the task's training prompts, each followed by --gen-tokens\n" +
+		"greedy tokens, and sums |h| (the input of down_proj) per layer and neuron.\n" +
+		"Subcommands merge, show and plot work on profile files.",
+	Flags: []cli.Flag{
+		&cli.StringFlag{Name: "task", Usage: "task name (" + fmt.Sprint(manifests.Builtin()) + ") or a manifest `FILE`"},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "profile `FILE` (default TASK.prof)"},
+		&cli.StringFlag{Name: "data", Usage: "JSONL `FILE` of {\"prompt\": ...} rows instead of the task's own"},
+		&cli.IntFlag{Name: "max-prompts", Value: 5000, Usage: "profile at most this many prompts (a seeded sample)"},
+		&cli.IntFlag{Name: "gen-tokens", Value: -1, Usage: "greedy tokens generated after each prompt (-1: the manifest's, 128)"},
+		&cli.Uint64Flag{Name: "seed", Usage: "seed of the prompt sample"},
+		&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: runtime.NumCPU(), Usage: "prompts profiled in parallel"},
+		&cli.StringSliceFlag{Name: "manifests", Usage: "extra `DIR`s of task manifests"},
+		&cli.StringFlag{Name: "plot", Usage: "also draw the profile's concentration curves to this PNG `FILE`"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary"},
+	},
+	Subcommands: []*cli.Command{profileMergeCmd, profileShowCmd, profilePlotCmd},
+	Action: func(c *cli.Context) error {
+		if c.NArg() != 1 {
+			return fmt.Errorf("profile needs exactly one MODEL_DIR_OR_PACK argument, got %d", c.NArg())
+		}
+		if !c.IsSet("task") {
+			return fmt.Errorf("profile needs --task (one of %v, or a manifest file)", manifests.Builtin())
+		}
+		man, err := manifests.Load(c.String("task"), c.StringSlice("manifests")...)
+		if err != nil {
+			return err
+		}
+		out := c.String("output")
+		if out == "" {
+			out = man.Name + ".prof"
+		}
+		if c.Int("jobs") < 1 {
+			return fmt.Errorf("--jobs must be ≥ 1, got %d", c.Int("jobs"))
+		}
+		ctx, stop := cliutil.SignalContext()
+		defer stop()
+		o, err := pipeline.Open(ctx, c.Args().First())
+		if err != nil {
+			return err
+		}
+		defer o.Close()
+		p, err := runProfile(c, ctx, o, man, pipeline.ProfileOptions{
+			Data: c.String("data"), MaxPrompts: c.Int("max-prompts"), GenTokens: c.Int("gen-tokens"), Seed: c.Uint64("seed"),
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("interrupted; no profile written to %s", out)
+			}
+			return err
+		}
+		if err := format.WriteProfile(out, p); err != nil {
+			return err
+		}
+		if !c.Bool("quiet") {
+			fmt.Fprintf(os.Stderr, "wrote %s\n", out)
+		}
+		if f := c.String("plot"); f != "" {
+			return plots.ProfileConcentration(f, []*format.Profile{p}, []string{p.Task})
+		}
+		return nil
+	},
+}
+
+// runProfile profiles with a progress bar and prints the throughput.
+func runProfile(c *cli.Context, ctx context.Context, o *pipeline.Opened, man *manifests.Manifest, opt pipeline.ProfileOptions) (*format.Profile, error) {
+	bar := &cliutil.Progress{}
+	if !c.Bool("quiet") {
+		bar = cliutil.NewProgress("profile "+man.Name, 0, false)
+	}
+	opt.Jobs = c.Int("jobs")
+	if opt.Jobs == 0 {
+		opt.Jobs = runtime.NumCPU()
+	}
+	start := time.Now()
+	opt.Progress = func(done, total int, tokens int64) {
+		bar.SetTotal(int64(total))
+		bar.Add(1)
+	}
+	p, err := pipeline.Profile(ctx, o.Model, man, opt)
+	bar.Done(err == nil)
+	if err != nil {
+		return nil, err
+	}
+	if !c.Bool("quiet") {
+		secs := time.Since(start).Seconds()
+		fmt.Fprintf(os.Stderr, "profiled task %s: %d prompts, %d tokens (%d generated per prompt) in %.1f s, %.1f tokens/s\n",
+			p.Task, p.Prompts, p.Tokens, p.GenTokens, secs, float64(p.Tokens)/secs)
+	}
+	return p, nil
+}
+
+var profileMergeCmd = &cli.Command{
+	Name:      "merge",
+	Usage:     "add profiles of the same model (over different prompts) into one",
+	ArgsUsage: "A.prof B.prof [...]",
+	Flags:     []cli.Flag{&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "merged profile `FILE`"}},
+	Action: func(c *cli.Context) error {
+		if c.NArg() < 2 {
+			return fmt.Errorf("merge needs at least two profiles, got %d", c.NArg())
+		}
+		acc, err := format.ReadProfile(c.Args().Get(0))
+		if err != nil {
+			return err
+		}
+		for _, f := range c.Args().Slice()[1:] {
+			p, err := format.ReadProfile(f)
+			if err != nil {
+				return err
+			}
+			if acc, err = format.Merge(acc, p); err != nil {
+				return fmt.Errorf("merge %s: %w", f, err)
+			}
+		}
+		return format.WriteProfile(c.String("output"), acc)
+	},
+}
+
+var concentrationFracs = []float64{0.1, 0.3, 0.5, 0.7}
+
+var profileShowCmd = &cli.Command{
+	Name:      "show",
+	Usage:     "print a profile's provenance and per-layer concentration",
+	ArgsUsage: "PROFILE [...]",
+	Action: func(c *cli.Context) error {
+		if c.NArg() < 1 {
+			return fmt.Errorf("show needs a profile file")
+		}
+		for _, f := range c.Args().Slice() {
+			p, err := format.ReadProfile(f)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("%s: task %s, %d prompts, %d tokens, %d generated per prompt, model %.16s…\n", f, p.Task, p.Prompts, p.Tokens, p.GenTokens, p.ModelHash)
+			printConcentration(p.Scores())
+		}
+		return nil
+	},
+}
+
+func printConcentration(scores [][]float64) {
+	fmt.Println("| layer | top 10 % | top 30 % | top 50 % | top 70 % |")
+	fmt.Println("|---:|---:|---:|---:|---:|")
+	for l, s := range scores {
+		if s == nil {
+			continue
+		}
+		cc := format.Concentration(s, concentrationFracs)
+		fmt.Printf("| %d | %.1f %% | %.1f %% | %.1f %% | %.1f %% |\n", l, 100*cc[0], 100*cc[1], 100*cc[2], 100*cc[3])
+	}
+}
+
+var profilePlotCmd = &cli.Command{
+	Name:      "plot",
+	Usage:     "draw per-layer cumulative activation mass against rank fraction, one line per profile",
+	ArgsUsage: "PROFILE [...]",
+	Flags:     []cli.Flag{&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "PNG `FILE`"}},
+	Action: func(c *cli.Context) error {
+		if c.NArg() < 1 {
+			return fmt.Errorf("plot needs at least one profile")
+		}
+		var ps []*format.Profile
+		var names []string
+		for _, f := range c.Args().Slice() {
+			p, err := format.ReadProfile(f)
+			if err != nil {
+				return err
+			}
+			if len(ps) > 0 && (p.Layers != ps[0].Layers || p.Neurons != ps[0].Neurons) {
+				return fmt.Errorf("%s: %d×%d neurons, %s has %d×%d", f, p.Layers, p.Neurons, c.Args().Get(0), ps[0].Layers, ps[0].Neurons)
+			}
+			ps, names = append(ps, p), append(names, p.Task)
+		}
+		return plots.ProfileConcentration(c.String("output"), ps, names)
+	},
+}

@@ -1,0 +1,219 @@
+package format
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+)
+
+// ProfileFormat tags profile files.
+const ProfileFormat = "sipack-profile"
+
+// Profile is a task's FFN activation profile of one model: per layer, per
+// original neuron, the sum of |h| over every profiled token (h = the input of
+// down_proj). Profiles of the same model and task add.
+type Profile struct {
+	Format    string      `json:"format"`
+	Version   int         `json:"version"`
+	Task      string      `json:"task"`
+	Prompts   int64       `json:"prompts"`
+	Tokens    int64       `json:"tokens"`     // prompt + generated tokens profiled
+	GenTokens int         `json:"gen_tokens"` // generated per prompt
+	Seed      uint64      `json:"seed"`
+	ModelHash string      `json:"model_hash"` // hex BLAKE3 source identity; "" = unknown (imported lists)
+	Source    string      `json:"source,omitempty"`
+	Layers    int         `json:"layers"`
+	Neurons   int         `json:"neurons"`
+	Sums      [][]float64 `json:"sums"` // [layer][neuron]
+}
+
+// maxProfileBytes caps a profile file before it is parsed.
+const maxProfileBytes = 1 << 30
+
+// ParseProfile decodes and validates profile JSON; name is used in errors.
+func ParseProfile(name string, r io.Reader) (*Profile, error) {
+	raw, err := io.ReadAll(io.LimitReader(r, maxProfileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("profile %s: %w", name, err)
+	}
+	if len(raw) > maxProfileBytes {
+		return nil, fmt.Errorf("profile %s: larger than %d bytes", name, maxProfileBytes)
+	}
+	p := &Profile{}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(p); err != nil {
+		return nil, fmt.Errorf("profile %s: %w", name, err)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("profile %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// Validate checks the fields against each other.
+func (p *Profile) Validate() error {
+	switch {
+	case p.Format != ProfileFormat:
+		return fmt.Errorf("not a sipack profile (format %q)", p.Format)
+	case p.Version != 1:
+		return fmt.Errorf("unsupported profile version %d", p.Version)
+	case p.Layers <= 0 || p.Layers > maxLayers:
+		return fmt.Errorf("layers %d out of range", p.Layers)
+	case p.Neurons <= 0 || p.Neurons > maxN:
+		return fmt.Errorf("neurons %d out of range", p.Neurons)
+	case p.Tokens <= 0 || p.Prompts < 0:
+		return fmt.Errorf("token count %d must be positive", p.Tokens)
+	case len(p.Sums) != p.Layers:
+		return fmt.Errorf("%d layers of sums, header says %d", len(p.Sums), p.Layers)
+	}
+	if p.ModelHash != "" {
+		if b, err := hex.DecodeString(p.ModelHash); err != nil || len(b) != HashSize {
+			return fmt.Errorf("model_hash %q is not 64 hex digits", p.ModelHash)
+		}
+	}
+	for l, s := range p.Sums {
+		if len(s) != p.Neurons {
+			return fmt.Errorf("layer %d has %d sums, header says %d neurons", l, len(s), p.Neurons)
+		}
+		for n, v := range s {
+			if !(v >= 0) || math.IsInf(v, 0) {
+				return fmt.Errorf("layer %d neuron %d: sum %v is not a finite non-negative number", l, n, v)
+			}
+		}
+	}
+	return nil
+}
+
+// ReadProfile reads a profile file.
+func ReadProfile(path string) (*Profile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ParseProfile(path, f)
+}
+
+// WriteProfile writes p to path through a temporary file.
+func WriteProfile(path string, p *Profile) (err error) {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, raw, 0o644); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// Merge adds b into a copy of a: both must be profiles of the same model and
+// shape. Tasks may differ only if both are named; the result names both.
+func Merge(a, b *Profile) (*Profile, error) {
+	if a.ModelHash != b.ModelHash {
+		return nil, fmt.Errorf("profiles are of different models (%.16s… and %.16s…)", a.ModelHash, b.ModelHash)
+	}
+	if a.Layers != b.Layers || a.Neurons != b.Neurons {
+		return nil, fmt.Errorf("profiles have different shapes (%d×%d and %d×%d)", a.Layers, a.Neurons, b.Layers, b.Neurons)
+	}
+	if a.GenTokens != b.GenTokens {
+		return nil, fmt.Errorf("profiles generated different token counts per prompt (%d and %d)", a.GenTokens, b.GenTokens)
+	}
+	out := *a
+	if a.Task != b.Task {
+		out.Task = a.Task + "+" + b.Task
+	}
+	out.Prompts += b.Prompts
+	out.Tokens += b.Tokens
+	out.Sums = make([][]float64, a.Layers)
+	for l := range out.Sums {
+		out.Sums[l] = make([]float64, a.Neurons)
+		for n := range out.Sums[l] {
+			out.Sums[l][n] = a.Sums[l][n] + b.Sums[l][n]
+		}
+	}
+	return &out, nil
+}
+
+// Scores returns per layer the mean |h| per token of every neuron.
+func (p *Profile) Scores() [][]float64 {
+	out := make([][]float64, p.Layers)
+	for l, s := range p.Sums {
+		out[l] = make([]float64, len(s))
+		for n, v := range s {
+			out[l][n] = v / float64(p.Tokens)
+		}
+	}
+	return out
+}
+
+// Concentration returns, for each fraction f, the share of the total of
+// scores held by the top ⌊f·len⌋ entries.
+func Concentration(scores []float64, fracs []float64) []float64 {
+	s := append([]float64(nil), scores...)
+	sort.Sort(sort.Reverse(sort.Float64Slice(s)))
+	var total float64
+	for _, v := range s {
+		total += v
+	}
+	out := make([]float64, len(fracs))
+	for i, f := range fracs {
+		k := int(f * float64(len(s)))
+		var acc float64
+		for _, v := range s[:k] {
+			acc += v
+		}
+		if total > 0 {
+			out[i] = acc / total
+		}
+	}
+	return out
+}
+
+// ReadPartInferList imports a PartInfer-style neuron list
+// {"neurons": [[neuron ids, most important first] per layer]} as a profile:
+// a listed neuron at position i of k gets score k−i, others 0. The model is
+// unknown, so the profile carries no model hash.
+func ReadPartInferList(path string, layers, neurons int) (*Profile, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Neurons [][]int `json:"neurons"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("neuron list %s: %w", path, err)
+	}
+	if len(doc.Neurons) != layers {
+		return nil, fmt.Errorf("neuron list %s: %d layers, the model has %d", path, len(doc.Neurons), layers)
+	}
+	p := &Profile{Format: ProfileFormat, Version: 1, Task: "partinfer", Tokens: 1, Layers: layers, Neurons: neurons, Source: path}
+	for l, ids := range doc.Neurons {
+		s := make([]float64, neurons)
+		for i, n := range ids {
+			if n < 0 || n >= neurons {
+				return nil, fmt.Errorf("neuron list %s: layer %d: neuron %d outside [0, %d)", path, l, n, neurons)
+			}
+			if s[n] != 0 {
+				return nil, fmt.Errorf("neuron list %s: layer %d: neuron %d listed twice", path, l, n)
+			}
+			s[n] = float64(len(ids) - i)
+		}
+		p.Sums = append(p.Sums, s)
+	}
+	return p, nil
+}
+
+// ErrProfileModel is returned when a profile belongs to another model.
+var ErrProfileModel = errors.New("profile is of another model")

@@ -1,0 +1,146 @@
+package runner
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/kernels"
+)
+
+// ProfileOptions controls Profile.
+type ProfileOptions struct {
+	GenTokens int // greedy tokens generated after each prompt (the method uses 128)
+	Jobs      int // prompts run concurrently, each on one thread (default 1)
+	// Progress, if set, is called after each prompt with the prompts and tokens done so far.
+	Progress func(prompts int, tokens int64)
+}
+
+// Profile runs the model over prompts (each prompt, then GenTokens greedy
+// tokens, all counted) and sums |h| per layer per original neuron, where h
+// is the input of down_proj. The pack must be loaded whole (γ = 1). Sums are
+// added in prompt order, so the result does not depend on Jobs.
+func (m *Model) Profile(ctx context.Context, task string, prompts [][]int, opt ProfileOptions) (*format.Profile, error) {
+	c := &m.Config
+	p := m.Pack
+	if p.LoadedRanks != c.IntermediateSize {
+		return nil, fmt.Errorf("profiling needs every neuron: load the pack with γ = 1 (loaded %d of %d)", p.LoadedRanks, c.IntermediateSize)
+	}
+	if opt.GenTokens < 0 {
+		return nil, fmt.Errorf("generated tokens per prompt must be ≥ 0, got %d", opt.GenTokens)
+	}
+	jobs := max(1, opt.Jobs)
+	L, N := c.NumLayers, c.IntermediateSize
+	// perm[l][rank] = original neuron, identity for dense layers.
+	perm := make([][]uint32, L)
+	for l := 0; l < L; l++ {
+		if si, ok := p.SparseIndex(l); ok {
+			perm[l] = p.Index.SparseLayers[si].Perm
+		} else {
+			perm[l] = make([]uint32, N)
+			for i := range perm[l] {
+				perm[l][i] = uint32(i)
+			}
+		}
+	}
+	for i, pr := range prompts {
+		if len(pr) == 0 {
+			return nil, fmt.Errorf("prompt %d is empty", i)
+		}
+		if len(pr)+opt.GenTokens > c.MaxPositionEmbeddings {
+			return nil, fmt.Errorf("prompt %d: %d tokens + %d generated exceed the model's context of %d", i, len(pr), opt.GenTokens, c.MaxPositionEmbeddings)
+		}
+	}
+	total := make([][]float64, L)
+	for l := range total {
+		total[l] = make([]float64, N)
+	}
+	type worker struct {
+		pool *kernels.Pool
+		sums [][]float64
+	}
+	workers := make([]*worker, jobs)
+	for w := range workers {
+		workers[w] = &worker{pool: kernels.NewPool(1), sums: make([][]float64, L)}
+		for l := range workers[w].sums {
+			workers[w].sums[l] = make([]float64, N)
+		}
+		defer workers[w].pool.Close()
+	}
+	var tokens int64
+	done := 0
+	for start := 0; start < len(prompts); start += jobs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		batch := prompts[start:min(start+jobs, len(prompts))]
+		errs := make([]error, len(batch))
+		var wg sync.WaitGroup
+		for j, pr := range batch {
+			wg.Add(1)
+			go func(w *worker, pr []int, errp *error) {
+				defer wg.Done()
+				*errp = m.profileOne(w.pool, pr, opt.GenTokens, perm, w.sums)
+			}(workers[j], pr, &errs[j])
+		}
+		wg.Wait()
+		for j, pr := range batch {
+			if errs[j] != nil {
+				return nil, fmt.Errorf("prompt %d: %w", start+j, errs[j])
+			}
+			for l := range total {
+				s := workers[j].sums[l]
+				for n, v := range s {
+					total[l][n] += v
+				}
+				clear(s)
+			}
+			tokens += int64(len(pr) + opt.GenTokens)
+			done++
+			if opt.Progress != nil {
+				opt.Progress(done, tokens)
+			}
+		}
+	}
+	return &format.Profile{
+		Format: format.ProfileFormat, Version: 1, Task: task,
+		Prompts: int64(len(prompts)), Tokens: tokens, GenTokens: opt.GenTokens,
+		ModelHash: hex.EncodeToString(p.Index.SourceHash[:]),
+		Layers:    L, Neurons: N, Sums: total,
+	}, nil
+}
+
+// profileOne adds one prompt's Σ|h| into sums (in original neuron order).
+func (m *Model) profileOne(pool *kernels.Pool, prompt []int, gen int, perm [][]uint32, sums [][]float64) error {
+	s, err := m.NewState(pool, len(prompt)+gen)
+	if err != nil {
+		return err
+	}
+	s.ActHook = func(l int, act []float32, ranks int) {
+		dst, pl := sums[l], perm[l]
+		for t := 0; t < len(act)/ranks; t++ {
+			row := act[t*ranks : (t+1)*ranks]
+			for r, h := range row {
+				dst[pl[r]] += math.Abs(float64(h))
+			}
+		}
+	}
+	logits, err := s.ForwardBatch(prompt, 0, false)
+	if err != nil {
+		return err
+	}
+	// Generate gen tokens greedily; the last one is fed too, so every counted
+	// token contributes its activations (prompt + gen tokens in all).
+	pos := len(prompt)
+	for i := 0; i < gen; i++ {
+		tok := Argmax(logits)
+		if logits, err = s.Forward(tok, pos); err != nil {
+			return err
+		}
+		pos++
+	}
+	return nil
+}

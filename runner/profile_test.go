@@ -1,0 +1,185 @@
+package runner
+
+import (
+	"context"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/sipack/sipack/convert"
+	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/kernels"
+)
+
+// TestProfileMatchesGoldenActivations: with no generated tokens, the
+// profile of golden case 0 is Σ_t |h_t| of PyTorch's layer-2 activations.
+func TestProfileMatchesGoldenActivations(t *testing.T) {
+	m := loadModel(t, packOf(t, "../testdata/tinyllama", convert.Options{}), 1)
+	c := readGolden(t, "../testdata/tinyllama/golden.json")[0]
+	p, err := m.Profile(context.Background(), "t", [][]int{c.InputIDs}, ProfileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Tokens != int64(len(c.InputIDs)) || p.Prompts != 1 {
+		t.Fatalf("tokens %d prompts %d, want %d and 1", p.Tokens, p.Prompts, len(c.InputIDs))
+	}
+	worst := 0.0
+	for n := 0; n < 768; n++ {
+		var want float64
+		for _, row := range c.FFNAct {
+			want += math.Abs(float64(row[n]))
+		}
+		worst = max(worst, math.Abs(p.Sums[2][n]-want))
+	}
+	// 17 tokens, each within 1e-3 of the reference.
+	if worst > 17e-3 {
+		t.Fatalf("layer-2 Σ|h| differs from golden by %g", worst)
+	}
+	t.Logf("layer-2 Σ|h| vs PyTorch: max |Δ| %.2e", worst)
+}
+
+// TestProfileIndependentSum recomputes a profile with generated tokens by
+// hand from the forward pass, on a permuted pack (so the profiler's mapping
+// from ranks back to neurons is exercised), and checks that jobs do not
+// change the result.
+func TestProfileIndependentSum(t *testing.T) {
+	order := &convert.Order{Perms: map[int][]uint32{}, Provenance: format.Provenance{Order: "random"}}
+	for l := 0; l < 6; l++ {
+		perm := make([]uint32, 768)
+		for i := range perm {
+			perm[i] = uint32((i*5 + l) % 768) // 5 is coprime to 768
+		}
+		order.Perms[l] = perm
+	}
+	permuted := loadModel(t, packOf(t, "../testdata/tinyllama", convert.Options{Order: order}), 1)
+	plain := loadModel(t, packOf(t, "../testdata/tinyllama", convert.Options{}), 1)
+	prompts := [][]int{{4094, 3709, 260, 3652}, {4094, 56, 671, 520, 25}, {4094, 1184, 500}}
+	const gen = 6
+	a, err := permuted.Profile(context.Background(), "t", prompts, ProfileOptions{GenTokens: gen, Jobs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := permuted.Profile(context.Background(), "t", prompts, ProfileOptions{GenTokens: gen, Jobs: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l := range a.Sums {
+		if !slices.Equal(a.Sums[l], b.Sums[l]) {
+			t.Fatalf("layer %d: 1 job and 3 jobs differ", l)
+		}
+	}
+	// By hand on the plain pack: prefill, then feed gen greedy tokens.
+	want := make([][]float64, 6)
+	for l := range want {
+		want[l] = make([]float64, 768)
+	}
+	pool := kernels.NewPool(1)
+	defer pool.Close()
+	for _, pr := range prompts {
+		s, _ := plain.NewState(pool, 64)
+		s.ActHook = func(l int, act []float32, ranks int) {
+			for i, h := range act {
+				want[l][i%ranks] += math.Abs(float64(h))
+			}
+		}
+		logits, _ := s.ForwardBatch(pr, 0, false)
+		for i := 0; i < gen; i++ {
+			logits, _ = s.Forward(Argmax(logits), len(pr)+i)
+		}
+	}
+	for l := range want {
+		for n := range want[l] {
+			if d := math.Abs(a.Sums[l][n] - want[l][n]); d > 1e-4*(1+want[l][n]) {
+				t.Fatalf("layer %d neuron %d: profile %g, by hand %g", l, n, a.Sums[l][n], want[l][n])
+			}
+		}
+	}
+	if a.Tokens != int64(4+5+3+3*gen) {
+		t.Fatalf("tokens %d", a.Tokens)
+	}
+	// Merging profiles of two prompt sets equals profiling them together.
+	x, _ := plain.Profile(context.Background(), "t", prompts[:1], ProfileOptions{GenTokens: gen})
+	y, _ := plain.Profile(context.Background(), "t", prompts[1:], ProfileOptions{GenTokens: gen})
+	xy, err := format.Merge(x, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if xy.Tokens != a.Tokens || xy.Prompts != 3 {
+		t.Fatalf("merged tokens %d prompts %d", xy.Tokens, xy.Prompts)
+	}
+	for l := range xy.Sums {
+		for n := range xy.Sums[l] {
+			if xy.Sums[l][n] != x.Sums[l][n]+y.Sums[l][n] {
+				t.Fatal("merge is not the exact sum")
+			}
+			if d := math.Abs(xy.Sums[l][n] - a.Sums[l][n]); d > 1e-4*(1+a.Sums[l][n]) {
+				t.Fatalf("merged profile differs from the joint one at layer %d neuron %d", l, n)
+			}
+		}
+	}
+}
+
+// TestRankedPack: a profile-ranked pack maps exactly the top neurons at γ < 1
+// and computes the same logits as the original order at γ = 1.
+func TestRankedPack(t *testing.T) {
+	plainPath := packOf(t, "../testdata/tinyllama", convert.Options{})
+	plain := loadModel(t, plainPath, 1)
+	prompts := [][]int{{4094, 3709, 260, 3652}, {4094, 784, 25, 1994}}
+	prof, err := plain.Profile(context.Background(), "t", prompts, ProfileOptions{GenTokens: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sparse := []int{0, 1, 2, 3, 4, 5}
+	order, err := convert.RankOrder(prof, nil, 0.3, sparse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rankedPath := packOf(t, "../testdata/tinyllama", convert.Options{Order: order})
+	ranked := loadModel(t, rankedPath, 1)
+	pool := kernels.NewPool(2)
+	defer pool.Close()
+	for _, pr := range prompts {
+		s1, _ := plain.NewState(pool, 32)
+		s2, _ := ranked.NewState(pool, 32)
+		a, _ := s1.ForwardBatch(pr, 0, false)
+		a = slices.Clone(a)
+		b, _ := s2.ForwardBatch(pr, 0, false)
+		if d := maxAbsDiff(a, b); d > 1e-4 {
+			t.Fatalf("ranked pack at γ=1 differs from the original order by %g", d)
+		}
+	}
+	// At γ = 0.5 the loaded records are exactly the top-384 ranked neurons.
+	half := loadModel(t, rankedPath, 0.5)
+	if half.Pack.LoadedRanks != 384 {
+		t.Fatalf("loaded %d ranks, want 384", half.Pack.LoadedRanks)
+	}
+	scores := prof.Scores()
+	for si, sl := range half.Pack.Index.SparseLayers {
+		loaded := map[uint32]bool{}
+		for r := 0; r < 384; r++ {
+			loaded[sl.Perm[r]] = true
+			if !slices.Equal(half.Pack.Record(si, r), ranked.Pack.Record(si, r)) {
+				t.Fatal("γ load and full load disagree on a record")
+			}
+		}
+		// The base (top 30 % by task score) is loaded in full.
+		ids := make([]int, 768)
+		for i := range ids {
+			ids[i] = i
+		}
+		slices.SortStableFunc(ids, func(a, b int) int {
+			switch {
+			case scores[sl.Layer][a] > scores[sl.Layer][b]:
+				return -1
+			case scores[sl.Layer][a] < scores[sl.Layer][b]:
+				return 1
+			}
+			return 0
+		})
+		for _, n := range ids[:230] {
+			if !loaded[uint32(n)] {
+				t.Fatalf("layer %d: base neuron %d not in the γ=0.5 prefix", sl.Layer, n)
+			}
+		}
+	}
+}
