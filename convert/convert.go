@@ -43,6 +43,9 @@ type Options struct {
 	BandNeurons int    // neurons per band, default 64
 	DenseLayers []int  // layers whose FFN stays dense (in the dense section)
 	Order       *Order // nil: original neuron order
+	// BaseFraction is δ, the static fraction, for orders that do not set
+	// their own (original and random orders).
+	BaseFraction float32
 	Progress    func(n int, total int64)
 }
 
@@ -335,9 +338,15 @@ func (m *Model) WritePack(ctx context.Context, opt Options) (*Result, error) {
 		}
 		idx.SparseLayers = append(idx.SparseLayers, sl)
 	}
+	idx.BaseFraction = opt.BaseFraction
 	if opt.Order != nil {
-		idx.BaseFraction = opt.Order.BaseFraction
+		if opt.Order.BaseFraction > 0 {
+			idx.BaseFraction = opt.Order.BaseFraction
+		}
 		idx.Provenance = opt.Order.Provenance
+	}
+	if !(idx.BaseFraction >= 0 && idx.BaseFraction <= 1) {
+		return nil, fmt.Errorf("base fraction must be in [0, 1], got %v", idx.BaseFraction)
 	}
 
 	spec := &format.WriteSpec{Index: idx, Records: func(l int, neurons []uint32, dst []byte) error {

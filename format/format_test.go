@@ -261,3 +261,65 @@ func FuzzOpen(f *testing.F) {
 		p.Verify()
 	})
 }
+
+func TestSliceAndTruncatedPrefix(t *testing.T) {
+	dir := t.TempDir()
+	path := writeSmall(t, dir, map[int]bool{1: true}, 8)
+	full, err := Open(path, OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer full.Close()
+	p, err := Open(path, OpenOptions{Gamma: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "sliced.sip")
+	if err := Slice(context.Background(), p, out); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	s, err := Open(out, OpenOptions{Gamma: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Index.RanksPresent != 20 || s.Preamble.BandCount != 3 || s.MaxGamma() != 0.5 {
+		t.Fatalf("sliced: ranks %d bands %d max γ %v", s.Index.RanksPresent, s.Preamble.BandCount, s.MaxGamma())
+	}
+	for r := 0; r < 20; r++ {
+		if !bytesEqual(s.Record(0, r), full.Record(0, r)) {
+			t.Fatalf("rank %d record differs after slicing", r)
+		}
+	}
+	for _, ti := range full.Index.DenseTensors {
+		_, a, _ := full.Tensor(ti.Name)
+		_, b, _ := s.Tensor(ti.Name)
+		if !bytesEqual(a, b) {
+			t.Fatalf("tensor %s differs after slicing", ti.Name)
+		}
+	}
+	if _, err := Open(out, OpenOptions{Gamma: 0.7}); err == nil {
+		t.Fatal("sliced pack opened above its γ")
+	}
+	// A full pack cut right after the γ = 0.5 prefix serves γ ≤ 0.5 and refuses more.
+	b, _ := os.ReadFile(path)
+	cut := filepath.Join(dir, "cut.sip")
+	os.WriteFile(cut, b[:full.PrefixBytes(0.5)], 0o644)
+	c, err := Open(cut, OpenOptions{Gamma: 0.5})
+	if err != nil {
+		t.Fatalf("cut pack at its prefix: %v", err)
+	}
+	if _, err := c.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if _, err := Open(cut, OpenOptions{Gamma: 0.7}); !errors.Is(err, ErrTruncated) {
+		t.Fatalf("cut pack above its prefix: %v, want ErrTruncated", err)
+	}
+}
+
+func bytesEqual(a, b []byte) bool { return string(a) == string(b) }

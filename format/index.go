@@ -95,6 +95,9 @@ type Index struct {
 	Provenance           Provenance
 	SourceHash           [HashSize]byte
 	Converter            string
+	// RanksPresent is the number of ranks stored per sparse layer: N, or
+	// fewer in a pack sliced to a γ prefix (sipack slice).
+	RanksPresent int
 }
 
 // encodeIndex serialises idx. Hashes are fixed-size byte vectors, so the
@@ -251,6 +254,9 @@ func encodeIndex(idx *Index) []byte {
 	sipfb.IndexAddProvenance(b, prov)
 	sipfb.IndexAddSourceHash(b, src)
 	sipfb.IndexAddConverter(b, conv)
+	if idx.RanksPresent != idx.Config.IntermediateSize {
+		sipfb.IndexAddRanksPresent(b, uint32(idx.RanksPresent))
+	}
 	root := sipfb.IndexEnd(b)
 	b.FinishWithFileIdentifier(root, []byte("SIPX"))
 	return b.FinishedBytes()
@@ -321,6 +327,10 @@ func decodeIndex(buf []byte) (idx *Index, err error) {
 	idx.RecordBytes = ix.RecordBytes()
 	idx.BaseFraction = ix.BaseFraction()
 	idx.Converter = string(ix.Converter())
+	idx.RanksPresent = int(ix.RanksPresent())
+	if idx.RanksPresent == 0 {
+		idx.RanksPresent = c.IntermediateSize
+	}
 
 	n := ix.DenseTensorsLength()
 	if err := maxElems(n, 4); err != nil {

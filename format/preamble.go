@@ -15,7 +15,7 @@ const (
 	VersionMajor = 1
 	// VersionMinor counts compatible additions (new index fields); a reader
 	// must accept any minor version of its major.
-	VersionMinor = 0
+	VersionMinor = 1 // 1: ranks_present (sliced packs)
 
 	PreambleSize = 128
 	// SectionAlign is the alignment of the dense and FFN sections and of every band.

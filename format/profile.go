@@ -180,6 +180,35 @@ func Concentration(scores []float64, fracs []float64) []float64 {
 	return out
 }
 
+// TopOverlap is |A ∩ B| / |A| for the top ⌊f·N⌋ entries A of a and B of b
+// (ties by index).
+func TopOverlap(a, b []float64, f float64) float64 {
+	k := int(f * float64(len(a)))
+	if k == 0 {
+		return 0
+	}
+	top := func(s []float64) map[int]bool {
+		ids := make([]int, len(s))
+		for i := range ids {
+			ids[i] = i
+		}
+		sort.SliceStable(ids, func(x, y int) bool { return s[ids[x]] > s[ids[y]] })
+		m := map[int]bool{}
+		for _, i := range ids[:k] {
+			m[i] = true
+		}
+		return m
+	}
+	ta, tb := top(a), top(b)
+	n := 0
+	for i := range ta {
+		if tb[i] {
+			n++
+		}
+	}
+	return float64(n) / float64(k)
+}
+
 // ReadPartInferList imports a PartInfer-style neuron list
 // {"neurons": [[neuron ids, most important first] per layer]} as a profile:
 // a listed neuron at position i of k gets score k−i, others 0. The model is

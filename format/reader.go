@@ -7,6 +7,8 @@ import (
 	"os"
 	"sort"
 
+	"encoding/binary"
+
 	"github.com/zeebo/blake3"
 )
 
@@ -55,6 +57,21 @@ func (p *Pack) PrefixBytes(gamma float64) uint64 {
 func (p *Pack) RanksFor(gamma float64) int {
 	n := p.Index.Config.IntermediateSize
 	return max(1, min(n, int(math.Floor(gamma*float64(n)+1e-9))))
+}
+
+// MaxGamma is the largest γ the pack can load: 1, or less for a pack sliced
+// to a prefix or a file cut short after some band.
+func (p *Pack) MaxGamma() float64 {
+	n := p.Index.Config.IntermediateSize
+	if p.Preamble.BandCount == 0 {
+		return 1
+	}
+	avail := p.Index.RanksPresent
+	if p.FileSize < int64(p.Preamble.FileLen) {
+		whole := (uint64(p.FileSize) - min(uint64(p.FileSize), p.Preamble.FFNOff)) / p.Preamble.BandBytes
+		avail = min(avail, int(whole)*p.Index.BandNeurons)
+	}
+	return float64(avail) / float64(n)
 }
 
 func (p *Pack) bandsFor(gamma float64) int {
@@ -108,9 +125,21 @@ func open(path string, opt OpenOptions) (*Pack, error) {
 	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
 		return nil, err
 	}
-	pre, err := parsePreamble(head[:n], st.Size())
+	// A file cut short after the prefix a γ load needs can still serve that
+	// load: the bytes past the prefix are never read. parsePreamble checks
+	// against the declared length; the real size is checked below.
+	declared := st.Size()
+	if n == PreambleSize {
+		if fl := binary.LittleEndian.Uint64(head[112:]); fl > uint64(st.Size()) && fl <= 1<<50 {
+			declared = int64(fl)
+		}
+	}
+	pre, err := parsePreamble(head[:n], declared)
 	if err != nil {
 		return nil, err
+	}
+	if st.Size() < int64(pre.FFNOff) {
+		return nil, formatErr(ErrTruncated, sectionAt(pre, uint64(st.Size())), st.Size(), "truncated: file ends before the FFN section", pre.FileLen)
 	}
 	indexBytes := make([]byte, pre.IndexLen)
 	if _, err := f.ReadAt(indexBytes, int64(pre.IndexOff)); err != nil {
@@ -126,6 +155,12 @@ func open(path string, opt OpenOptions) (*Pack, error) {
 	p := &Pack{Path: path, FileSize: st.Size(), Preamble: *pre, Index: idx, file: f}
 	if err := p.validate(); err != nil {
 		return nil, err
+	}
+	if maxG := p.MaxGamma(); opt.Gamma > maxG+1e-9 {
+		if st.Size() < int64(pre.FileLen) {
+			return nil, formatErr(ErrTruncated, "ffn", st.Size(), fmt.Sprintf("truncated: the file holds whole bands for γ ≤ %.3f only, γ = %v needs %d bytes", maxG, opt.Gamma, p.PrefixBytes(opt.Gamma)), st.Size())
+		}
+		return nil, fmt.Errorf("sip: %s: pack was sliced to γ ≤ %.3f, cannot load γ = %v", path, maxG, opt.Gamma)
 	}
 	p.LoadedBands = p.bandsFor(opt.Gamma)
 	p.LoadedRanks = p.RanksFor(opt.Gamma)
@@ -203,8 +238,11 @@ func (p *Pack) validate() error {
 		if B <= 0 || B > N || uint32(B) != pre.BandNeurons {
 			return bad(ErrIndex, "band neurons disagree with the preamble or are out of range", B)
 		}
-		if want := (N + B - 1) / B; int(pre.BandCount) != want {
-			return bad(ErrIndex, "band count is not ceil(N/B)", pre.BandCount)
+		if idx.RanksPresent < 1 || idx.RanksPresent > N {
+			return bad(ErrIndex, "ranks present out of range", idx.RanksPresent)
+		}
+		if want := (idx.RanksPresent + B - 1) / B; int(pre.BandCount) != want {
+			return bad(ErrIndex, "band count is not ceil(ranks present / B)", pre.BandCount)
 		}
 		if want := alignUp(uint64(nSparse*B)*idx.RecordBytes, SectionAlign); pre.BandBytes != want {
 			return bad(ErrIndex, "band bytes do not match sparse layers × B × record bytes", pre.BandBytes)
@@ -379,3 +417,14 @@ func (p *Pack) Verify() (*VerifyReport, error) {
 
 // Bytes returns the mapped prefix; for tools such as inspect and tests.
 func (p *Pack) Bytes() []byte { return p.data }
+
+// sectionAt names the section holding byte offset off.
+func sectionAt(p *Preamble, off uint64) string {
+	switch {
+	case off < p.IndexOff+p.IndexLen:
+		return "index"
+	case off < p.FFNOff:
+		return "dense"
+	}
+	return "ffn"
+}

@@ -63,8 +63,14 @@ func (p *Pack) Summary(w io.Writer) {
 	fmt.Fprintf(w, "dense section   %s at %d (%d tensors)\n", human(pre.DenseLen), pre.DenseOff, len(idx.DenseTensors))
 	fmt.Fprintf(w, "FFN section     %s at %d: %d bands of %d neurons, %s each\n", human(pre.FFNLen), pre.FFNOff, pre.BandCount, pre.BandNeurons, human(pre.BandBytes))
 	fmt.Fprintf(w, "file            %s\n", human(pre.FileLen))
+	if idx.RanksPresent < c.IntermediateSize && len(idx.SparseLayers) > 0 {
+		fmt.Fprintf(w, "sliced          holds %d of %d ranks per sparse layer: loads γ ≤ %.3f\n", idx.RanksPresent, c.IntermediateSize, p.MaxGamma())
+	}
 	fmt.Fprintf(w, "load bytes      ")
 	for i, g := range []float64{0.25, 0.5, 0.7, 1.0} {
+		if g > p.MaxGamma()+1e-9 {
+			break
+		}
 		if i > 0 {
 			fmt.Fprint(w, ", ")
 		}

@@ -39,7 +39,13 @@ func planLayout(idx *Index) (*Preamble, error) {
 		if idx.BandNeurons <= 0 {
 			return nil, fmt.Errorf("sip: band size must be positive, got %d", idx.BandNeurons)
 		}
-		bandCount = uint64((c.IntermediateSize + idx.BandNeurons - 1) / idx.BandNeurons)
+		if idx.RanksPresent == 0 {
+			idx.RanksPresent = c.IntermediateSize
+		}
+		if idx.RanksPresent < 1 || idx.RanksPresent > c.IntermediateSize {
+			return nil, fmt.Errorf("sip: ranks present %d out of range [1, %d]", idx.RanksPresent, c.IntermediateSize)
+		}
+		bandCount = uint64((idx.RanksPresent + idx.BandNeurons - 1) / idx.BandNeurons)
 		bandBytes = alignUp(uint64(nSparse*idx.BandNeurons)*idx.RecordBytes, SectionAlign)
 	}
 	idx.BandHashes = make([][HashSize]byte, bandCount)
@@ -77,6 +83,7 @@ func planLayout(idx *Index) (*Preamble, error) {
 	if nSparse == 0 {
 		idx.BandNeurons = 0
 		p.BandNeurons = 0
+		idx.RanksPresent = c.IntermediateSize
 	}
 	return p, nil
 }
@@ -163,7 +170,7 @@ func WritePack(ctx context.Context, path string, spec *WriteSpec) (err error) {
 		return fmt.Errorf("sip: write %s: %w", tmp, err)
 	}
 	if pre.BandCount > 0 {
-		B, N := idx.BandNeurons, idx.Config.IntermediateSize
+		B, N := idx.BandNeurons, idx.RanksPresent
 		band := make([]byte, pre.BandBytes)
 		for b := 0; b < int(pre.BandCount); b++ {
 			if err := ctx.Err(); err != nil {

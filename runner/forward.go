@@ -30,9 +30,13 @@ type State struct {
 	Logits   []float32 // (T, vocab) when all positions are wanted, else (vocab)
 
 	// ActHook, if set, is called per layer with the FFN activations h (the
-	// input of down_proj) of every token of the batch, as (T, ranks) in rank
-	// order. Profiling and tests use it; it forces activations to be kept.
+	// input of down_proj) of every token of the batch, as (T, ranks) in the
+	// order of the records computed (rank order when no plan is set).
+	// Profiling, voting and tests use it; it forces activations to be kept.
 	ActHook func(layer int, act []float32, ranks int)
+
+	// Plan, if set, restricts each sparse layer's FFN to its decode set.
+	Plan Plan
 }
 
 // NewState allocates a KV cache of ctx positions.
@@ -158,15 +162,19 @@ func (s *State) ForwardBatch(tokens []int, pos int, all bool) ([]float32, error)
 		for t := 0; t < T; t++ {
 			kernels.RMSNorm(s.xb[t*H:(t+1)*H], s.x[t*H:(t+1)*H], L.FFNNorm, c.RMSNormEps)
 		}
+		blocks, n := L.FFNBlocks, L.Ranks
+		if s.Plan != nil && s.Plan[l] != nil {
+			blocks, n = s.Plan[l].Blocks, len(s.Plan[l].Ranks) // the ranks computed this step
+		}
 		var act []float32
 		if s.ActHook != nil {
-			s.act = grow(s.act, T*L.Ranks)
+			s.act = grow(s.act, T*n)
 			act = s.act
 		}
 		clear(s.ffnOut)
-		kernels.FFNRecords(p, s.ffnOut, L.FFNBlocks, m.RecDType, H, s.xb, act)
+		kernels.FFNRecords(p, s.ffnOut, blocks, m.RecDType, H, s.xb, act)
 		if s.ActHook != nil {
-			s.ActHook(l, act, L.Ranks)
+			s.ActHook(l, act, n)
 		}
 		for i := range s.x {
 			s.x[i] += s.ffnOut[i]

@@ -72,7 +72,7 @@ var convertCmd = &cli.Command{
 		start := time.Now()
 		res, err := convert.Convert(ctx, convert.Options{
 			ModelDir: dir, Output: out, DType: c.String("dtype"), BandNeurons: c.Int("band"),
-			DenseLayers: c.IntSlice("dense-layers"), Order: order,
+			DenseLayers: c.IntSlice("dense-layers"), Order: order, BaseFraction: float32(c.Float64("base")),
 			Progress: func(n int, total int64) {
 				bar.SetTotal(total)
 				bar.Add(n)

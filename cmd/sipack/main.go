@@ -25,7 +25,7 @@ func main() {
 		Usage: "build task-pruned .sip packs from HuggingFace checkpoints",
 		Description: "A .sip pack stores a model with its FFN neurons in rank order, so that loading a\n" +
 			"fraction γ of them is reading one contiguous prefix of the file (see format/SPEC.md).",
-		Commands: []*cli.Command{convertCmd, profileCmd, inspectCmd, verifyCmd, tokenizeCmd},
+		Commands: []*cli.Command{convertCmd, profileCmd, sliceCmd, inspectCmd, verifyCmd, tokenizeCmd},
 		ExitErrHandler: func(c *cli.Context, err error) {
 			if err != nil {
 				cliutil.Fail(os.Stderr, "sipack", err)
@@ -44,6 +44,45 @@ func openPack(c *cli.Context) (*format.Pack, error) {
 		return nil, fmt.Errorf("%s needs exactly one PACK argument, got %d", c.Command.Name, c.NArg())
 	}
 	return format.Open(c.Args().First(), format.OpenOptions{})
+}
+
+var sliceCmd = &cli.Command{
+	Name:      "slice",
+	Usage:     "write the γ prefix of a pack as a smaller valid pack (for a device that never loads more)",
+	ArgsUsage: "PACK",
+	Flags: []cli.Flag{
+		&cli.Float64Flag{Name: "gamma", Required: true, Usage: "fraction γ of each sparse layer's ranks to keep, in (0, 1]"},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "output pack `FILE`"},
+	},
+	Action: func(c *cli.Context) error {
+		if c.NArg() != 1 {
+			return fmt.Errorf("slice needs exactly one PACK argument, got %d", c.NArg())
+		}
+		g := c.Float64("gamma")
+		if !(g > 0 && g <= 1) {
+			return fmt.Errorf("--gamma must be in (0, 1], got %v", g)
+		}
+		p, err := format.Open(c.Args().First(), format.OpenOptions{Gamma: g})
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		ctx, stop := cliutil.SignalContext()
+		defer stop()
+		if err := format.Slice(ctx, p, c.String("output")); err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("interrupted; no pack written to %s", c.String("output"))
+			}
+			return err
+		}
+		st, err := os.Stat(c.String("output"))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "wrote %s: γ ≤ %.3f (%d ranks per sparse layer), %s (from %s)\n", c.String("output"),
+			float64(p.LoadedRanks)/float64(p.Index.Config.IntermediateSize), p.LoadedRanks, cliutil.HumanBytes(uint64(st.Size())), cliutil.HumanBytes(uint64(p.FileSize)))
+		return nil
+	},
 }
 
 var inspectCmd = &cli.Command{

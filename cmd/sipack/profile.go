@@ -147,6 +147,7 @@ var profileShowCmd = &cli.Command{
 		if c.NArg() < 1 {
 			return fmt.Errorf("show needs a profile file")
 		}
+		var ps []*format.Profile
 		for _, f := range c.Args().Slice() {
 			p, err := format.ReadProfile(f)
 			if err != nil {
@@ -154,6 +155,19 @@ var profileShowCmd = &cli.Command{
 			}
 			fmt.Printf("%s: task %s, %d prompts, %d tokens, %d generated per prompt, model %.16s…\n", f, p.Task, p.Prompts, p.Tokens, p.GenTokens, p.ModelHash)
 			printConcentration(p.Scores())
+			ps = append(ps, p)
+		}
+		for i := 0; i < len(ps); i++ {
+			for j := i + 1; j < len(ps); j++ {
+				if ps[i].Layers != ps[j].Layers || ps[i].Neurons != ps[j].Neurons {
+					continue
+				}
+				fmt.Printf("overlap of the top-30 %% sets, %s vs %s, per layer:", ps[i].Task, ps[j].Task)
+				for l := 0; l < ps[i].Layers; l++ {
+					fmt.Printf(" %.2f", format.TopOverlap(ps[i].Sums[l], ps[j].Sums[l], 0.3))
+				}
+				fmt.Println()
+			}
 		}
 		return nil
 	},

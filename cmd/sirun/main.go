@@ -33,14 +33,14 @@ var generateFlags = []cli.Flag{
 	&cli.Int64Flag{Name: "seed", Value: -1, Usage: "random seed (-1: from the clock; printed in the summary)"},
 	&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: defaultThreads(), Usage: "worker threads"},
 	&cli.IntFlag{Name: "ctx", Aliases: []string{"c"}, Usage: "context length in tokens (default: the model's, at most 4096)"},
-	&cli.Float64Flag{Name: "gamma", Value: 1.0, Usage: "fraction γ of each sparse layer's ranked neurons to load, in (0, 1]"},
-	&cli.BoolFlag{Name: "verify", Usage: "check the BLAKE3 hashes of every byte loaded before running"},
 	&cli.BoolFlag{Name: "interactive", Aliases: []string{"i"}, Usage: "after the prompt, read further turns from stdin"},
 	&cli.BoolFlag{Name: "output-ids", Usage: "print the generated token ids as one JSON array instead of text"},
 	&cli.BoolFlag{Name: "ignore-eos", Usage: "do not stop at the end-of-sequence token"},
 	&cli.BoolFlag{Name: "no-escape", Usage: "take -p literally"},
 	&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary on stderr"},
 }
+
+func init() { generateFlags = append(generateFlags, selectionFlags...) }
 
 func defaultThreads() int { return max(1, runtime.NumCPU()) }
 
@@ -54,7 +54,7 @@ func main() {
 		Commands: []*cli.Command{{
 			Name: "generate", Usage: "generate text from a prompt (the default command)", ArgsUsage: "PACK",
 			Flags: generateFlags, Action: generate,
-		}},
+		}, evalCmd, perplexityCmd},
 		ExitErrHandler: func(c *cli.Context, err error) {
 			if err != nil {
 				cliutil.Fail(os.Stderr, "sirun", err)
@@ -86,10 +86,6 @@ func generate(c *cli.Context) error {
 	if n < 0 {
 		return fmt.Errorf("-n must be ≥ 0, got %d", n)
 	}
-	gamma := c.Float64("gamma")
-	if !(gamma > 0 && gamma <= 1) {
-		return fmt.Errorf("--gamma must be in (0, 1], got %v", gamma)
-	}
 	if c.Int("threads") < 1 {
 		return fmt.Errorf("--threads must be ≥ 1, got %d", c.Int("threads"))
 	}
@@ -118,25 +114,19 @@ func generate(c *cli.Context) error {
 	}
 
 	loadStart := time.Now()
-	pack, err := format.Open(path, format.OpenOptions{Gamma: gamma})
+	ctx := c.Int("ctx")
+	if c.IsSet("ctx") && ctx < 1 {
+		return fmt.Errorf("--ctx must be ≥ 1, got %d", ctx)
+	}
+	pack, m, sel, err := openSelected(c, path, ctx)
 	if err != nil {
 		return err
 	}
 	defer pack.Close()
-	if c.Bool("verify") {
-		if _, err := pack.Verify(); err != nil {
-			return err
-		}
-	}
-	m, err := runner.Load(pack)
-	if err != nil {
-		return err
-	}
-	ctx := c.Int("ctx")
 	if !c.IsSet("ctx") {
 		ctx = min(m.Config.MaxPositionEmbeddings, 4096)
 	}
-	if ctx < 1 || ctx > m.Config.MaxPositionEmbeddings {
+	if ctx > m.Config.MaxPositionEmbeddings {
 		return fmt.Errorf("--ctx must be in [1, %d] for this model, got %d", m.Config.MaxPositionEmbeddings, ctx)
 	}
 
@@ -177,6 +167,7 @@ func generate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	sess.Sel = sel
 	loadTime := time.Since(loadStart)
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
@@ -266,6 +257,11 @@ func printSummary(w io.Writer, st *runner.Stats, load time.Duration, p *format.P
 		gen = 0
 	}
 	fmt.Fprintf(w, "sirun: generate   %8.1f ms / %4d tokens (%8.2f tok/s)  stop: %s\n", ms(st.Decode), gen, rate(gen, st.Decode), st.StopReason)
+	loaded := 0
+	for _, L := range s.M.Layers {
+		loaded += L.Ranks
+	}
+	fmt.Fprintf(w, "sirun: ffn        %d of %d loaded neurons computed per decode token (%.0f %%)\n", st.ActiveRecords, loaded, 100*float64(st.ActiveRecords)/float64(max(1, loaded)))
 	sampling := fmt.Sprintf("seed %d", seed)
 	if greedy {
 		sampling = "greedy"

@@ -325,8 +325,20 @@ func (rcv *Index) Converter() []byte {
 	return nil
 }
 
+func (rcv *Index) RanksPresent() uint32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(32))
+	if o != 0 {
+		return rcv._tab.GetUint32(o + rcv._tab.Pos)
+	}
+	return 0
+}
+
+func (rcv *Index) MutateRanksPresent(n uint32) bool {
+	return rcv._tab.MutateUint32Slot(32, n)
+}
+
 func IndexStart(builder *flatbuffers.Builder) {
-	builder.StartObject(14)
+	builder.StartObject(15)
 }
 func IndexAddConfig(builder *flatbuffers.Builder, config flatbuffers.UOffsetT) {
 	builder.PrependUOffsetTSlot(0, flatbuffers.UOffsetT(config), 0)
@@ -390,6 +402,9 @@ func IndexStartSourceHashVector(builder *flatbuffers.Builder, numElems int) flat
 }
 func IndexAddConverter(builder *flatbuffers.Builder, converter flatbuffers.UOffsetT) {
 	builder.PrependUOffsetTSlot(13, flatbuffers.UOffsetT(converter), 0)
+}
+func IndexAddRanksPresent(builder *flatbuffers.Builder, ranksPresent uint32) {
+	builder.PrependUint32Slot(14, ranksPresent, 0)
 }
 func IndexEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -97,4 +99,24 @@ func HumanBytes(n uint64) string {
 // Fail prints err as "name: err" on stderr. Commands return it via cli.Exit.
 func Fail(w io.Writer, name string, err error) {
 	fmt.Fprintf(w, "%s: error: %v\n", name, err)
+}
+
+// ParseBytes parses sizes such as "1.5GiB", "800MB", "4096" (bytes).
+func ParseBytes(s string) (uint64, error) {
+	units := []struct {
+		suffix string
+		mul    float64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}}
+	num, mul := s, 1.0
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			num, mul = strings.TrimSuffix(s, u.suffix), u.mul
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if err != nil || v <= 0 || v*mul > 1<<62 {
+		return 0, fmt.Errorf("cannot parse size %q (want e.g. 1.5GiB, 800MB)", s)
+	}
+	return uint64(v * mul), nil
 }

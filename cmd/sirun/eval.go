@@ -1,0 +1,232 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/sipack/sipack/cmd/internal/cliutil"
+	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/kernels"
+	"github.com/sipack/sipack/manifests"
+	"github.com/sipack/sipack/runner"
+)
+
+// selectionFlags are the SelectInfer knobs shared by generate and eval.
+var selectionFlags = []cli.Flag{
+	&cli.Float64Flag{Name: "gamma", Value: 1.0, Usage: "fraction γ of each sparse layer's ranked neurons to load, in (0, 1]"},
+	&cli.Float64Flag{Name: "phi", Value: 1.0, Usage: "fraction φ of neurons computed per decode token (δ ≤ φ ≤ γ; 1 or γ: all loaded)"},
+	&cli.Float64Flag{Name: "alpha", Value: 0.2, Usage: "fraction α of loaded neurons each prompt token votes for"},
+	&cli.Float64Flag{Name: "base", Usage: "static fraction δ (default: the pack's, as converted)"},
+	&cli.BoolFlag{Name: "gather", Usage: "gather dynamic neurons in place instead of compacting them per prompt"},
+	&cli.StringFlag{Name: "mem-budget", Usage: "pick the largest γ whose prefix, KV cache and buffers fit in this much memory (e.g. 1.5GiB)"},
+	&cli.BoolFlag{Name: "verify", Usage: "check the BLAKE3 hashes of every byte loaded before running"},
+}
+
+// openSelected opens a pack at the γ the flags ask for (or the budget
+// allows) and returns the model and its selection (nil: compute all loaded).
+func openSelected(c *cli.Context, path string, ctx int) (*format.Pack, *runner.Model, *runner.Selection, error) {
+	gamma := c.Float64("gamma")
+	if !(gamma > 0 && gamma <= 1) {
+		return nil, nil, nil, fmt.Errorf("--gamma must be in (0, 1], got %v", gamma)
+	}
+	if c.IsSet("mem-budget") {
+		if c.IsSet("gamma") {
+			return nil, nil, nil, fmt.Errorf("give --gamma or --mem-budget, not both")
+		}
+		budget, err := cliutil.ParseBytes(c.String("mem-budget"))
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("--mem-budget: %w", err)
+		}
+		if gamma, err = runner.GammaForBudget(path, budget, ctx); err != nil {
+			return nil, nil, nil, err
+		}
+		if !c.Bool("quiet") {
+			fmt.Fprintf(os.Stderr, "sirun: --mem-budget %s: loading γ = %.3f\n", c.String("mem-budget"), gamma)
+		}
+	}
+	pack, err := format.Open(path, format.OpenOptions{Gamma: gamma})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if c.Bool("verify") {
+		if _, err := pack.Verify(); err != nil {
+			pack.Close()
+			return nil, nil, nil, err
+		}
+	}
+	m, err := runner.Load(pack)
+	if err != nil {
+		pack.Close()
+		return nil, nil, nil, err
+	}
+	base := float64(pack.Index.BaseFraction)
+	if c.IsSet("base") {
+		base = c.Float64("base")
+	}
+	sel := &runner.Selection{Phi: c.Float64("phi"), Alpha: c.Float64("alpha"), Base: base, Compact: !c.Bool("gather")}
+	loaded := float64(pack.LoadedRanks) / float64(pack.Index.Config.IntermediateSize)
+	if err := sel.Validate(loaded); err != nil {
+		pack.Close()
+		return nil, nil, nil, err
+	}
+	if sel.Phi >= loaded-1e-9 {
+		sel = nil // φ ≥ γ: every loaded neuron is computed
+	}
+	return pack, m, sel, nil
+}
+
+var evalCmd = &cli.Command{
+	Name:      "eval",
+	Usage:     "run a task's eval set and print its metric",
+	ArgsUsage: "PACK",
+	Description: "Metrics: translate corpus BLEU-4 (13a, exp smoothing, brevity penalty), qa exact match\n" +
+		"and token F1, summarize ROUGE-L, lm perplexity of the reference given the prompt.\n" +
+		"Generation is greedy, stops at the first token containing a newline or EOS.",
+	Flags: append([]cli.Flag{
+		&cli.StringFlag{Name: "task", Usage: "task name or manifest `FILE`"},
+		&cli.StringFlag{Name: "data", Usage: "eval JSONL `FILE` instead of the task's own"},
+		&cli.IntFlag{Name: "limit", Usage: "first N rows only"},
+		&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: runtime.NumCPU(), Usage: "rows evaluated in parallel, one thread each"},
+		&cli.StringSliceFlag{Name: "manifests", Usage: "extra `DIR`s of task manifests"},
+		&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
+		&cli.StringFlag{Name: "hyps", Usage: "write the hypotheses to this JSONL `FILE`"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress"},
+	}, selectionFlags...),
+	Action: func(c *cli.Context) error {
+		if c.NArg() != 1 {
+			return fmt.Errorf("eval needs exactly one PACK argument, got %d", c.NArg())
+		}
+		if !c.IsSet("task") {
+			return fmt.Errorf("eval needs --task (one of %v, or a manifest file)", manifests.Builtin())
+		}
+		man, err := manifests.Load(c.String("task"), c.StringSlice("manifests")...)
+		if err != nil {
+			return err
+		}
+		if c.Int("jobs") < 1 || c.Int("limit") < 0 {
+			return fmt.Errorf("--jobs must be ≥ 1 and --limit ≥ 0")
+		}
+		pack, m, sel, err := openSelected(c, c.Args().First(), 0)
+		if err != nil {
+			return err
+		}
+		defer pack.Close()
+		ctx, stop := cliutil.SignalContext()
+		defer stop()
+		bar := &cliutil.Progress{}
+		if !c.Bool("quiet") && !c.Bool("json") {
+			bar = cliutil.NewProgress("eval "+man.Name, 0, false)
+		}
+		res, err := m.Eval(ctx, man, runner.EvalOptions{
+			Data: c.String("data"), Limit: c.Int("limit"), Jobs: c.Int("jobs"), Sel: sel,
+			Progress: func(done, total int) { bar.SetTotal(int64(total)); bar.Add(1) },
+		})
+		bar.Done(err == nil)
+		if err != nil {
+			return err
+		}
+		if f := c.String("hyps"); f != "" {
+			if err := writeHyps(f, res.Hyps); err != nil {
+				return err
+			}
+		}
+		phi := 1.0
+		if sel != nil {
+			phi = sel.Phi
+		}
+		out := map[string]any{
+			"pack": pack.Path, "task": res.Task, "metric": res.Metric, "score": res.Score, "extra": res.Extra,
+			"n": res.N, "gamma": float64(pack.LoadedRanks) / float64(pack.Index.Config.IntermediateSize), "phi": phi,
+			"order": pack.Index.Provenance.Order, "profile_task": pack.Index.Provenance.Task,
+			"tokens": res.Tokens, "seconds": res.Seconds, "tok_per_s": res.TokPerS, "jobs": c.Int("jobs"),
+			"peak_rss_bytes": runner.PeakRSS(),
+		}
+		if c.Bool("json") {
+			b, _ := json.Marshal(out)
+			fmt.Println(string(b))
+			return nil
+		}
+		fmt.Printf("%s %s = %.2f  (n %d, γ %.2f, φ %.2f, %s order", res.Task, res.Metric, res.Score, res.N, out["gamma"], phi, out["order"])
+		if t := pack.Index.Provenance.Task; t != "" {
+			fmt.Printf(" of %s", t)
+		}
+		fmt.Printf(")\n")
+		keys := make([]string, 0, len(res.Extra))
+		for k := range res.Extra {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Printf("  %-22s %.4g\n", k, res.Extra[k])
+		}
+		fmt.Printf("  %d tokens in %.1f s: %.1f tok/s per job (%d jobs), peak RSS %s\n", res.Tokens, res.Seconds, res.TokPerS, c.Int("jobs"), cliutil.HumanBytes(runner.PeakRSS()))
+		return nil
+	},
+}
+
+func writeHyps(path string, hyps []string) error {
+	f, err := os.Create(path + ".tmp")
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	for _, h := range hyps {
+		enc.Encode(map[string]string{"hyp": h})
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(path+".tmp", path)
+}
+
+var perplexityCmd = &cli.Command{
+	Name:      "perplexity",
+	Usage:     "perplexity of a text file in windows, each starting with bos",
+	ArgsUsage: "PACK FILE",
+	Flags: []cli.Flag{
+		&cli.IntFlag{Name: "window", Value: 512, Usage: "tokens per window (bos included)"},
+		&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: defaultThreads(), Usage: "worker threads"},
+		&cli.Float64Flag{Name: "gamma", Value: 1.0, Usage: "fraction γ of ranked neurons to load"},
+		&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
+	},
+	Action: func(c *cli.Context) error {
+		if c.NArg() != 2 {
+			return fmt.Errorf("perplexity needs PACK and FILE, got %d arguments", c.NArg())
+		}
+		gamma := c.Float64("gamma")
+		if !(gamma > 0 && gamma <= 1) {
+			return fmt.Errorf("--gamma must be in (0, 1], got %v", gamma)
+		}
+		text, err := os.ReadFile(c.Args().Get(1))
+		if err != nil {
+			return err
+		}
+		pack, err := format.Open(c.Args().First(), format.OpenOptions{Gamma: gamma})
+		if err != nil {
+			return err
+		}
+		defer pack.Close()
+		m, err := runner.Load(pack)
+		if err != nil {
+			return err
+		}
+		pool := kernels.NewPool(c.Int("threads"))
+		defer pool.Close()
+		ppl, n, err := m.Perplexity(pool, m.Tokenizer.Encode(string(text), false), c.Int("window"))
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.Args().Get(1), err)
+		}
+		if c.Bool("json") {
+			b, _ := json.Marshal(map[string]any{"file": c.Args().Get(1), "ppl": ppl, "tokens": n, "window": c.Int("window"), "gamma": gamma})
+			fmt.Println(string(b))
+			return nil
+		}
+		fmt.Printf("%s: perplexity %.3f over %d tokens (windows of %d, γ %.2f)\n", c.Args().Get(1), ppl, n, c.Int("window"), gamma)
+		return nil
+	},
+}

@@ -1,0 +1,123 @@
+package runner
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/sipack/sipack/convert"
+	"github.com/sipack/sipack/kernels"
+)
+
+// TestVotesHandMade: 3 tokens over 6 loaded ranks, k = 2 votes each.
+func TestVotesHandMade(t *testing.T) {
+	act := []float32{
+		0.1, -5, 0.2, 3, 0, 0, // token 0: ranks 1 (|-5|) and 3
+		1, 1, 1, 0, 0, 2, // token 1: rank 5, then a tie among 0, 1, 2: rank 0 wins
+		0, 0, 0, 0, 9, -8, // token 2: ranks 4 and 5
+	}
+	counts := make([]int32, 6)
+	votes(act, 6, 2, counts, make([]float32, 12))
+	if want := []int32{1, 1, 0, 1, 1, 2}; !slices.Equal(counts, want) {
+		t.Fatalf("votes %v, want %v", counts, want)
+	}
+	// δN = 2 static ranks, φN = 4: the two secondary ranks with most votes among 2..5:
+	// rank 5 (2 votes), then the tie between 3 and 4 goes to the lower rank, 3.
+	if got := chooseRanks(counts, 2, 4, 6); !slices.Equal(got, []int{0, 1, 3, 5}) {
+		t.Fatalf("decode set %v, want [0 1 3 5]", got)
+	}
+	// Static ranks are kept even with no votes at all.
+	if got := chooseRanks(make([]int32, 6), 3, 3, 6); !slices.Equal(got, []int{0, 1, 2}) {
+		t.Fatalf("decode set %v, want the static ranks", got)
+	}
+	if v := kthLargest([]float32{3, 1, 4, 1, 5, 9, 2, 6}, 3); v != 5 {
+		t.Fatalf("3rd largest %v, want 5", v)
+	}
+}
+
+func greedySession(t *testing.T, m *Model, sel *Selection, prompt []int, n int) ([]int, *Session) {
+	t.Helper()
+	pool := kernels.NewPool(2)
+	t.Cleanup(pool.Close)
+	ss, err := m.NewSession(pool, 128, SamplerConfig{TopP: 1, RepetitionPenalty: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss.Sel = sel
+	var out []int
+	if _, err := ss.Generate(prompt, GenerateOptions{MaxTokens: n, OnToken: func(id int) { out = append(out, id) }}); err != nil {
+		t.Fatal(err)
+	}
+	return out, ss
+}
+
+func TestSelectionEndToEnd(t *testing.T) {
+	path := packOf(t, "../testdata/tinyllama", convert.Options{BaseFraction: 0.3})
+	full := loadModel(t, path, 1)
+	prompt := []int{4094, 476, 25, 1312, 317, 3676, 271, 2025, 520, 334, 1892, 276, 306, 592, 349, 477, 25}
+	dense, _ := greedySession(t, full, nil, prompt, 24)
+	// φ = γ = 1 computes everything: the dense path token for token.
+	same, ss := greedySession(t, full, &Selection{Phi: 1, Alpha: 0.2, Base: 0.3}, prompt, 24)
+	if !slices.Equal(dense, same) || ss.S.Plan != nil {
+		t.Fatalf("φ = γ = 1 differs from dense:\n%v\n%v", dense, same)
+	}
+	// φ = γ < 1 also computes all that is loaded.
+	part := loadModel(t, path, 0.7)
+	a, _ := greedySession(t, part, nil, prompt, 24)
+	b, ss := greedySession(t, part, &Selection{Phi: 0.7, Alpha: 0.2, Base: 0.3}, prompt, 24)
+	if !slices.Equal(a, b) || ss.S.Plan != nil {
+		t.Fatal("φ = γ = 0.7 differs from computing all loaded neurons")
+	}
+	// φ = 0.4: every sparse layer's decode set has ⌊0.4·768⌋ = 307 ranks, the
+	// 230 static ones included, and decode computes exactly those.
+	for _, compact := range []bool{false, true} {
+		sel := &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Compact: compact}
+		ids, ss := greedySession(t, part, sel, prompt, 24)
+		for l, lp := range ss.S.Plan {
+			if len(lp.Ranks) != 307 {
+				t.Fatalf("layer %d: %d ranks, want 307", l, len(lp.Ranks))
+			}
+			for r := 0; r < 230; r++ {
+				if lp.Ranks[r] != r {
+					t.Fatalf("layer %d: static rank %d missing", l, r)
+				}
+			}
+			if lp.Ranks[306] >= 537 {
+				t.Fatalf("layer %d: selected rank %d is not loaded", l, lp.Ranks[306])
+			}
+		}
+		computed := map[int]int{}
+		ss.S.ActHook = func(l int, act []float32, n int) { computed[l] = n }
+		ss.S.Forward(ids[len(ids)-1], ss.Pos)
+		for l := 0; l < 6; l++ {
+			if computed[l] != 307 {
+				t.Fatalf("decode computed %d records in layer %d, want 307", computed[l], l)
+			}
+		}
+		if compact {
+			gathered, _ := greedySession(t, part, &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3}, prompt, 24)
+			if !slices.Equal(gathered, ids) {
+				t.Fatalf("compacted and gathered decode differ:\n%v\n%v", gathered, ids)
+			}
+		}
+	}
+}
+
+func TestSelectionValidate(t *testing.T) {
+	for _, c := range []struct {
+		sel   Selection
+		gamma float64
+	}{
+		{Selection{Phi: 0.2, Alpha: 0.2, Base: 0.3}, 0.7}, // φ < δ
+		{Selection{Phi: 0.8, Alpha: 0.2, Base: 0.3}, 0.7}, // φ > γ
+		{Selection{Phi: 0.5, Alpha: 0, Base: 0.3}, 0.7},   // α = 0
+		{Selection{Phi: 0.5, Alpha: 1.5, Base: 0.3}, 0.7}, // α > 1
+		{Selection{Phi: 0, Alpha: 0.2, Base: 0}, 0.7},     // φ = 0
+	} {
+		if err := c.sel.Validate(c.gamma); err == nil {
+			t.Errorf("%+v at γ %v accepted", c.sel, c.gamma)
+		}
+	}
+	if err := (&Selection{Phi: 1, Alpha: 0.2, Base: 0.3}).Validate(0.7); err != nil {
+		t.Errorf("φ = 1 (all loaded) refused: %v", err)
+	}
+}
