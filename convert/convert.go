@@ -46,7 +46,7 @@ type Options struct {
 	// BaseFraction is δ, the static fraction, for orders that do not set
 	// their own (original and random orders).
 	BaseFraction float32
-	Progress    func(n int, total int64)
+	Progress     func(n int, total int64)
 }
 
 // Result describes a written pack.
