@@ -153,3 +153,80 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("structurally valid pack with a flipped weight refused without --verify")
 	}
 }
+
+func TestEvalAndSelectionFlags(t *testing.T) {
+	dir := t.TempDir()
+	out, errOut, code := run(t, "", "eval", "--task", "qa", pack, "--limit", "6", "--json", "-q", "--gamma", "0.7", "--phi", "0.4", "--base", "0.3")
+	if code != 0 {
+		t.Fatalf("eval (%d): %s", code, errOut)
+	}
+	var res struct {
+		Metric string             `json:"metric"`
+		Score  float64            `json:"score"`
+		N      int                `json:"n"`
+		Phi    float64            `json:"phi"`
+		Extra  map[string]float64 `json:"extra"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Metric != "qa" || res.N != 6 || res.Phi != 0.4 {
+		t.Fatalf("eval json %q: %+v %v", out, res, err)
+	}
+	if _, ok := res.Extra["token_f1"]; !ok {
+		t.Fatalf("qa eval lacks token F1: %+v", res)
+	}
+	out, _, code = run(t, "", "perplexity", pack, "../../testdata/tinyllama/heldout/ppl_en_ruth_web.txt", "--json")
+	var ppl struct {
+		PPL    float64 `json:"ppl"`
+		Tokens int     `json:"tokens"`
+	}
+	json.Unmarshal([]byte(out), &ppl)
+	// The reference evaluator: 43.002 over 3608 tokens (512-token windows with bos).
+	if code != 0 || ppl.Tokens != 3608 || ppl.PPL < 42.99 || ppl.PPL > 43.02 {
+		t.Fatalf("Ruth perplexity (%d): %q", code, out)
+	}
+	// A memory budget picks a γ and says which.
+	_, errOut, code = run(t, "", pack, "-p", "x", "-n", "2", "--mem-budget", "19MiB")
+	if code != 0 || !strings.Contains(errOut, "loading γ =") {
+		t.Fatalf("--mem-budget (%d): %s", code, errOut)
+	}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{pack, "-p", "x", "--gamma", "-1"}, "--gamma must be in (0, 1]"},
+		{[]string{pack, "-p", "x", "--gamma", "0.7", "--phi", "0.2", "--base", "0.3"}, "below the base fraction"},
+		{[]string{pack, "-p", "x", "--gamma", "0.5", "--phi", "0.6"}, "exceeds --gamma"},
+		{[]string{pack, "-p", "x", "--alpha", "0"}, "--alpha must be in (0, 1]"},
+		{[]string{pack, "-p", "x", "--alpha", "1.5"}, "--alpha must be in (0, 1]"},
+		{[]string{pack, "-p", "x", "--mem-budget", "1MiB"}, "smaller than the dense section"},
+		{[]string{pack, "-p", "x", "--mem-budget", "lots"}, "cannot parse size"},
+		{[]string{"eval", "--task", "summarize", pack}, "no eval data"},
+		{[]string{"eval", pack}, "needs --task"},
+		{[]string{"eval", "--task", "qa", "--data", filepath.Join(dir, "none.jsonl"), pack}, "no such file"},
+		{[]string{"perplexity", pack}, "needs PACK and FILE"},
+	}
+	for _, c := range cases {
+		_, errOut, code := run(t, "", c.args...)
+		if code == 0 || !strings.Contains(errOut, c.want) {
+			t.Errorf("sirun %v: exit %d, stderr %q; want %q", c.args, code, errOut, c.want)
+		}
+	}
+}
+
+// TestReadsStayInThePrefix: a pack cut right after the γ = 0.5 prefix runs
+// at γ = 0.5, and above it fails with an error saying what it holds.
+func TestReadsStayInThePrefix(t *testing.T) {
+	b, _ := os.ReadFile(pack)
+	// 768 neurons, bands of 64: γ = 0.5 is 384 ranks = 6 bands of 576 KiB after the FFN offset.
+	p := filepath.Join(t.TempDir(), "cut.sip")
+	const ffnOff, band = 6725632, 589824
+	os.WriteFile(p, b[:ffnOff+6*band], 0o644)
+	out, errOut, code := run(t, "", p, "-p", "In the beginning", "-n", "8", "--temp", "0", "--gamma", "0.5", "--verify")
+	full, _, _ := run(t, "", pack, "-p", "In the beginning", "-n", "8", "--temp", "0", "--gamma", "0.5")
+	if code != 0 || out != full {
+		t.Fatalf("cut pack at γ 0.5 (%d): %q vs %q\n%s", code, out, full, errOut)
+	}
+	_, errOut, code = run(t, "", p, "-p", "x", "--gamma", "0.7")
+	if code == 0 || !strings.Contains(errOut, "truncated: the file holds whole bands for γ ≤ 0.500") {
+		t.Fatalf("cut pack at γ 0.7 (%d): %s", code, errOut)
+	}
+}
