@@ -5,7 +5,7 @@ BIN     ?= bin
 FUZZTIME ?= 30s
 SYNTH   ?= /tmp/sipack-synth-1b
 
-.PHONY: all build test demo generate fuzz bench synth clean vet
+.PHONY: all build test demo generate fuzz bench synth clean vet accuracy
 
 all: build
 
@@ -52,3 +52,30 @@ synth: build
 
 clean:
 	rm -rf $(BIN)
+
+# The accuracy table of docs/accuracy.md: profiles of translate, qa and lm
+# (150 prompts + 128 generated tokens each), packs ranked by each, a random
+# pack, then every task's eval at γ ∈ {0.5, 0.7, 0.9} × φ ∈ {0.3, 0.4, 0.5}.
+ACC ?= /tmp/sipack-accuracy
+accuracy: build
+	mkdir -p $(ACC)
+	for t in translate qa lm; do \
+	  test -f $(ACC)/$$t.prof || $(BIN)/sipack profile -q --task $$t testdata/tinyllama -o $(ACC)/$$t.prof --max-prompts 150 || exit 1; \
+	done
+	S=$(ACC)/translate.prof,$(ACC)/qa.prof,$(ACC)/lm.prof; \
+	for t in translate qa lm; do $(BIN)/sipack convert -q testdata/tinyllama --profile $(ACC)/$$t.prof --secondary $$S -o $(ACC)/$$t.sip || exit 1; done
+	$(BIN)/sipack convert -q testdata/tinyllama --order random --seed 5 -o $(ACC)/random.sip
+	$(BIN)/sipack convert -q testdata/tinyllama -o $(ACC)/dense.sip
+	rm -f $(ACC)/results.jsonl
+	for t in translate qa lm; do \
+	  $(BIN)/sirun eval -q --json --task $$t $(ACC)/dense.sip | sed 's/^{/{"label":"dense",/' >> $(ACC)/results.jsonl || exit 1; \
+	  case $$t in translate) o=qa;; *) o=translate;; esac; \
+	  for g in 0.5 0.7 0.9; do for p in 0.3 0.4 0.5; do \
+	    $(BIN)/sirun eval -q --json --task $$t $(ACC)/$$t.sip --gamma $$g --phi $$p | sed 's/^{/{"label":"task",/' >> $(ACC)/results.jsonl || exit 1; \
+	    $(BIN)/sirun eval -q --json --task $$t $(ACC)/$$o.sip --gamma $$g --phi $$p | sed 's/^{/{"label":"other",/' >> $(ACC)/results.jsonl || exit 1; \
+	    $(BIN)/sirun eval -q --json --task $$t $(ACC)/random.sip --gamma $$g --phi $$p | sed 's/^{/{"label":"random",/' >> $(ACC)/results.jsonl || exit 1; \
+	  done; done; \
+	done
+	mkdir -p docs
+	$(GO) run ./testdata/accuracy $(ACC)/results.jsonl > docs/accuracy.md.tmp && mv docs/accuracy.md.tmp docs/accuracy.md
+	cat docs/accuracy.md

@@ -68,7 +68,8 @@ func (m *Model) Eval(ctx context.Context, man *manifests.Manifest, opt EvalOptio
 		rows = rows[:opt.Limit]
 	}
 	if opt.Sel != nil {
-		if err := opt.Sel.Validate(float64(m.Pack.LoadedRanks) / float64(m.Config.IntermediateSize)); err != nil {
+		// Any φ with ⌊φN⌋ ≤ the loaded ranks is computable.
+		if err := opt.Sel.Validate((float64(m.Pack.LoadedRanks) + 0.999) / float64(m.Config.IntermediateSize)); err != nil {
 			return nil, err
 		}
 	}

@@ -28,9 +28,9 @@ func (s *Selection) Validate(gamma float64) error {
 		return fmt.Errorf("base fraction δ must be in [0, 1], got %v", s.Base)
 	case !(s.Phi > 0 && s.Phi <= 1):
 		return fmt.Errorf("--phi must be in (0, 1], got %v", s.Phi)
-	case s.Phi < s.Base:
+	case s.Phi < s.Base-1e-6: // δ is stored as float32
 		return fmt.Errorf("--phi %v is below the base fraction δ = %v: the static neurons alone exceed it", s.Phi, s.Base)
-	case s.Phi > gamma+1e-9 && s.Phi < 1:
+	case s.Phi > gamma+1e-6 && s.Phi < 1:
 		return fmt.Errorf("--phi %v exceeds --gamma %v: cannot compute neurons that are not loaded (use --phi ≤ γ, or 1 for all loaded)", s.Phi, gamma)
 	}
 	return nil

@@ -69,12 +69,11 @@ func openSelected(c *cli.Context, path string, ctx int) (*format.Pack, *runner.M
 		base = c.Float64("base")
 	}
 	sel := &runner.Selection{Phi: c.Float64("phi"), Alpha: c.Float64("alpha"), Base: base, Compact: !c.Bool("gather")}
-	loaded := float64(pack.LoadedRanks) / float64(pack.Index.Config.IntermediateSize)
-	if err := sel.Validate(loaded); err != nil {
+	if err := sel.Validate(gamma); err != nil {
 		pack.Close()
 		return nil, nil, nil, err
 	}
-	if sel.Phi >= loaded-1e-9 {
+	if sel.Phi >= gamma-1e-9 {
 		sel = nil // φ ≥ γ: every loaded neuron is computed
 	}
 	return pack, m, sel, nil
