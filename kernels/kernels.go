@@ -26,44 +26,123 @@ func (w *Weight) Row(r int) []byte {
 	return w.Data[r*n : (r+1)*n]
 }
 
+// Path names the kernels in use: "generic" (the pure-Go reference, also
+// forced by SIPACK_KERNELS=generic) or the fast path chosen at start.
+var Path = "generic"
+
+// The per-dtype kernels. They start as the references and are replaced at
+// init by fast paths the CPU supports.
+var (
+	dotBF16, dotF16, dotF32    = dotBF16Ref, dotF16Ref, dotF32Ref
+	axpyBF16, axpyF16, axpyF32 = axpyBF16Ref, axpyF16Ref, axpyF32Ref
+	dot4BF16                   = dot4BF16Ref
+	fmaPeak                    = fmaPeakRef
+	sumBytes                   = sumBytesRef
+)
+
 // Dot returns Σ_i w[i]·x[i] for a row w of len(x) elements of dtype dt.
 func Dot(w []byte, dt format.DType, x []float32) float32 {
-	var s float32
 	switch dt {
-	case format.F32:
-		ws := F32s(w)[:len(x)]
-		for i, v := range ws {
-			s += v * x[i]
-		}
 	case format.BF16:
-		for i := range x {
-			s += BF16ToF32(binary.LittleEndian.Uint16(w[2*i:])) * x[i]
-		}
+		return dotBF16(w, x)
 	case format.F16:
-		for i := range x {
-			s += F16ToF32(binary.LittleEndian.Uint16(w[2*i:])) * x[i]
-		}
+		return dotF16(w, x)
+	case format.F32:
+		return dotF32(w, x)
 	}
-	return s
+	return 0
 }
 
 // Axpy does y[i] += a·w[i] for a row w of len(y) elements of dtype dt.
 func Axpy(y []float32, a float32, w []byte, dt format.DType) {
 	switch dt {
-	case format.F32:
-		ws := F32s(w)[:len(y)]
-		for i, v := range ws {
-			y[i] += a * v
-		}
 	case format.BF16:
-		for i := range y {
-			y[i] += a * BF16ToF32(binary.LittleEndian.Uint16(w[2*i:]))
-		}
+		axpyBF16(y, a, w)
 	case format.F16:
-		for i := range y {
-			y[i] += a * F16ToF32(binary.LittleEndian.Uint16(w[2*i:]))
+		axpyF16(y, a, w)
+	case format.F32:
+		axpyF32(y, a, w)
+	}
+}
+
+// dotBF16Ref is the reference: Σ_i bf16(w[i])·x[i], accumulated in order in float32.
+func dotBF16Ref(w []byte, x []float32) float32 {
+	var s float32
+	for i := range x {
+		s += BF16ToF32(binary.LittleEndian.Uint16(w[2*i:])) * x[i]
+	}
+	return s
+}
+
+// dotF16Ref is the reference: Σ_i f16(w[i])·x[i].
+func dotF16Ref(w []byte, x []float32) float32 {
+	var s float32
+	for i := range x {
+		s += F16ToF32(binary.LittleEndian.Uint16(w[2*i:])) * x[i]
+	}
+	return s
+}
+
+// dotF32Ref is the reference: Σ_i w[i]·x[i].
+func dotF32Ref(w []byte, x []float32) float32 {
+	var s float32
+	ws := F32s(w)[:len(x)]
+	for i, v := range ws {
+		s += v * x[i]
+	}
+	return s
+}
+
+// axpyBF16Ref is the reference: y[i] += a·bf16(w[i]).
+func axpyBF16Ref(y []float32, a float32, w []byte) {
+	for i := range y {
+		y[i] += a * BF16ToF32(binary.LittleEndian.Uint16(w[2*i:]))
+	}
+}
+
+// axpyF16Ref is the reference: y[i] += a·f16(w[i]).
+func axpyF16Ref(y []float32, a float32, w []byte) {
+	for i := range y {
+		y[i] += a * F16ToF32(binary.LittleEndian.Uint16(w[2*i:]))
+	}
+}
+
+// axpyF32Ref is the reference: y[i] += a·w[i].
+func axpyF32Ref(y []float32, a float32, w []byte) {
+	ws := F32s(w)[:len(y)]
+	for i, v := range ws {
+		y[i] += a * v
+	}
+}
+
+// dot4BF16Ref is four reference dot products sharing the row w.
+func dot4BF16Ref(w []byte, x0, x1, x2, x3 []float32, out *[4]float32) {
+	*out = [4]float32{dotBF16Ref(w, x0), dotBF16Ref(w, x1), dotBF16Ref(w, x2), dotBF16Ref(w, x3)}
+}
+
+// fmaPeakRef runs iters × 80 multiply-adds in registers.
+func fmaPeakRef(iters int) float32 {
+	var a [10]float32
+	for i := 0; i < iters; i++ {
+		for j := range a {
+			a[j] = a[j]*0.999 + 0.001
 		}
 	}
+	return a[0]
+}
+
+// sumBytesRef reads all of b: the wrapping sum of its little-endian 64-bit
+// words, plus the trailing bytes.
+func sumBytesRef(b []byte) uint64 {
+	var s uint64
+	n := len(b) &^ 7
+	for i := 0; i < n; i += 8 {
+		s += binary.LittleEndian.Uint64(b[i:])
+	}
+	for _, v := range b[n:] {
+		s += uint64(v)
+	}
+	return s
 }
 
 // ToF32 widens n elements of dtype dt into dst.
@@ -94,18 +173,44 @@ func F32s(b []byte) []float32 {
 
 // MatMul computes out[t, r] = Σ_c W[r, c] · x[t, c] for T = len(x)/W.Cols
 // tokens (T = 1 is a matrix-vector product), splitting rows over the pool.
-// Each weight row is read once for all T tokens.
+// Each weight row is read once for all T tokens; BF16 rows are widened once
+// per four tokens.
 func MatMul(p *Pool, out []float32, w *Weight, x []float32) {
 	T := len(x) / w.Cols
+	C := w.Cols
 	p.Run(w.Rows, func(lo, hi, _ int) {
+		var o [4]float32
 		for r := lo; r < hi; r++ {
 			row := w.Row(r)
-			for t := 0; t < T; t++ {
-				out[t*w.Rows+r] = Dot(row, w.DType, x[t*w.Cols:(t+1)*w.Cols])
+			t := 0
+			if w.DType == format.BF16 {
+				for ; t+4 <= T; t += 4 {
+					dot4BF16(row, x[t*C:(t+1)*C], x[(t+1)*C:(t+2)*C], x[(t+2)*C:(t+3)*C], x[(t+3)*C:(t+4)*C], &o)
+					out[t*w.Rows+r], out[(t+1)*w.Rows+r], out[(t+2)*w.Rows+r], out[(t+3)*w.Rows+r] = o[0], o[1], o[2], o[3]
+				}
+			}
+			for ; t < T; t++ {
+				out[t*w.Rows+r] = Dot(row, w.DType, x[t*C:(t+1)*C])
 			}
 		}
 	})
 }
+
+// FMAPeak runs a register-only multiply-add loop (FMAPeakFlops(iters)
+// FLOPs) and returns a value to keep it alive; the benchmark times it to
+// measure the peak FLOP/s of one thread.
+func FMAPeak(iters int) float32 { return fmaPeak(iters) }
+
+// FMAPeakFlops is the number of floating-point operations FMAPeak(iters) does.
+func FMAPeakFlops(iters int) float64 {
+	if Path == "generic" {
+		return float64(iters) * 10 * 2
+	}
+	return float64(iters) * 10 * 8 * 2
+}
+
+// SumBytes reads every byte of b (the bandwidth probe); see sumBytesRef for the value.
+func SumBytes(b []byte) uint64 { return sumBytes(b) }
 
 // RMSNorm computes out = x / sqrt(mean(x²) + eps) ⊙ weight.
 func RMSNorm(out, x, weight []float32, eps float32) {
@@ -155,5 +260,23 @@ func RoPE(v, cos, sin []float32) {
 		a, b := v[i], v[i+half]
 		v[i] = a*cos[i] - b*sin[i]
 		v[i+half] = b*cos[i] + a*sin[i]
+	}
+}
+
+// UseGeneric switches every kernel to the pure-Go reference (as
+// SIPACK_KERNELS=generic does at start) and returns a function that restores
+// the previous choice. For tests comparing the two paths; not concurrency-safe.
+func UseGeneric() (restore func()) {
+	saved := []any{Path, dotBF16, dotF16, dotF32, axpyBF16, axpyF16, axpyF32, dot4BF16, fmaPeak, sumBytes}
+	Path = "generic"
+	dotBF16, dotF16, dotF32 = dotBF16Ref, dotF16Ref, dotF32Ref
+	axpyBF16, axpyF16, axpyF32 = axpyBF16Ref, axpyF16Ref, axpyF32Ref
+	dot4BF16, fmaPeak, sumBytes = dot4BF16Ref, fmaPeakRef, sumBytesRef
+	return func() {
+		Path = saved[0].(string)
+		dotBF16, dotF16, dotF32 = saved[1].(func([]byte, []float32) float32), saved[2].(func([]byte, []float32) float32), saved[3].(func([]byte, []float32) float32)
+		axpyBF16, axpyF16, axpyF32 = saved[4].(func([]float32, float32, []byte)), saved[5].(func([]float32, float32, []byte)), saved[6].(func([]float32, float32, []byte))
+		dot4BF16 = saved[7].(func([]byte, []float32, []float32, []float32, []float32, *[4]float32))
+		fmaPeak, sumBytes = saved[8].(func(int) float32), saved[9].(func([]byte) uint64)
 	}
 }

@@ -1,0 +1,386 @@
+#include "textflag.h"
+
+// AVX2 + FMA kernels. Every function takes n, a multiple of 8 (the Go
+// wrappers handle the ragged tail). BF16 widens by zero-extending to 32 bits
+// and shifting left 16; F16 uses F16C's VCVTPH2PS.
+
+#define LOADBF16(off, r) VPMOVZXWD off(SI), r; VPSLLD $16, r, r
+#define LOADF16(off, r)  VCVTPH2PS off(SI), r
+
+// Horizontal sum of Y0 into X0[0].
+#define HSUM VEXTRACTF128 $1, Y0, X1; VADDPS X1, X0, X0; VHADDPS X0, X0, X0; VHADDPS X0, X0, X0
+
+// func dotBF16AVX2(w *uint16, x *float32, n int) float32
+TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+bf16loop32:
+	CMPQ CX, $32
+	JL   bf16loop8
+	LOADBF16(0, Y4)
+	LOADBF16(16, Y5)
+	LOADBF16(32, Y6)
+	LOADBF16(48, Y7)
+	VFMADD231PS 0(DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $64, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP  bf16loop32
+bf16loop8:
+	CMPQ CX, $8
+	JL   bf16done
+	LOADBF16(0, Y4)
+	VFMADD231PS 0(DI), Y4, Y0
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  bf16loop8
+bf16done:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	HSUM
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// func dotF16AVX2(w *uint16, x *float32, n int) float32
+TEXT ·dotF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+f16loop32:
+	CMPQ CX, $32
+	JL   f16loop8
+	LOADF16(0, Y4)
+	LOADF16(16, Y5)
+	LOADF16(32, Y6)
+	LOADF16(48, Y7)
+	VFMADD231PS 0(DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $64, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP  f16loop32
+f16loop8:
+	CMPQ CX, $8
+	JL   f16done
+	LOADF16(0, Y4)
+	VFMADD231PS 0(DI), Y4, Y0
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  f16loop8
+f16done:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	HSUM
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// func dotF32AVX2(w *float32, x *float32, n int) float32
+TEXT ·dotF32AVX2(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+f32loop32:
+	CMPQ CX, $32
+	JL   f32loop8
+	VMOVUPS 0(SI), Y4
+	VMOVUPS 32(SI), Y5
+	VMOVUPS 64(SI), Y6
+	VMOVUPS 96(SI), Y7
+	VFMADD231PS 0(DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $128, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP  f32loop32
+f32loop8:
+	CMPQ CX, $8
+	JL   f32done
+	VMOVUPS 0(SI), Y4
+	VFMADD231PS 0(DI), Y4, Y0
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  f32loop8
+f32done:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	HSUM
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// y[i] += a·w[i]
+// func axpyBF16AVX2(y *float32, a float32, w *uint16, n int)
+TEXT ·axpyBF16AVX2(SB), NOSPLIT, $0-32
+	MOVQ y+0(FP), DI
+	VBROADCASTSS a+8(FP), Y15
+	MOVQ w+16(FP), SI
+	MOVQ n+24(FP), CX
+abf16loop32:
+	CMPQ CX, $32
+	JL   abf16loop8
+	LOADBF16(0, Y4)
+	LOADBF16(16, Y5)
+	LOADBF16(32, Y6)
+	LOADBF16(48, Y7)
+	VMOVUPS 0(DI), Y8
+	VMOVUPS 32(DI), Y9
+	VMOVUPS 64(DI), Y10
+	VMOVUPS 96(DI), Y11
+	VFMADD231PS Y4, Y15, Y8
+	VFMADD231PS Y5, Y15, Y9
+	VFMADD231PS Y6, Y15, Y10
+	VFMADD231PS Y7, Y15, Y11
+	VMOVUPS Y8, 0(DI)
+	VMOVUPS Y9, 32(DI)
+	VMOVUPS Y10, 64(DI)
+	VMOVUPS Y11, 96(DI)
+	ADDQ $64, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP  abf16loop32
+abf16loop8:
+	CMPQ CX, $8
+	JL   abf16done
+	LOADBF16(0, Y4)
+	VMOVUPS 0(DI), Y8
+	VFMADD231PS Y4, Y15, Y8
+	VMOVUPS Y8, 0(DI)
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  abf16loop8
+abf16done:
+	VZEROUPPER
+	RET
+
+// func axpyF16AVX2(y *float32, a float32, w *uint16, n int)
+TEXT ·axpyF16AVX2(SB), NOSPLIT, $0-32
+	MOVQ y+0(FP), DI
+	VBROADCASTSS a+8(FP), Y15
+	MOVQ w+16(FP), SI
+	MOVQ n+24(FP), CX
+af16loop32:
+	CMPQ CX, $32
+	JL   af16loop8
+	LOADF16(0, Y4)
+	LOADF16(16, Y5)
+	LOADF16(32, Y6)
+	LOADF16(48, Y7)
+	VMOVUPS 0(DI), Y8
+	VMOVUPS 32(DI), Y9
+	VMOVUPS 64(DI), Y10
+	VMOVUPS 96(DI), Y11
+	VFMADD231PS Y4, Y15, Y8
+	VFMADD231PS Y5, Y15, Y9
+	VFMADD231PS Y6, Y15, Y10
+	VFMADD231PS Y7, Y15, Y11
+	VMOVUPS Y8, 0(DI)
+	VMOVUPS Y9, 32(DI)
+	VMOVUPS Y10, 64(DI)
+	VMOVUPS Y11, 96(DI)
+	ADDQ $64, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP  af16loop32
+af16loop8:
+	CMPQ CX, $8
+	JL   af16done
+	LOADF16(0, Y4)
+	VMOVUPS 0(DI), Y8
+	VFMADD231PS Y4, Y15, Y8
+	VMOVUPS Y8, 0(DI)
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  af16loop8
+af16done:
+	VZEROUPPER
+	RET
+
+// func axpyF32AVX2(y *float32, a float32, w *float32, n int)
+TEXT ·axpyF32AVX2(SB), NOSPLIT, $0-32
+	MOVQ y+0(FP), DI
+	VBROADCASTSS a+8(FP), Y15
+	MOVQ w+16(FP), SI
+	MOVQ n+24(FP), CX
+af32loop8:
+	CMPQ CX, $8
+	JL   af32done
+	VMOVUPS 0(SI), Y4
+	VMOVUPS 0(DI), Y8
+	VFMADD231PS Y4, Y15, Y8
+	VMOVUPS Y8, 0(DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  af32loop8
+af32done:
+	VZEROUPPER
+	RET
+
+// Four dot products sharing one weight row: out[j] = Σ w[i]·x_j[i], for
+// the prefill GEMM (the row is widened once for four tokens).
+// func dot4BF16AVX2(w *uint16, x0, x1, x2, x3 *float32, n int, out *[4]float32)
+TEXT ·dot4BF16AVX2(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ x0+8(FP), R8
+	MOVQ x1+16(FP), R9
+	MOVQ x2+24(FP), R10
+	MOVQ x3+32(FP), R11
+	MOVQ n+40(FP), CX
+	XORQ AX, AX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+d4loop16:
+	CMPQ CX, $16
+	JL   d4loop8
+	LOADBF16(0, Y4)
+	LOADBF16(16, Y5)
+	VFMADD231PS 0(R8)(AX*1), Y4, Y0
+	VFMADD231PS 0(R9)(AX*1), Y4, Y1
+	VFMADD231PS 0(R10)(AX*1), Y4, Y2
+	VFMADD231PS 0(R11)(AX*1), Y4, Y3
+	VFMADD231PS 32(R8)(AX*1), Y5, Y8
+	VFMADD231PS 32(R9)(AX*1), Y5, Y9
+	VFMADD231PS 32(R10)(AX*1), Y5, Y10
+	VFMADD231PS 32(R11)(AX*1), Y5, Y11
+	ADDQ $32, SI
+	ADDQ $64, AX
+	SUBQ $16, CX
+	JMP  d4loop16
+d4loop8:
+	CMPQ CX, $8
+	JL   d4done
+	LOADBF16(0, Y4)
+	VFMADD231PS 0(R8)(AX*1), Y4, Y0
+	VFMADD231PS 0(R9)(AX*1), Y4, Y1
+	VFMADD231PS 0(R10)(AX*1), Y4, Y2
+	VFMADD231PS 0(R11)(AX*1), Y4, Y3
+	ADDQ $16, SI
+	ADDQ $32, AX
+	SUBQ $8, CX
+	JMP  d4loop8
+d4done:
+	VADDPS Y8, Y0, Y0
+	VADDPS Y9, Y1, Y1
+	VADDPS Y10, Y2, Y2
+	VADDPS Y11, Y3, Y3
+	// Transpose-reduce: four horizontal sums into one XMM.
+	VEXTRACTF128 $1, Y0, X4
+	VADDPS X4, X0, X0
+	VEXTRACTF128 $1, Y1, X5
+	VADDPS X5, X1, X1
+	VEXTRACTF128 $1, Y2, X6
+	VADDPS X6, X2, X2
+	VEXTRACTF128 $1, Y3, X7
+	VADDPS X7, X3, X3
+	VHADDPS X1, X0, X0
+	VHADDPS X3, X2, X2
+	VHADDPS X2, X0, X0
+	MOVQ out+48(FP), DX
+	VMOVUPS X0, (DX)
+	VZEROUPPER
+	RET
+
+// A register-only FMA loop: 10 independent accumulators, iters × 10
+// VFMADD231PS of 8 lanes (2 FLOPs per lane). Measures the peak.
+// func fmaPeakAVX2(iters int) float32
+TEXT ·fmaPeakAVX2(SB), NOSPLIT, $0-12
+	MOVQ iters+0(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VPCMPEQD Y14, Y14, Y14
+	VPSRLD $10, Y14, Y14 // a small positive float pattern, never denormal
+	VMOVAPS Y14, Y15
+peak:
+	VFMADD231PS Y14, Y15, Y0
+	VFMADD231PS Y14, Y15, Y1
+	VFMADD231PS Y14, Y15, Y2
+	VFMADD231PS Y14, Y15, Y3
+	VFMADD231PS Y14, Y15, Y4
+	VFMADD231PS Y14, Y15, Y5
+	VFMADD231PS Y14, Y15, Y6
+	VFMADD231PS Y14, Y15, Y7
+	VFMADD231PS Y14, Y15, Y8
+	VFMADD231PS Y14, Y15, Y9
+	DECQ CX
+	JNZ  peak
+	VADDPS Y1, Y0, Y0
+	HSUM
+	VZEROUPPER
+	MOVSS X0, ret+8(FP)
+	RET
+
+// A streaming read of n bytes (a multiple of 128): the bandwidth probe.
+// func sumBytesAVX2(p *byte, n int) uint64
+TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-24
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+sumloop:
+	CMPQ CX, $128
+	JL   sumdone
+	VPADDQ 0(SI), Y0, Y0
+	VPADDQ 32(SI), Y1, Y1
+	VPADDQ 64(SI), Y2, Y2
+	VPADDQ 96(SI), Y3, Y3
+	ADDQ $128, SI
+	SUBQ $128, CX
+	JMP  sumloop
+sumdone:
+	VPADDQ Y1, Y0, Y0
+	VPADDQ Y3, Y2, Y2
+	VPADDQ Y2, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDQ X1, X0, X0
+	VPEXTRQ $0, X0, AX
+	VPEXTRQ $1, X0, BX
+	ADDQ BX, AX
+	VZEROUPPER
+	MOVQ AX, ret+16(FP)
+	RET

@@ -1,0 +1,114 @@
+package kernels
+
+import (
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+//go:noescape
+func dotBF16AVX2(w *uint16, x *float32, n int) float32
+
+//go:noescape
+func dotF16AVX2(w *uint16, x *float32, n int) float32
+
+//go:noescape
+func dotF32AVX2(w *float32, x *float32, n int) float32
+
+//go:noescape
+func axpyBF16AVX2(y *float32, a float32, w *uint16, n int)
+
+//go:noescape
+func axpyF16AVX2(y *float32, a float32, w *uint16, n int)
+
+//go:noescape
+func axpyF32AVX2(y *float32, a float32, w *float32, n int)
+
+//go:noescape
+func dot4BF16AVX2(w *uint16, x0, x1, x2, x3 *float32, n int, out *[4]float32)
+
+//go:noescape
+func fmaPeakAVX2(iters int) float32
+
+//go:noescape
+func sumBytesAVX2(p *byte, n int) uint64
+
+func init() {
+	if os.Getenv("SIPACK_KERNELS") == "generic" {
+		return
+	}
+	if !(cpu.X86.HasAVX2 && cpu.X86.HasFMA) {
+		return
+	}
+	Path = "avx2+fma"
+	dotBF16 = func(w []byte, x []float32) float32 {
+		n := len(x) &^ 7
+		s := float32(0)
+		if n > 0 {
+			s = dotBF16AVX2((*uint16)(unsafe.Pointer(&w[0])), &x[0], n)
+		}
+		return s + dotBF16Ref(w[2*n:], x[n:])
+	}
+	axpyBF16 = func(y []float32, a float32, w []byte) {
+		n := len(y) &^ 7
+		if n > 0 {
+			axpyBF16AVX2(&y[0], a, (*uint16)(unsafe.Pointer(&w[0])), n)
+		}
+		axpyBF16Ref(y[n:], a, w[2*n:])
+	}
+	dotF32 = func(w []byte, x []float32) float32 {
+		n := len(x) &^ 7
+		s := float32(0)
+		if n > 0 {
+			s = dotF32AVX2((*float32)(unsafe.Pointer(&w[0])), &x[0], n)
+		}
+		return s + dotF32Ref(w[4*n:], x[n:])
+	}
+	axpyF32 = func(y []float32, a float32, w []byte) {
+		n := len(y) &^ 7
+		if n > 0 {
+			axpyF32AVX2(&y[0], a, (*float32)(unsafe.Pointer(&w[0])), n)
+		}
+		axpyF32Ref(y[n:], a, w[4*n:])
+	}
+	dot4BF16 = func(w []byte, x0, x1, x2, x3 []float32, out *[4]float32) {
+		n := len(x0) &^ 7
+		if n > 0 {
+			dot4BF16AVX2((*uint16)(unsafe.Pointer(&w[0])), &x0[0], &x1[0], &x2[0], &x3[0], n, out)
+		} else {
+			*out = [4]float32{}
+		}
+		out[0] += dotBF16Ref(w[2*n:], x0[n:])
+		out[1] += dotBF16Ref(w[2*n:], x1[n:])
+		out[2] += dotBF16Ref(w[2*n:], x2[n:])
+		out[3] += dotBF16Ref(w[2*n:], x3[n:])
+	}
+	fmaPeak = fmaPeakAVX2
+	sumBytes = func(b []byte) uint64 {
+		n := len(b) &^ 127
+		var s uint64
+		if n > 0 {
+			s = sumBytesAVX2(&b[0], n)
+		}
+		return s + sumBytesRef(b[n:])
+	}
+	if cpu.X86.HasF16C {
+		Path = "avx2+fma+f16c"
+		dotF16 = func(w []byte, x []float32) float32 {
+			n := len(x) &^ 7
+			s := float32(0)
+			if n > 0 {
+				s = dotF16AVX2((*uint16)(unsafe.Pointer(&w[0])), &x[0], n)
+			}
+			return s + dotF16Ref(w[2*n:], x[n:])
+		}
+		axpyF16 = func(y []float32, a float32, w []byte) {
+			n := len(y) &^ 7
+			if n > 0 {
+				axpyF16AVX2(&y[0], a, (*uint16)(unsafe.Pointer(&w[0])), n)
+			}
+			axpyF16Ref(y[n:], a, w[2*n:])
+		}
+	}
+}

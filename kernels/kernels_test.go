@@ -1,0 +1,219 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/sipack/sipack/format"
+)
+
+var dtypes = []format.DType{format.BF16, format.F16, format.F32}
+
+func randRow(rng *rand.Rand, dt format.DType, n int) ([]byte, []float32) {
+	b := make([]byte, n*dt.Size())
+	f := make([]float32, n)
+	for i := range f {
+		v := float32(rng.NormFloat64())
+		switch dt {
+		case format.BF16:
+			h := F32ToBF16(v)
+			binary.LittleEndian.PutUint16(b[2*i:], h)
+			f[i] = BF16ToF32(h)
+		case format.F16:
+			h := F32ToF16(v)
+			binary.LittleEndian.PutUint16(b[2*i:], h)
+			f[i] = F16ToF32(h)
+		case format.F32:
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+			f[i] = v
+		}
+	}
+	return b, f
+}
+
+func randVec(rng *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	return x
+}
+
+// tolerance for a sum of n products of magnitude |w·x|: float32 rounding in
+// any summation order is bounded by n·ε·Σ|w_i x_i|; we allow 4·√n·ε·Σ plus
+// a floor, which is what reordered float32 sums stay within in practice.
+func tol(w, x []float32) float64 {
+	var s float64
+	for i := range x {
+		s += math.Abs(float64(w[i] * x[i]))
+	}
+	return 4*math.Sqrt(float64(len(x))+1)*1.2e-7*s + 1e-6
+}
+
+func refDot(dt format.DType, w []byte, x []float32) float32 {
+	switch dt {
+	case format.BF16:
+		return dotBF16Ref(w, x)
+	case format.F16:
+		return dotF16Ref(w, x)
+	}
+	return dotF32Ref(w, x)
+}
+
+// TestFastMatchesReference: every fast path against the pure-Go reference
+// on random lengths, ragged tails (n not a multiple of 8, 32) included.
+func TestFastMatchesReference(t *testing.T) {
+	t.Logf("kernel path: %s", Path)
+	rng := rand.New(rand.NewPCG(1, 2))
+	lengths := []int{0, 1, 7, 8, 9, 31, 32, 33, 63, 100, 256, 1000, 2048, 2051}
+	for _, dt := range dtypes {
+		for _, n := range lengths {
+			wb, wf := randRow(rng, dt, n)
+			x := randVec(rng, n)
+			got, want := Dot(wb, dt, x), refDot(dt, wb, x)
+			if d := math.Abs(float64(got - want)); d > tol(wf, x) {
+				t.Errorf("%v dot n=%d: fast %g, reference %g (|Δ| %g > %g)", dt, n, got, want, d, tol(wf, x))
+			}
+			y1, y2 := randVec(rng, n), make([]float32, n)
+			copy(y2, y1)
+			Axpy(y1, 0.37, wb, dt)
+			switch dt {
+			case format.BF16:
+				axpyBF16Ref(y2, 0.37, wb)
+			case format.F16:
+				axpyF16Ref(y2, 0.37, wb)
+			default:
+				axpyF32Ref(y2, 0.37, wb)
+			}
+			for i := range y1 {
+				// One multiply-add per element: FMA rounds once, the reference twice.
+				if d := math.Abs(float64(y1[i] - y2[i])); d > 2.4e-7*math.Abs(float64(y2[i]))+1e-7 {
+					t.Fatalf("%v axpy n=%d [%d]: %g vs %g", dt, n, i, y1[i], y2[i])
+				}
+			}
+		}
+	}
+	for _, n := range lengths {
+		wb, wf := randRow(rng, format.BF16, n)
+		xs := [4][]float32{randVec(rng, n), randVec(rng, n), randVec(rng, n), randVec(rng, n)}
+		var o [4]float32
+		dot4BF16(wb, xs[0], xs[1], xs[2], xs[3], &o)
+		for j := range xs {
+			if d := math.Abs(float64(o[j] - dotBF16Ref(wb, xs[j]))); d > tol(wf, xs[j]) {
+				t.Errorf("dot4 n=%d lane %d: %g vs %g", n, j, o[j], dotBF16Ref(wb, xs[j]))
+			}
+		}
+	}
+	b := make([]byte, 1000)
+	for i := range b {
+		b[i] = byte(i * 7)
+	}
+	if SumBytes(b) != sumBytesRef(b) {
+		t.Error("SumBytes differs from the reference")
+	}
+}
+
+// TestMatMulAndFFNMatchReference compares the threaded MatMul (with the
+// four-token path) and FFNRecords against a plain float64 computation.
+func TestMatMulAndFFNMatchReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, threads := range []int{1, 2, 3} {
+		p := NewPool(threads)
+		for _, dt := range dtypes {
+			for _, shape := range [][3]int{{5, 13, 1}, {17, 64, 6}, {33, 100, 4}, {8, 2051, 9}} {
+				rows, cols, T := shape[0], shape[1], shape[2]
+				wb, wf := randRow(rng, dt, rows*cols)
+				w := &Weight{Data: wb, DType: dt, Rows: rows, Cols: cols}
+				x := randVec(rng, T*cols)
+				out := make([]float32, T*rows)
+				MatMul(p, out, w, x)
+				for tt := 0; tt < T; tt++ {
+					for r := 0; r < rows; r++ {
+						want := 0.0
+						for c := 0; c < cols; c++ {
+							want += float64(wf[r*cols+c]) * float64(x[tt*cols+c])
+						}
+						if d := math.Abs(float64(out[tt*rows+r]) - want); d > tol(wf[r*cols:(r+1)*cols], x[tt*cols:(tt+1)*cols]) {
+							t.Fatalf("%v MatMul %v threads %d [%d,%d]: %g vs %g", dt, shape, threads, tt, r, out[tt*rows+r], want)
+						}
+					}
+				}
+			}
+			// FFN: 3 blocks of records, H = 40 (ragged), T = 3.
+			const H, T = 40, 3
+			counts := []int{5, 1, 7}
+			var blocks [][]byte
+			var recs [][]float32
+			for _, c := range counts {
+				b, f := randRow(rng, dt, c*3*H)
+				blocks = append(blocks, b)
+				for j := 0; j < c; j++ {
+					recs = append(recs, f[j*3*H:(j+1)*3*H])
+				}
+			}
+			x := randVec(rng, T*H)
+			y := make([]float32, T*H)
+			act := make([]float32, T*len(recs))
+			FFNRecords(p, y, blocks, dt, H, x, act)
+			for tt := 0; tt < T; tt++ {
+				want := make([]float64, H)
+				for j, r := range recs {
+					var g, u float64
+					for i := 0; i < H; i++ {
+						g += float64(r[i]) * float64(x[tt*H+i])
+						u += float64(r[H+i]) * float64(x[tt*H+i])
+					}
+					h := g / (1 + math.Exp(-g)) * u
+					if math.Abs(h-float64(act[tt*len(recs)+j])) > 1e-4*(1+math.Abs(h)) {
+						t.Fatalf("%v FFN act [%d,%d]: %g vs %g", dt, tt, j, act[tt*len(recs)+j], h)
+					}
+					for i := 0; i < H; i++ {
+						want[i] += h * float64(r[2*H+i])
+					}
+				}
+				for i := range want {
+					if math.Abs(want[i]-float64(y[tt*H+i])) > 1e-4*(1+math.Abs(want[i])) {
+						t.Fatalf("%v FFN y [%d,%d]: %g vs %g", dt, tt, i, y[tt*H+i], want[i])
+					}
+				}
+			}
+		}
+		p.Close()
+	}
+}
+
+func FuzzDot(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18}, uint8(0))
+	f.Fuzz(func(t *testing.T, raw []byte, which uint8) {
+		dt := dtypes[int(which)%len(dtypes)]
+		n := len(raw) / (dt.Size() + 4)
+		w, xb := raw[:n*dt.Size()], raw[n*dt.Size():n*dt.Size()+4*n]
+		x := make([]float32, n)
+		wf := make([]float32, n)
+		for i := range x {
+			x[i] = math.Float32frombits(binary.LittleEndian.Uint32(xb[4*i:]))
+			if math.IsNaN(float64(x[i])) || math.Abs(float64(x[i])) > 1e6 {
+				x[i] = 1
+			}
+		}
+		for i := range wf {
+			switch dt {
+			case format.BF16:
+				wf[i] = BF16ToF32(binary.LittleEndian.Uint16(w[2*i:]))
+			case format.F16:
+				wf[i] = F16ToF32(binary.LittleEndian.Uint16(w[2*i:]))
+			default:
+				wf[i] = math.Float32frombits(binary.LittleEndian.Uint32(w[4*i:]))
+			}
+			if math.IsNaN(float64(wf[i])) || math.IsInf(float64(wf[i]), 0) || math.Abs(float64(wf[i])) > 1e6 {
+				return // NaN/Inf/huge inputs: both sides are NaN or overflow differently
+			}
+		}
+		got, want := Dot(w, dt, x), refDot(dt, w, x)
+		if d := math.Abs(float64(got - want)); d > tol(wf, x) {
+			t.Fatalf("%v n=%d: fast %g reference %g", dt, n, got, want)
+		}
+	})
+}
