@@ -134,9 +134,10 @@ var evalCmd = &cli.Command{
 				return err
 			}
 		}
-		phi := 1.0
-		if sel != nil {
-			phi = sel.Phi
+		// The φ asked for, capped at γ (φ ≥ γ computes every loaded neuron).
+		phi := min(c.Float64("phi"), c.Float64("gamma"))
+		if c.IsSet("mem-budget") {
+			phi = c.Float64("phi")
 		}
 		out := map[string]any{
 			"pack": pack.Path, "task": res.Task, "metric": res.Metric, "score": res.Score, "extra": res.Extra,

@@ -48,7 +48,8 @@ func main() {
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil || r.Task == "" {
 			continue
 		}
-		k := key{r.Label, fmt.Sprintf("%.1f", r.Gamma+0.0005), fmt.Sprintf("%.1f", r.Phi)}
+		// φ ≥ γ computes every loaded neuron; eval reports it as φ = 1.
+		k := key{r.Label, fmt.Sprintf("%.1f", r.Gamma+0.0005), fmt.Sprintf("%.1f", min(r.Phi, r.Gamma+0.0005))}
 		if rows[k] == nil {
 			rows[k] = map[string]result{}
 			order = append(order, k)
