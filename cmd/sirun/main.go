@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"strings"
 	"time"
 
@@ -42,7 +41,7 @@ var generateFlags = []cli.Flag{
 
 func init() { generateFlags = append(generateFlags, selectionFlags...) }
 
-func defaultThreads() int { return max(1, runtime.NumCPU()) }
+func defaultThreads() int { return cliutil.PhysicalCores() }
 
 func main() {
 	app := &cli.App{
@@ -54,7 +53,7 @@ func main() {
 		Commands: []*cli.Command{{
 			Name: "generate", Usage: "generate text from a prompt (the default command)", ArgsUsage: "PACK",
 			Flags: generateFlags, Action: generate,
-		}, evalCmd, perplexityCmd},
+		}, evalCmd, perplexityCmd, benchCmd},
 		ExitErrHandler: func(c *cli.Context, err error) {
 			if err != nil {
 				cliutil.Fail(os.Stderr, "sirun", err)

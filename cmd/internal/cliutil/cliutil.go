@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -119,4 +120,31 @@ func ParseBytes(s string) (uint64, error) {
 		return 0, fmt.Errorf("cannot parse size %q (want e.g. 1.5GiB, 800MB)", s)
 	}
 	return uint64(v * mul), nil
+}
+
+// PhysicalCores counts distinct (physical id, core id) pairs in
+// /proc/cpuinfo, falling back to the logical CPU count.
+func PhysicalCores() int {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return runtime.NumCPU()
+	}
+	seen := map[string]bool{}
+	phys := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch strings.TrimSpace(k) {
+		case "physical id":
+			phys = strings.TrimSpace(v)
+		case "core id":
+			seen[phys+"/"+strings.TrimSpace(v)] = true
+		}
+	}
+	if len(seen) == 0 {
+		return runtime.NumCPU()
+	}
+	return min(len(seen), runtime.NumCPU())
 }

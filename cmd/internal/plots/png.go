@@ -2,6 +2,7 @@ package plots
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"gonum.org/v1/plot/vg/vgimg"
@@ -15,6 +16,27 @@ func savePNG(path string, img *vgimg.Canvas) error {
 		return err
 	}
 	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// writeTo writes w's output through a temporary file.
+func writeTo(path string, w interface {
+	WriteTo(io.Writer) (int64, error)
+}) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := w.WriteTo(f); err != nil {
 		f.Close()
 		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)

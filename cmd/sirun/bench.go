@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/sipack/sipack/cmd/internal/cliutil"
+	"github.com/sipack/sipack/cmd/internal/plots"
+	"github.com/sipack/sipack/convert"
+	"github.com/sipack/sipack/convert/testmodel"
+	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/kernels"
+	"github.com/sipack/sipack/runner"
+)
+
+var benchCmd = &cli.Command{
+	Name:      "bench",
+	Usage:     "measure bandwidth, decode tok/s on a γ×φ grid, prefill and the bandwidth bound",
+	ArgsUsage: "[PACK ...]",
+	Description: "Without PACK, builds (once, in --dir) a random-weight Llama-3.2-1B-shape checkpoint and\n" +
+		"its BF16 and F16 packs. Every decode figure comes with the bytes it reads per token and\n" +
+		"the fraction of the bound (measured bandwidth / bytes per token) it reached.",
+	Flags: []cli.Flag{
+		&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: defaultThreads(), Usage: "worker threads"},
+		&cli.BoolFlag{Name: "json", Usage: "print one JSON object (per pack, one per line)"},
+		&cli.StringFlag{Name: "plot", Usage: "draw tok/s against φ with the bound to this PNG `FILE`"},
+		&cli.StringFlag{Name: "dir", Value: filepath.Join(os.TempDir(), "sipack-bench"), Usage: "where the synthetic checkpoint and packs are kept"},
+		&cli.StringFlag{Name: "dtypes", Value: "bf16,f16", Usage: "synthetic pack dtypes"},
+		&cli.IntFlag{Name: "tokens", Value: 8, Usage: "decode tokens timed per figure"},
+		&cli.IntFlag{Name: "prefill", Value: 256, Usage: "prompt tokens of the prefill figure"},
+		&cli.BoolFlag{Name: "quick", Usage: "dense and γ 0.7 × φ 0.4 only, shorter prefill"},
+	},
+	Action: func(c *cli.Context) error {
+		threads := c.Int("threads")
+		if threads < 1 {
+			return fmt.Errorf("--threads must be ≥ 1, got %d", threads)
+		}
+		packs := c.Args().Slice()
+		if len(packs) == 0 {
+			var err error
+			if packs, err = syntheticPacks(c.String("dir"), strings.Split(c.String("dtypes"), ",")); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(os.Stderr, "sirun bench: kernels %s, %d threads; measuring bandwidth and FMA peak\n", kernels.Path, threads)
+		bw := runner.MeasureBandwidth(1<<30, threads, 3)
+		peak := runner.MeasureFMAPeak(threads)
+		var reports []*benchReport
+		for _, p := range packs {
+			r, err := benchPack(c, p, threads, bw, peak)
+			if err != nil {
+				return err
+			}
+			reports = append(reports, r)
+			if c.Bool("json") {
+				b, _ := json.Marshal(r)
+				fmt.Println(string(b))
+			} else {
+				r.markdown(os.Stdout)
+			}
+		}
+		if f := c.String("plot"); f != "" {
+			var series []plots.Series
+			for _, r := range reports {
+				s := plots.Series{Name: filepath.Base(r.Pack), Bound: r.BandwidthGBs * 1e9}
+				for _, g := range r.Grid {
+					s.Points = append(s.Points, plots.BenchPoint{Gamma: g.Gamma, Phi: g.Phi, TokS: g.TokS, Bytes: g.BytesPerToken})
+				}
+				series = append(series, s)
+			}
+			if err := plots.BenchTokS(f, series); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
+}
+
+// syntheticPacks makes (or reuses) the 1B-shape checkpoint and its packs.
+func syntheticPacks(dir string, dtypes []string) ([]string, error) {
+	ck := filepath.Join(dir, "synth-1b")
+	if _, err := os.Stat(filepath.Join(ck, "model.safetensors.index.json")); err != nil {
+		tok, err := testmodelTokenizer()
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(os.Stderr, "sirun bench: writing a random Llama-3.2-1B-shape checkpoint to %s (2.5 GB)\n", ck)
+		if err := testmodel.Write(ck, testmodel.Llama32_1B(tok)); err != nil {
+			return nil, err
+		}
+	}
+	var out []string
+	for _, dt := range dtypes {
+		dt = strings.TrimSpace(dt)
+		p := filepath.Join(dir, "synth-1b-"+dt+".sip")
+		if _, err := os.Stat(p); err != nil {
+			fmt.Fprintf(os.Stderr, "sirun bench: converting to %s\n", p)
+			if _, err := convert.Convert(context.Background(), convert.Options{ModelDir: ck, Output: p, DType: dt, BaseFraction: 0.3}); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// testmodelTokenizer is the tiny model's tokenizer, embedded in every pack of
+// it; the synthetic model only needs some byte-level BPE vocabulary.
+func testmodelTokenizer() ([]byte, error) {
+	for _, p := range []string{"testdata/tinyllama/tokenizer.json", "../../testdata/tinyllama/tokenizer.json"} {
+		if b, err := os.ReadFile(p); err == nil {
+			return b, nil
+		}
+	}
+	return []byte(minimalTokenizer), nil
+}
+
+type gridPoint struct {
+	Gamma         float64 `json:"gamma"`
+	Phi           float64 `json:"phi"`
+	TokS          float64 `json:"tok_s"`
+	BytesPerToken uint64  `json:"bytes_per_token"`
+	BoundTokS     float64 `json:"bound_tok_s"`
+	BoundFraction float64 `json:"bound_fraction"`
+	SpeedupDense  float64 `json:"speedup_vs_dense"`
+}
+
+type benchReport struct {
+	Pack               string      `json:"pack"`
+	DType              string      `json:"dtype"`
+	Kernels            string      `json:"kernels"`
+	Threads            int         `json:"threads"`
+	BandwidthGBs       float64     `json:"bandwidth_gbs"`
+	FMAPeakGFlops      float64     `json:"fma_peak_gflops"`
+	DenseTokS          float64     `json:"dense_tok_s"`
+	DenseBytesPerToken uint64      `json:"dense_bytes_per_token"`
+	DenseBoundFraction float64     `json:"dense_bound_fraction"`
+	PrefillTokens      int         `json:"prefill_tokens"`
+	PrefillTokS        float64     `json:"prefill_tok_s"`
+	PrefillGFlops      float64     `json:"prefill_gflops"`
+	PrefillPeakFrac    float64     `json:"prefill_peak_fraction"`
+	TTFTms             float64     `json:"ttft_ms"`
+	PeakRSSBytes       uint64      `json:"peak_rss_bytes"`
+	Grid               []gridPoint `json:"grid"`
+}
+
+func benchPack(c *cli.Context, path string, threads int, bw, peak float64) (*benchReport, error) {
+	pool := kernels.NewPool(threads)
+	defer pool.Close()
+	r := &benchReport{Pack: path, Kernels: kernels.Path, Threads: threads, BandwidthGBs: bw / 1e9, FMAPeakGFlops: peak / 1e9}
+	open := func(gamma float64) (*format.Pack, *runner.Model, error) {
+		p, err := format.Open(path, format.OpenOptions{Gamma: gamma})
+		if err != nil {
+			return nil, nil, err
+		}
+		m, err := runner.Load(p)
+		if err != nil {
+			p.Close()
+			return nil, nil, err
+		}
+		return p, m, nil
+	}
+	tokens := c.Int("tokens")
+	gammas, phis := []float64{0.5, 0.7, 1.0}, []float64{0.2, 0.3, 0.4, 0.6}
+	prefill := c.Int("prefill")
+	if c.Bool("quick") {
+		gammas, phis, prefill = []float64{0.7}, []float64{0.4}, min(prefill, 64)
+	}
+	// Dense decode and prefill at γ = 1.
+	p, m, err := open(1)
+	if err != nil {
+		return nil, err
+	}
+	r.DType = p.Index.RecordDType.String()
+	fmt.Fprintf(os.Stderr, "sirun bench: %s: dense decode\n", filepath.Base(path))
+	d, err := m.BenchDecode(pool, nil, 16, tokens, 1)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	r.DenseTokS, r.DenseBytesPerToken = d.TokS, d.BytesPerToken
+	r.DenseBoundFraction = d.TokS / (bw / float64(d.BytesPerToken))
+	fmt.Fprintf(os.Stderr, "sirun bench: %s: prefill of %d tokens\n", filepath.Base(path), prefill)
+	pf, err := m.BenchDecode(pool, nil, prefill, 1, 2)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	r.PrefillTokens, r.PrefillTokS, r.TTFTms = prefill, pf.PrefillTokS, float64(pf.TTFT.Microseconds())/1000
+	// 2 FLOPs per weight per token for every matrix (the embedding lookup excluded).
+	r.PrefillGFlops = 2 * m.MatrixParams() * pf.PrefillTokS / 1e9
+	r.PrefillPeakFrac = r.PrefillGFlops * 1e9 / peak
+	p.Close()
+	base := 0.3
+	for _, g := range gammas {
+		p, m, err := open(g)
+		if err != nil {
+			return nil, err
+		}
+		if b := float64(p.Index.BaseFraction); b > 0 {
+			base = b
+		}
+		for _, phi := range phis {
+			if phi > g+1e-9 || phi < base-1e-6 {
+				continue
+			}
+			fmt.Fprintf(os.Stderr, "sirun bench: %s: γ %.1f φ %.1f\n", filepath.Base(path), g, phi)
+			sel := &runner.Selection{Phi: phi, Alpha: 0.2, Base: base, Compact: true}
+			if phi >= g-1e-9 {
+				sel = nil
+			}
+			res, err := m.BenchDecode(pool, sel, 16, tokens, 3)
+			if err != nil {
+				p.Close()
+				return nil, err
+			}
+			bound := bw / float64(res.BytesPerToken)
+			r.Grid = append(r.Grid, gridPoint{Gamma: g, Phi: phi, TokS: res.TokS, BytesPerToken: res.BytesPerToken,
+				BoundTokS: bound, BoundFraction: res.TokS / bound, SpeedupDense: res.TokS / r.DenseTokS})
+		}
+		p.Close()
+	}
+	r.PeakRSSBytes = runner.PeakRSS()
+	return r, nil
+}
+
+func (r *benchReport) markdown(w io.Writer) {
+	fmt.Fprintf(w, "\n### %s (%s, kernels %s, %d threads)\n\n", filepath.Base(r.Pack), r.DType, r.Kernels, r.Threads)
+	fmt.Fprintf(w, "read bandwidth %.2f GB/s; FMA peak %.1f GFLOP/s; peak RSS %s\n\n", r.BandwidthGBs, r.FMAPeakGFlops, cliutil.HumanBytes(r.PeakRSSBytes))
+	fmt.Fprintf(w, "| run | γ | φ | tok/s | MB read / token | bound tok/s | of bound | vs dense |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(w, "| dense decode | 1.0 | 1.0 | %.2f | %.0f | %.2f | %.0f %% | 1.00× |\n", r.DenseTokS, float64(r.DenseBytesPerToken)/1e6, r.BandwidthGBs*1e9/float64(r.DenseBytesPerToken), 100*r.DenseBoundFraction)
+	for _, g := range r.Grid {
+		fmt.Fprintf(w, "| decode | %.1f | %.1f | %.2f | %.0f | %.2f | %.0f %% | %.2f× |\n", g.Gamma, g.Phi, g.TokS, float64(g.BytesPerToken)/1e6, g.BoundTokS, 100*g.BoundFraction, g.SpeedupDense)
+	}
+	fmt.Fprintf(w, "\nprefill %d tokens: %.1f tok/s (%.1f GFLOP/s, %.0f %% of FMA peak), time to first token %.0f ms\n", r.PrefillTokens, r.PrefillTokS, r.PrefillGFlops, 100*r.PrefillPeakFrac, r.TTFTms)
+}
+
+// minimalTokenizer is a byte-level BPE with no merges, for a synthetic
+// model when the tiny model's tokenizer is not at hand.
+const minimalTokenizer = `{"model":{"type":"BPE","vocab":{},"merges":[]}}`

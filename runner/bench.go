@@ -1,0 +1,140 @@
+package runner
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/sipack/sipack/kernels"
+)
+
+// DecodeBytes is the bytes one decode token reads at position pos with the
+// given FFN records active: every attention matrix, the output matrix, the
+// dense layers' FFN, the active records, one embedding row, norms, and the
+// KV cache up to pos.
+func (m *Model) DecodeBytes(activeRecords, pos int) uint64 {
+	c := &m.Config
+	var b uint64
+	for _, L := range m.Layers {
+		b += uint64(len(L.Wq.Data) + len(L.Wk.Data) + len(L.Wv.Data) + len(L.Wo.Data))
+		b += uint64(4 * (len(L.AttnNorm) + len(L.FFNNorm) + len(L.Bq) + len(L.Bk) + len(L.Bv)))
+	}
+	b += uint64(len(m.Output.Data)) + uint64(c.HiddenSize*m.Embed.DType.Size()) + uint64(4*len(m.Norm))
+	b += uint64(activeRecords) * m.Pack.Index.RecordBytes
+	b += uint64(2 * 4 * c.NumLayers * (pos + 1) * c.NumKVHeads * c.HeadDim)
+	return b
+}
+
+// MatrixParams is the number of weights a full forward pass multiplies:
+// every attention matrix, every loaded FFN record (3·H each) and the output matrix.
+func (m *Model) MatrixParams() float64 {
+	var n float64
+	H := float64(m.Config.HiddenSize)
+	for _, L := range m.Layers {
+		for _, w := range []kernels.Weight{L.Wq, L.Wk, L.Wv, L.Wo} {
+			n += float64(w.Rows * w.Cols)
+		}
+		n += float64(L.Ranks) * 3 * H
+	}
+	return n + float64(m.Output.Rows*m.Output.Cols)
+}
+
+// MeasureBandwidth times a streaming read of a buffer of size bytes (larger
+// than the caches) split over threads, repeated reps times after one warm-up
+// pass; it returns bytes per second (the best repetition).
+func MeasureBandwidth(size, threads, reps int) float64 {
+	buf := make([]byte, size)
+	for i := 0; i < len(buf); i += 4096 {
+		buf[i] = byte(i)
+	}
+	pool := kernels.NewPool(threads)
+	defer pool.Close()
+	chunk := (size / threads) &^ 4095
+	var sink uint64
+	var mu sync.Mutex
+	run := func() time.Duration {
+		start := time.Now()
+		pool.Run(threads, func(lo, hi, _ int) {
+			var s uint64
+			for w := lo; w < hi; w++ {
+				s += kernels.SumBytes(buf[w*chunk : (w+1)*chunk])
+			}
+			mu.Lock()
+			sink += s
+			mu.Unlock()
+		})
+		return time.Since(start)
+	}
+	run()
+	best := time.Duration(1 << 62)
+	for r := 0; r < reps; r++ {
+		best = min(best, run())
+	}
+	runtime.KeepAlive(sink)
+	return float64(chunk*threads) / best.Seconds()
+}
+
+// MeasureFMAPeak returns the FLOP/s of the register-only FMA loop on threads threads.
+func MeasureFMAPeak(threads int) float64 {
+	const iters = 20_000_000
+	pool := kernels.NewPool(threads)
+	defer pool.Close()
+	kernels.FMAPeak(1000)
+	start := time.Now()
+	pool.Run(threads, func(lo, hi, _ int) {
+		for i := lo; i < hi; i++ {
+			kernels.FMAPeak(iters)
+		}
+	})
+	return kernels.FMAPeakFlops(iters) * float64(threads) / time.Since(start).Seconds()
+}
+
+// DecodeResult is one timed decode run.
+type DecodeResult struct {
+	TokS          float64
+	BytesPerToken uint64
+	ActiveRecords int
+	PrefillTokS   float64
+	TTFT          time.Duration
+}
+
+// BenchDecode prefills a random prompt of promptLen tokens (which votes,
+// with a selection), then times tokens greedy decode steps after one
+// untimed warm-up step (first touch of the mapped pages).
+func (m *Model) BenchDecode(pool *kernels.Pool, sel *Selection, promptLen, tokens int, seed uint64) (*DecodeResult, error) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	prompt := make([]int, promptLen)
+	for i := range prompt {
+		prompt[i] = rng.IntN(m.Config.VocabSize)
+	}
+	ss, err := m.NewSession(pool, promptLen+tokens+2, SamplerConfig{TopP: 1, RepetitionPenalty: 1})
+	if err != nil {
+		return nil, err
+	}
+	ss.Sel = sel
+	start := time.Now()
+	logits, err := ss.Prefill(prompt)
+	if err != nil {
+		return nil, err
+	}
+	tok := Argmax(logits)
+	ttft := time.Since(start)
+	res := &DecodeResult{TTFT: ttft, PrefillTokS: float64(promptLen) / ttft.Seconds(), ActiveRecords: ss.ActiveRecords()}
+	// Warm-up step.
+	if logits, err = ss.S.Forward(tok, ss.Pos); err != nil {
+		return nil, err
+	}
+	ss.Pos++
+	t0 := time.Now()
+	for i := 0; i < tokens; i++ {
+		tok = Argmax(logits)
+		if logits, err = ss.S.Forward(tok, ss.Pos); err != nil {
+			return nil, err
+		}
+		ss.Pos++
+	}
+	res.TokS = float64(tokens) / time.Since(t0).Seconds()
+	res.BytesPerToken = m.DecodeBytes(res.ActiveRecords, ss.Pos)
+	return res, nil
+}
