@@ -79,3 +79,10 @@ accuracy: build
 	mkdir -p docs
 	$(GO) run ./testdata/accuracy $(ACC)/results.jsonl > docs/accuracy.md.tmp && mv docs/accuracy.md.tmp docs/accuracy.md
 	cat docs/accuracy.md
+
+# Kernel benchmarks (GB/s of weights streamed; fast path and reference in one
+# run), then the 1B-shape decode/prefill benchmark with 1 and 2 threads.
+bench: build
+	$(GO) test -run '^$$' -bench . -benchtime 20x ./kernels
+	$(BIN)/sirun bench --threads 1 --plot $(BIN)/bench-1t.png
+	$(BIN)/sirun bench --threads 2 --plot $(BIN)/bench-2t.png

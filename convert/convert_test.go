@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -373,6 +374,49 @@ func FuzzParseSafetensorsHeader(f *testing.F) {
 			if ti.DType.Size() == 0 {
 				t.Fatalf("accepted tensor %q with dtype %v", ti.Name, ti.DType)
 			}
+		}
+	})
+}
+
+// TestInterruptedWriteLeavesNothing cancels a conversion half-way through
+// (from the progress callback) and checks that neither the pack nor its
+// temporary file remain, and that a second run then succeeds.
+func TestInterruptedWriteLeavesNothing(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "x.sip")
+	ctx, cancel := context.WithCancel(context.Background())
+	written := 0
+	_, err := Convert(ctx, Options{ModelDir: tinyDir, Output: out, Progress: func(n int, total int64) {
+		written += n
+		if written > 8<<20 {
+			cancel()
+		}
+	}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted convert: %v, want context.Canceled", err)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(out)); len(entries) != 0 {
+		t.Fatalf("interrupted convert left %v", entries)
+	}
+	if _, err := Convert(context.Background(), Options{ModelDir: tinyDir, Output: out}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	for _, p := range []string{tinyDir + "/config.json", "../testdata/archcheck/llama32-tied/config.json", "../testdata/archcheck/qwen2-bias/config.json"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		c, arch, err := ParseConfig("config.json", raw)
+		if err != nil {
+			return
+		}
+		if c.HiddenSize <= 0 || c.NumHeads%c.NumKVHeads != 0 || c.HeadDim%2 != 0 || arch == nil {
+			t.Fatalf("accepted an invalid config: %+v", c)
 		}
 	})
 }

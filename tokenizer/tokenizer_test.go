@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"testing"
+	"unicode/utf8"
 )
 
 func loadFile(t *testing.T, path string) *Tokenizer {
@@ -94,4 +95,40 @@ func TestRefusesUnsupported(t *testing.T) {
 			t.Errorf("%s: Load succeeded, want an error", name)
 		}
 	}
+}
+
+// FuzzEncode: any text round-trips through Encode and Decode (no NFC in the
+// tiny tokenizer), and Encode never panics.
+func FuzzEncode(f *testing.F) {
+	data, err := os.ReadFile("../testdata/tinyllama/tokenizer.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	tk, err := Load(data)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range []string{"Hello world", "  a\n\n b\t", "ñandú 日本 😀", "<|begin_of_text|>x", "'S'LL'd 123456"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ids := tk.Encode(s, false)
+		if !utf8.ValidString(s) {
+			return
+		}
+		if got := tk.Decode(ids); got != s {
+			t.Fatalf("Decode(Encode(%q)) = %q", s, got)
+		}
+	})
+}
+
+// FuzzLoad: tokenizer.json parsing never panics.
+func FuzzLoad(f *testing.F) {
+	f.Add([]byte(`{"model":{"type":"BPE","vocab":{"a":0},"merges":["a a"]},"pre_tokenizer":{"type":"ByteLevel"},"decoder":{"type":"ByteLevel"}}`))
+	f.Add([]byte(`{"added_tokens":[{"id":5,"content":"<x>"}],"model":{"type":"BPE","vocab":{"!":0},"merges":[["!","!"]]}}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if tk, err := Load(raw); err == nil {
+			tk.Decode(tk.Encode("some text 12", true))
+		}
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 var bin string
@@ -219,5 +220,52 @@ func TestProfileBadInput(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			t.Errorf("%s left behind", f)
 		}
+	}
+}
+
+// TestSIGINTLeavesNoOutput interrupts a long profile run and a convert with
+// SIGINT and checks that no file with the final name, and no temporary
+// file, is left; a second run succeeds.
+func TestSIGINTLeavesNoOutput(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "p.prof")
+	cmd := exec.Command(bin, "profile", "--task", "translate", tiny, "-o", out, "--max-prompts", "400", "--gen-tokens", "64", "-q")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	if err == nil {
+		t.Fatal("interrupted profile exited 0")
+	}
+	if !strings.Contains(stderr.String(), "interrupted; no profile written") {
+		t.Errorf("stderr: %s", stderr.String())
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("interrupted profile left %v", entries)
+	}
+	if _, e, code := run(t, "profile", "--task", "translate", tiny, "-o", out, "--max-prompts", "1", "--gen-tokens", "1", "-q"); code != 0 {
+		t.Fatal(e)
+	}
+}
+
+// TestDiskFull simulates a full disk with a file-size limit (ulimit -f):
+// convert fails with a clear error and leaves no pack and no temporary file.
+func TestDiskFull(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "x.sip")
+	cmd := exec.Command("bash", "-c", `ulimit -f 4096 && exec "$0" "$@"`, bin, "convert", "-q", tiny, "-o", out)
+	b, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatal("convert under a 4 MiB file-size limit succeeded")
+	}
+	if !strings.Contains(string(b), "file too large") || !strings.Contains(string(b), "x.sip.tmp") {
+		t.Errorf("error does not say what happened: %s", b)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("failed convert left %v", entries)
 	}
 }

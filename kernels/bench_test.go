@@ -1,0 +1,81 @@
+package kernels
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/sipack/sipack/format"
+)
+
+// Kernel benchmarks report the weight bytes streamed per second (b.SetBytes),
+// for the chosen path and the reference in one run:
+//
+//	go test -bench . -run ^$ ./kernels
+func benchMatVec(b *testing.B, dt format.DType, rows, cols, threads int, generic bool) {
+	if generic {
+		defer UseGeneric()()
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	wb, _ := randRow(rng, dt, rows*cols)
+	w := &Weight{Data: wb, DType: dt, Rows: rows, Cols: cols}
+	x := randVec(rng, cols)
+	out := make([]float32, rows)
+	p := NewPool(threads)
+	defer p.Close()
+	b.SetBytes(int64(len(wb)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		MatMul(p, out, w, x)
+	}
+}
+
+// 2048 × 8192 BF16 is 32 MiB, larger than the caches: a memory-bound matvec.
+func BenchmarkMatVecBF16(b *testing.B)        { benchMatVec(b, format.BF16, 8192, 2048, 1, false) }
+func BenchmarkMatVecBF16Generic(b *testing.B) { benchMatVec(b, format.BF16, 8192, 2048, 1, true) }
+func BenchmarkMatVecBF16x2(b *testing.B)      { benchMatVec(b, format.BF16, 8192, 2048, 2, false) }
+func BenchmarkMatVecF16(b *testing.B)         { benchMatVec(b, format.F16, 8192, 2048, 1, false) }
+func BenchmarkMatVecF16Generic(b *testing.B)  { benchMatVec(b, format.F16, 8192, 2048, 1, true) }
+func BenchmarkMatVecF32(b *testing.B)         { benchMatVec(b, format.F32, 4096, 2048, 1, false) }
+
+// A cache-resident matvec (256 KiB) shows the compute side.
+func BenchmarkMatVecBF16Cached(b *testing.B)        { benchMatVec(b, format.BF16, 64, 2048, 1, false) }
+func BenchmarkMatVecBF16CachedGeneric(b *testing.B) { benchMatVec(b, format.BF16, 64, 2048, 1, true) }
+
+func benchFFN(b *testing.B, records, threads int, generic bool) {
+	if generic {
+		defer UseGeneric()()
+	}
+	const H = 2048
+	rng := rand.New(rand.NewPCG(2, 2))
+	wb, _ := randRow(rng, format.BF16, records*3*H)
+	x := randVec(rng, H)
+	y := make([]float32, H)
+	p := NewPool(threads)
+	defer p.Close()
+	b.SetBytes(int64(len(wb)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		FFNRecords(p, y, [][]byte{wb}, format.BF16, H, x, nil)
+	}
+}
+
+// 2048 records of H = 2048 (24 MiB): one layer's worth at φ = 0.25 of 8192.
+func BenchmarkFFNRecordsBF16(b *testing.B)        { benchFFN(b, 2048, 1, false) }
+func BenchmarkFFNRecordsBF16x2(b *testing.B)      { benchFFN(b, 2048, 2, false) }
+func BenchmarkFFNRecordsBF16Generic(b *testing.B) { benchFFN(b, 2048, 1, true) }
+
+func BenchmarkPrefillGEMMBF16(b *testing.B) {
+	const rows, cols, T = 2048, 2048, 64
+	rng := rand.New(rand.NewPCG(3, 3))
+	wb, _ := randRow(rng, format.BF16, rows*cols)
+	w := &Weight{Data: wb, DType: format.BF16, Rows: rows, Cols: cols}
+	x := randVec(rng, T*cols)
+	out := make([]float32, T*rows)
+	p := NewPool(1)
+	defer p.Close()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		MatMul(p, out, w, x)
+	}
+	b.ReportMetric(2*float64(rows*cols*T)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
