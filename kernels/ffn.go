@@ -28,25 +28,54 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 	}
 	partial := p.scratch(p.Workers() * T * H)
 	clear(partial)
+	es := dt.Size()
 	p.Run(total, func(lo, hi, worker int) {
 		acc := partial[worker*T*H : (worker+1)*T*H]
+		// Tiles of 16 records × 16 tokens keep the records, the token inputs
+		// and their accumulators in cache during prefill; decode (T = 1)
+		// streams the records once.
+		const recBlock, tokTile = 16, 16
+		var g, u [4]float32
 		bi := 0
-		for j := lo; j < hi; j++ {
-			for bi+1 < len(spans) && spans[bi+1].first <= j {
-				bi++
-			}
-			b := blocks[spans[bi].block]
-			k := j - spans[bi].first
-			rec := b[k*recBytes : (k+1)*recBytes]
-			es := dt.Size()
-			gate, up, down := rec[:H*es], rec[H*es:2*H*es], rec[2*H*es:]
-			for t := 0; t < T; t++ {
-				xt := x[t*H : (t+1)*H]
-				h := SiLU(Dot(gate, dt, xt)) * Dot(up, dt, xt)
-				if act != nil {
-					act[t*total+j] = h
+		for j0 := lo; j0 < hi; j0 += recBlock {
+			j1 := min(j0+recBlock, hi)
+			for t0 := 0; t0 < T; t0 += tokTile {
+				t1 := min(t0+tokTile, T)
+				for j := j0; j < j1; j++ {
+					for bi > 0 && spans[bi].first > j {
+						bi--
+					}
+					for bi+1 < len(spans) && spans[bi+1].first <= j {
+						bi++
+					}
+					b := blocks[spans[bi].block]
+					k := j - spans[bi].first
+					rec := b[k*recBytes : (k+1)*recBytes]
+					gate, up, down := rec[:H*es], rec[H*es:2*H*es], rec[2*H*es:]
+					t := t0
+					if dt == format.BF16 {
+						for ; t+4 <= t1; t += 4 {
+							x0, x1, x2, x3 := x[t*H:(t+1)*H], x[(t+1)*H:(t+2)*H], x[(t+2)*H:(t+3)*H], x[(t+3)*H:(t+4)*H]
+							dot4BF16(gate, x0, x1, x2, x3, &g)
+							dot4BF16(up, x0, x1, x2, x3, &u)
+							for q := 0; q < 4; q++ {
+								h := SiLU(g[q]) * u[q]
+								if act != nil {
+									act[(t+q)*total+j] = h
+								}
+								Axpy(acc[(t+q)*H:(t+q+1)*H], h, down, dt)
+							}
+						}
+					}
+					for ; t < t1; t++ {
+						xt := x[t*H : (t+1)*H]
+						h := SiLU(Dot(gate, dt, xt)) * Dot(up, dt, xt)
+						if act != nil {
+							act[t*total+j] = h
+						}
+						Axpy(acc[t*H:(t+1)*H], h, down, dt)
+					}
 				}
-				Axpy(acc[t*H:(t+1)*H], h, down, dt)
 			}
 		}
 	})

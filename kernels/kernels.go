@@ -173,27 +173,39 @@ func F32s(b []byte) []float32 {
 
 // MatMul computes out[t, r] = Σ_c W[r, c] · x[t, c] for T = len(x)/W.Cols
 // tokens (T = 1 is a matrix-vector product), splitting rows over the pool.
-// Each weight row is read once for all T tokens; BF16 rows are widened once
-// per four tokens.
+// For prefill the work is tiled: blocks of 64 rows × 32 tokens, so the
+// weight block and the token tile stay in cache while every pair is
+// computed, and BF16 rows are widened once per four tokens.
 func MatMul(p *Pool, out []float32, w *Weight, x []float32) {
 	T := len(x) / w.Cols
-	C := w.Cols
 	p.Run(w.Rows, func(lo, hi, _ int) {
-		var o [4]float32
-		for r := lo; r < hi; r++ {
-			row := w.Row(r)
-			t := 0
-			if w.DType == format.BF16 {
-				for ; t+4 <= T; t += 4 {
-					dot4BF16(row, x[t*C:(t+1)*C], x[(t+1)*C:(t+2)*C], x[(t+2)*C:(t+3)*C], x[(t+3)*C:(t+4)*C], &o)
-					out[t*w.Rows+r], out[(t+1)*w.Rows+r], out[(t+2)*w.Rows+r], out[(t+3)*w.Rows+r] = o[0], o[1], o[2], o[3]
-				}
-			}
-			for ; t < T; t++ {
-				out[t*w.Rows+r] = Dot(row, w.DType, x[t*C:(t+1)*C])
+		const rowBlock, tokTile = 64, 32
+		for r0 := lo; r0 < hi; r0 += rowBlock {
+			r1 := min(r0+rowBlock, hi)
+			for t0 := 0; t0 < T; t0 += tokTile {
+				matTile(out, w, x, r0, r1, t0, min(t0+tokTile, T))
 			}
 		}
 	})
+}
+
+// matTile computes rows [r0, r1) × tokens [t0, t1) of MatMul.
+func matTile(out []float32, w *Weight, x []float32, r0, r1, t0, t1 int) {
+	C, R := w.Cols, w.Rows
+	var o [4]float32
+	for r := r0; r < r1; r++ {
+		row := w.Row(r)
+		t := t0
+		if w.DType == format.BF16 {
+			for ; t+4 <= t1; t += 4 {
+				dot4BF16(row, x[t*C:(t+1)*C], x[(t+1)*C:(t+2)*C], x[(t+2)*C:(t+3)*C], x[(t+3)*C:(t+4)*C], &o)
+				out[t*R+r], out[(t+1)*R+r], out[(t+2)*R+r], out[(t+3)*R+r] = o[0], o[1], o[2], o[3]
+			}
+		}
+		for ; t < t1; t++ {
+			out[t*R+r] = Dot(row, w.DType, x[t*C:(t+1)*C])
+		}
+	}
 }
 
 // FMAPeak runs a register-only multiply-add loop (FMAPeakFlops(iters)
