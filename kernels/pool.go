@@ -3,6 +3,7 @@ package kernels
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Pool is a fixed set of persistent worker goroutines that split a range of
@@ -41,24 +42,35 @@ func NewPool(n int) *Pool {
 // Workers is the number of workers, the caller included.
 func (p *Pool) Workers() int { return p.workers }
 
-// Run calls fn on n rows split into one contiguous chunk per worker and waits.
+// Run calls fn on the n rows, split into chunks that the workers claim
+// one after another (so a worker slowed by a noisy neighbour takes fewer),
+// and waits. fn's worker argument is the caller's index in [0, Workers()).
 func (p *Pool) Run(n int, fn func(lo, hi, worker int)) {
 	if p == nil || p.workers == 1 || n < 2 {
 		fn(0, n, 0)
 		return
 	}
-	chunk := (n + p.workers - 1) / p.workers
-	used := 0
-	for w := 1; w < p.workers; w++ {
-		lo := w * chunk
-		if lo >= n {
-			break
-		}
-		p.wg.Add(1)
-		p.jobs[w-1] <- job{lo, min(lo+chunk, n), fn}
-		used++
+	// About 8 chunks per worker, at least 16 rows each.
+	chunk := max(16, (n+8*p.workers-1)/(8*p.workers))
+	if chunk*2 > n {
+		chunk = (n + 1) / 2
 	}
-	fn(0, min(chunk, n), 0)
+	var next atomic.Int64
+	work := func(lo, hi, w int) {
+		for {
+			start := int(next.Add(int64(chunk))) - chunk
+			if start >= n {
+				return
+			}
+			fn(start, min(start+chunk, n), w)
+		}
+	}
+	helpers := min(p.workers-1, (n+chunk-1)/chunk-1)
+	p.wg.Add(helpers)
+	for w := 1; w <= helpers; w++ {
+		p.jobs[w-1] <- job{0, 0, func(_, _, w int) { work(0, 0, w) }}
+	}
+	work(0, 0, 0)
 	p.wg.Wait()
 }
 
