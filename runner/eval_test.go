@@ -23,8 +23,8 @@ func TestEvalReproducesPyTorch(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ref struct {
-		PPLEn struct{ PPL float64 } `json:"ppl_en_ruth_web"`
-		PPLEs struct{ PPL float64 } `json:"ppl_es_ruth_rv1909"`
+		PPLEn struct{ PPL float64 }  `json:"ppl_en_ruth_web"`
+		PPLEs struct{ PPL float64 }  `json:"ppl_es_ruth_rv1909"`
 		TR    struct{ BLEU float64 } `json:"translate_es_en_eval"`
 		QA    map[string]struct {
 			EM float64 `json:"exact_match"`
