@@ -37,9 +37,12 @@ type Order struct {
 
 // Options configures Convert.
 type Options struct {
-	ModelDir    string
-	Output      string
-	DType       string // "bf16", "f16", "f32"; "" keeps the checkpoint's dtype
+	ModelDir string
+	Output   string
+	DType    string // "bf16", "f16", "f32", "q8_0", "q4_0"; "" keeps the checkpoint's dtype
+	// DenseDType, if set, is the dtype of the dense section's matrices
+	// (attention, embeddings, lm_head); DType then applies to the FFN.
+	DenseDType  string
 	BandNeurons int    // neurons per band, default 64
 	DenseLayers []int  // layers whose FFN stays dense (in the dense section)
 	Order       *Order // nil: original neuron order
@@ -290,6 +293,18 @@ func (m *Model) WritePack(ctx context.Context, opt Options) (*Result, error) {
 			return nil, err
 		}
 	}
+	denseDT := dt
+	if opt.DenseDType != "" {
+		var err error
+		if denseDT, err = format.ParseDType(opt.DenseDType); err != nil {
+			return nil, fmt.Errorf("--dense-dtype: %w", err)
+		}
+	}
+	if dt.Quantized() || denseDT.Quantized() {
+		if c.HiddenSize%format.QK != 0 || (c.NumHeads*c.HeadDim)%format.QK != 0 {
+			return nil, fmt.Errorf("%v needs hidden_size (%d) and heads × head_dim (%d) to be multiples of %d", dt, c.HiddenSize, c.NumHeads*c.HeadDim, format.QK)
+		}
+	}
 	if opt.BandNeurons == 0 {
 		opt.BandNeurons = 64
 	}
@@ -354,9 +369,12 @@ func (m *Model) WritePack(ctx context.Context, opt Options) (*Result, error) {
 	}}
 	for _, e := range format.ExpectedTensors(c, sparse) {
 		e := e
-		ti := format.TensorInfo{Name: e.Name, DType: dt, Shape: e.Shape}
-		if e.Vector {
+		ti := format.TensorInfo{Name: e.Name, DType: denseDT, Shape: e.Shape}
+		switch {
+		case e.Vector:
 			ti.DType = format.F32
+		case e.Record:
+			ti.DType = dt
 		}
 		idx.DenseTensors = append(idx.DenseTensors, ti)
 		if e.Record {
@@ -371,7 +389,7 @@ func (m *Model) WritePack(ctx context.Context, opt Options) (*Result, error) {
 	if opt.Progress != nil {
 		// Roughly the final size, for the progress bar: every tensor once.
 		for _, t := range m.Checkpoint.Tensors {
-			total += int64(len(t.Data) / t.DType.Size() * dt.Size())
+			total += int64(len(t.Data) / t.DType.Size() * dt.BlockBytes() / dt.BlockElems())
 		}
 		spec.Progress = func(n int) { opt.Progress(n, total) }
 	}
@@ -396,24 +414,50 @@ func layerOf(name string) int {
 func (m *Model) recordsAs(l int, neurons []uint32, dst []byte, dt format.DType) error {
 	gate, up, down := m.FFN(l)
 	h, N := m.Config.HiddenSize, m.Config.IntermediateSize
-	es, ds := dt.Size(), down.DType.Size()
-	rec := 3 * h * es
+	rb, ok := dt.RowBytes(h)
+	if !ok {
+		return fmt.Errorf("hidden_size %d is not a multiple of %d, as %v needs", h, dt.BlockElems(), dt)
+	}
+	ds := down.DType.Size()
+	rec := 3 * rb
 	if len(dst) != len(neurons)*rec {
 		return fmt.Errorf("internal error: record buffer of %d bytes for %d neurons", len(dst), len(neurons))
 	}
+	col := make([]byte, h*ds)
+	var f32 []float32
+	if dt.Quantized() {
+		f32 = make([]float32, h)
+	}
 	for j, n := range neurons {
 		r := dst[j*rec : (j+1)*rec]
-		convertElems(r[:h*es], dt, rowOf(gate, int(n), h), gate.DType)
-		convertElems(r[h*es:2*h*es], dt, rowOf(up, int(n), h), up.DType)
+		encodeRow(r[:rb], dt, rowOf(gate, int(n), h), gate.DType, f32)
+		encodeRow(r[rb:2*rb], dt, rowOf(up, int(n), h), up.DType, f32)
 		// down is [hidden, N]: neuron n's column is strided in the checkpoint
 		// and contiguous in the record.
-		col := r[2*h*es:]
 		for i := 0; i < h; i++ {
 			at := (i*N + int(n)) * ds
-			convertElems(col[i*es:(i+1)*es], dt, down.Data[at:at+ds], down.DType)
+			copy(col[i*ds:(i+1)*ds], down.Data[at:at+ds])
 		}
+		encodeRow(r[2*rb:], dt, col, down.DType, f32)
 	}
 	return nil
+}
+
+// encodeRow converts one row src (dtype st) into dst (dtype dt); scratch
+// holds the row widened to float32 when dt is a block type.
+func encodeRow(dst []byte, dt format.DType, src []byte, st format.DType, scratch []float32) {
+	if !dt.Quantized() {
+		convertElems(dst, dt, src, st)
+		return
+	}
+	n := len(src) / st.Size()
+	f := scratch[:n]
+	tmp := make([]byte, 4*n)
+	convertElems(tmp, format.F32, src, st)
+	for i := range f {
+		f[i] = math.Float32frombits(binary.LittleEndian.Uint32(tmp[4*i:]))
+	}
+	kernels.QuantizeRow(dst, dt, f)
 }
 
 func rowOf(t *Tensor, r, width int) []byte {
@@ -424,7 +468,11 @@ func rowOf(t *Tensor, r, width int) []byte {
 func (m *Model) writeDenseRecords(w io.Writer, l int, dt format.DType) error {
 	const chunk = 64
 	N := m.Config.IntermediateSize
-	rec := 3 * m.Config.HiddenSize * dt.Size()
+	rb, ok := dt.RowBytes(m.Config.HiddenSize)
+	if !ok {
+		return fmt.Errorf("hidden_size %d is not a multiple of %d, as %v needs", m.Config.HiddenSize, dt.BlockElems(), dt)
+	}
+	rec := 3 * rb
 	buf := make([]byte, chunk*rec)
 	ids := make([]uint32, chunk)
 	for lo := 0; lo < N; lo += chunk {
@@ -450,6 +498,23 @@ func writeConverted(w io.Writer, dt format.DType, t *Tensor) error {
 	if dt == t.DType {
 		_, err := w.Write(t.Data)
 		return err
+	}
+	if dt.Quantized() {
+		cols := t.Shape[len(t.Shape)-1]
+		rb, ok := dt.RowBytes(cols)
+		if !ok {
+			return fmt.Errorf("rows of %d elements cannot be stored as %v (need a multiple of %d)", cols, dt, dt.BlockElems())
+		}
+		out := make([]byte, rb)
+		f := make([]float32, cols)
+		ss := cols * t.DType.Size()
+		for r := 0; r < n/cols; r++ {
+			encodeRow(out, dt, t.Data[r*ss:(r+1)*ss], t.DType, f)
+			if _, err := w.Write(out); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	buf := make([]byte, chunk*dt.Size())
 	for lo := 0; lo < n; lo += chunk {

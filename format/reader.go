@@ -208,8 +208,8 @@ func (p *Pack) validate() error {
 	if !idx.RecordDType.Valid() {
 		return bad(ErrDType, "record dtype", idx.RecordDType)
 	}
-	if idx.RecordBytes != uint64(3*c.HiddenSize*idx.RecordDType.Size()) {
-		return bad(ErrShape, "record bytes do not match 3 × hidden × dtype size", idx.RecordBytes)
+	if rb, ok := idx.RecordDType.RowBytes(c.HiddenSize); !ok || idx.RecordBytes != uint64(3*rb) {
+		return bad(ErrShape, "record bytes do not match 3 rows of hidden_size in the record dtype", idx.RecordBytes)
 	}
 
 	// Sparse layers: ascending, in range, each perm a permutation of [0, N).
@@ -295,8 +295,8 @@ func (p *Pack) validate() error {
 		case w.Record && t.DType != idx.RecordDType:
 			return bad(ErrDType, fmt.Sprintf("tensor %q: dense FFN records must use the record dtype", t.Name), t.DType)
 		}
-		if t.Length != uint64(t.Elems()*t.DType.Size()) {
-			return bad(ErrShape, fmt.Sprintf("tensor %q: length %d is not shape × dtype size", t.Name, t.Length), nil)
+		if n, ok := TensorBytes(t.DType, t.Shape); !ok || t.Length != uint64(n) {
+			return bad(ErrShape, fmt.Sprintf("tensor %q: length %d does not match shape %v in %v", t.Name, t.Length, t.Shape, t.DType), nil)
 		}
 		if t.Offset%TensorAlign != 0 {
 			return formatErr(ErrAlign, "dense", int64(t.Offset), fmt.Sprintf("tensor %q not 64-byte aligned", t.Name), nil)

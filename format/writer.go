@@ -28,11 +28,11 @@ type WriteSpec struct {
 // planLayout fills the offsets of idx and the preamble. Hash bytes are left as they are.
 func planLayout(idx *Index) (*Preamble, error) {
 	c := &idx.Config
-	es := idx.RecordDType.Size()
-	if es == 0 {
-		return nil, fmt.Errorf("sip: cannot write record dtype %v", idx.RecordDType)
+	rb, ok := idx.RecordDType.RowBytes(c.HiddenSize)
+	if !ok {
+		return nil, fmt.Errorf("sip: record dtype %v cannot hold rows of %d (hidden_size must be a multiple of %d)", idx.RecordDType, c.HiddenSize, idx.RecordDType.BlockElems())
 	}
-	idx.RecordBytes = uint64(3 * c.HiddenSize * es)
+	idx.RecordBytes = uint64(3 * rb)
 	nSparse := len(idx.SparseLayers)
 	var bandCount, bandBytes uint64
 	if nSparse > 0 {
@@ -51,10 +51,11 @@ func planLayout(idx *Index) (*Preamble, error) {
 	idx.BandHashes = make([][HashSize]byte, bandCount)
 	for i := range idx.DenseTensors {
 		t := &idx.DenseTensors[i]
-		if t.DType.Size() == 0 {
-			return nil, fmt.Errorf("sip: tensor %q: cannot write dtype %v", t.Name, t.DType)
+		n, ok := TensorBytes(t.DType, t.Shape)
+		if !ok {
+			return nil, fmt.Errorf("sip: tensor %q: shape %v cannot be stored as %v", t.Name, t.Shape, t.DType)
 		}
-		t.Length = uint64(t.Elems() * t.DType.Size())
+		t.Length = uint64(n)
 	}
 	// Offsets depend on the index length, and FlatBuffers omits scalars equal
 	// to their default (0), so measure the index with non-zero placeholder

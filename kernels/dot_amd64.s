@@ -384,3 +384,126 @@ sumdone:
 	VZEROUPPER
 	MOVQ AX, ret+16(FP)
 	RET
+
+// Block-quantised kernels; nb is the number of 32-weight blocks.
+#define SCALE(r) MOVWLZX 0(SI), AX; MOVQ AX, X1; VCVTPH2PS X1, X1; VBROADCASTSS X1, r
+#define Q8(off, r) VPMOVSXBD off(SI), r; VCVTDQ2PS r, r
+
+// func dotQ80AVX2(w *byte, x *float32, nb int) float32
+TEXT ·dotQ80AVX2(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y9, Y9, Y9
+q8loop:
+	TESTQ CX, CX
+	JE    q8done
+	SCALE(Y1)
+	Q8(2, Y4)
+	Q8(10, Y5)
+	Q8(18, Y6)
+	Q8(26, Y7)
+	VMULPS 0(DI), Y4, Y4
+	VFMADD231PS 32(DI), Y5, Y4
+	VMULPS 64(DI), Y6, Y6
+	VFMADD231PS 96(DI), Y7, Y6
+	VADDPS Y6, Y4, Y4
+	VFMADD231PS Y4, Y1, Y0
+	ADDQ $34, SI
+	ADDQ $128, DI
+	DECQ CX
+	JMP  q8loop
+q8done:
+	HSUM
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// Q4 nibbles of a block's 16 bytes into four float vectors (elements
+// 0-7, 8-15, 16-23, 24-31), minus 8. Needs Y2 = 15s and Y3 = 8s.
+#define Q4(a, b, c, d) VPMOVZXBD 2(SI), a; VPMOVZXBD 10(SI), b; VPSRLD $4, a, c; VPSRLD $4, b, d; VPAND Y2, a, a; VPAND Y2, b, b; VPSUBD Y3, a, a; VPSUBD Y3, b, b; VPSUBD Y3, c, c; VPSUBD Y3, d, d; VCVTDQ2PS a, a; VCVTDQ2PS b, b; VCVTDQ2PS c, c; VCVTDQ2PS d, d
+#define Q4CONST MOVL $15, AX; MOVQ AX, X2; VPBROADCASTD X2, Y2; MOVL $8, AX; MOVQ AX, X3; VPBROADCASTD X3, Y3
+
+// func dotQ40AVX2(w *byte, x *float32, nb int) float32
+TEXT ·dotQ40AVX2(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	Q4CONST
+	VXORPS Y0, Y0, Y0
+q4loop:
+	TESTQ CX, CX
+	JE    q4done
+	SCALE(Y1)
+	Q4(Y4, Y5, Y6, Y7)
+	VMULPS 0(DI), Y4, Y4
+	VFMADD231PS 32(DI), Y5, Y4
+	VMULPS 64(DI), Y6, Y6
+	VFMADD231PS 96(DI), Y7, Y6
+	VADDPS Y6, Y4, Y4
+	VFMADD231PS Y4, Y1, Y0
+	ADDQ $18, SI
+	ADDQ $128, DI
+	DECQ CX
+	JMP  q4loop
+q4done:
+	HSUM
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+#define AXPY4(a, b, c, d) VMOVUPS 0(DI), Y8; VMOVUPS 32(DI), Y9; VMOVUPS 64(DI), Y10; VMOVUPS 96(DI), Y11; VFMADD231PS a, Y1, Y8; VFMADD231PS b, Y1, Y9; VFMADD231PS c, Y1, Y10; VFMADD231PS d, Y1, Y11; VMOVUPS Y8, 0(DI); VMOVUPS Y9, 32(DI); VMOVUPS Y10, 64(DI); VMOVUPS Y11, 96(DI)
+
+// y[i] += a·d_b·q_i
+// func axpyQ80AVX2(y *float32, a float32, w *byte, nb int)
+TEXT ·axpyQ80AVX2(SB), NOSPLIT, $0-32
+	MOVQ y+0(FP), DI
+	MOVSS a+8(FP), X15
+	MOVQ w+16(FP), SI
+	MOVQ nb+24(FP), CX
+aq8loop:
+	TESTQ CX, CX
+	JE    aq8done
+	MOVWLZX 0(SI), AX
+	MOVQ AX, X1
+	VCVTPH2PS X1, X1
+	VMULSS X15, X1, X1
+	VBROADCASTSS X1, Y1
+	Q8(2, Y4)
+	Q8(10, Y5)
+	Q8(18, Y6)
+	Q8(26, Y7)
+	AXPY4(Y4, Y5, Y6, Y7)
+	ADDQ $34, SI
+	ADDQ $128, DI
+	DECQ CX
+	JMP  aq8loop
+aq8done:
+	VZEROUPPER
+	RET
+
+// func axpyQ40AVX2(y *float32, a float32, w *byte, nb int)
+TEXT ·axpyQ40AVX2(SB), NOSPLIT, $0-32
+	MOVQ y+0(FP), DI
+	MOVSS a+8(FP), X15
+	MOVQ w+16(FP), SI
+	MOVQ nb+24(FP), CX
+	Q4CONST
+aq4loop:
+	TESTQ CX, CX
+	JE    aq4done
+	MOVWLZX 0(SI), AX
+	MOVQ AX, X1
+	VCVTPH2PS X1, X1
+	VMULSS X15, X1, X1
+	VBROADCASTSS X1, Y1
+	Q4(Y4, Y5, Y6, Y7)
+	AXPY4(Y4, Y5, Y6, Y7)
+	ADDQ $18, SI
+	ADDQ $128, DI
+	DECQ CX
+	JMP  aq4loop
+aq4done:
+	VZEROUPPER
+	RET

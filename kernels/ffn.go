@@ -18,7 +18,8 @@ import (
 // accumulates its own partial y, and the partials are summed once at the end.
 func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x []float32, act []float32) {
 	T := len(x) / H
-	recBytes := 3 * H * dt.Size()
+	rowBytes, _ := dt.RowBytes(H)
+	recBytes := 3 * rowBytes
 	type span struct{ block, first int } // first: global record index of the block's first record
 	var spans []span
 	total := 0
@@ -28,7 +29,6 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 	}
 	partial := p.scratch(p.Workers() * T * H)
 	clear(partial)
-	es := dt.Size()
 	p.Run(total, func(lo, hi, worker int) {
 		acc := partial[worker*T*H : (worker+1)*T*H]
 		// Tiles of 16 records × 16 tokens keep the records, the token inputs
@@ -51,7 +51,7 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 					b := blocks[spans[bi].block]
 					k := j - spans[bi].first
 					rec := b[k*recBytes : (k+1)*recBytes]
-					gate, up, down := rec[:H*es], rec[H*es:2*H*es], rec[2*H*es:]
+					gate, up, down := rec[:rowBytes], rec[rowBytes:2*rowBytes], rec[2*rowBytes:]
 					t := t0
 					if dt == format.BF16 {
 						for ; t+4 <= t1; t += 4 {

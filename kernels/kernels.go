@@ -22,7 +22,7 @@ type Weight struct {
 
 // Row returns the bytes of row r.
 func (w *Weight) Row(r int) []byte {
-	n := w.Cols * w.DType.Size()
+	n, _ := w.DType.RowBytes(w.Cols)
 	return w.Data[r*n : (r+1)*n]
 }
 
@@ -35,6 +35,8 @@ var Path = "generic"
 var (
 	dotBF16, dotF16, dotF32    = dotBF16Ref, dotF16Ref, dotF32Ref
 	axpyBF16, axpyF16, axpyF32 = axpyBF16Ref, axpyF16Ref, axpyF32Ref
+	dotQ80, dotQ40             = dotQ80Ref, dotQ40Ref
+	axpyQ80, axpyQ40           = axpyQ80Ref, axpyQ40Ref
 	dot4BF16                   = dot4BF16Ref
 	fmaPeak                    = fmaPeakRef
 	sumBytes                   = sumBytesRef
@@ -49,6 +51,10 @@ func Dot(w []byte, dt format.DType, x []float32) float32 {
 		return dotF16(w, x)
 	case format.F32:
 		return dotF32(w, x)
+	case format.Q8_0:
+		return dotQ80(w, x)
+	case format.Q4_0:
+		return dotQ40(w, x)
 	}
 	return 0
 }
@@ -62,6 +68,10 @@ func Axpy(y []float32, a float32, w []byte, dt format.DType) {
 		axpyF16(y, a, w)
 	case format.F32:
 		axpyF32(y, a, w)
+	case format.Q8_0:
+		axpyQ80(y, a, w)
+	case format.Q4_0:
+		axpyQ40(y, a, w)
 	}
 }
 
@@ -148,6 +158,8 @@ func sumBytesRef(b []byte) uint64 {
 // ToF32 widens n elements of dtype dt into dst.
 func ToF32(dst []float32, w []byte, dt format.DType) {
 	switch dt {
+	case format.Q8_0, format.Q4_0:
+		DequantizeRow(dst, w, dt)
 	case format.F32:
 		copy(dst, F32s(w))
 	case format.BF16:
@@ -279,12 +291,15 @@ func RoPE(v, cos, sin []float32) {
 // SIPACK_KERNELS=generic does at start) and returns a function that restores
 // the previous choice. For tests comparing the two paths; not concurrency-safe.
 func UseGeneric() (restore func()) {
-	saved := []any{Path, dotBF16, dotF16, dotF32, axpyBF16, axpyF16, axpyF32, dot4BF16, fmaPeak, sumBytes}
+	saved := []any{Path, dotBF16, dotF16, dotF32, axpyBF16, axpyF16, axpyF32, dot4BF16, fmaPeak, sumBytes, dotQ80, dotQ40, axpyQ80, axpyQ40}
 	Path = "generic"
 	dotBF16, dotF16, dotF32 = dotBF16Ref, dotF16Ref, dotF32Ref
 	axpyBF16, axpyF16, axpyF32 = axpyBF16Ref, axpyF16Ref, axpyF32Ref
 	dot4BF16, fmaPeak, sumBytes = dot4BF16Ref, fmaPeakRef, sumBytesRef
+	dotQ80, dotQ40, axpyQ80, axpyQ40 = dotQ80Ref, dotQ40Ref, axpyQ80Ref, axpyQ40Ref
 	return func() {
+		dotQ80, dotQ40 = saved[10].(func([]byte, []float32) float32), saved[11].(func([]byte, []float32) float32)
+		axpyQ80, axpyQ40 = saved[12].(func([]float32, float32, []byte)), saved[13].(func([]float32, float32, []byte))
 		Path = saved[0].(string)
 		dotBF16, dotF16, dotF32 = saved[1].(func([]byte, []float32) float32), saved[2].(func([]byte, []float32) float32), saved[3].(func([]byte, []float32) float32)
 		axpyBF16, axpyF16, axpyF32 = saved[4].(func([]float32, float32, []byte)), saved[5].(func([]float32, float32, []byte)), saved[6].(func([]float32, float32, []byte))

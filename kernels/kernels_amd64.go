@@ -29,6 +29,18 @@ func axpyF32AVX2(y *float32, a float32, w *float32, n int)
 func dot4BF16AVX2(w *uint16, x0, x1, x2, x3 *float32, n int, out *[4]float32)
 
 //go:noescape
+func dotQ80AVX2(w *byte, x *float32, nb int) float32
+
+//go:noescape
+func dotQ40AVX2(w *byte, x *float32, nb int) float32
+
+//go:noescape
+func axpyQ80AVX2(y *float32, a float32, w *byte, nb int)
+
+//go:noescape
+func axpyQ40AVX2(y *float32, a float32, w *byte, nb int)
+
+//go:noescape
 func fmaPeakAVX2(iters int) float32
 
 //go:noescape
@@ -95,6 +107,29 @@ func init() {
 	}
 	if cpu.X86.HasF16C {
 		Path = "avx2+fma+f16c"
+		// Block types: rows are whole blocks of 32 (the format guarantees it).
+		dotQ80 = func(w []byte, x []float32) float32 {
+			if len(x) < 32 {
+				return 0
+			}
+			return dotQ80AVX2(&w[0], &x[0], len(x)/32)
+		}
+		dotQ40 = func(w []byte, x []float32) float32 {
+			if len(x) < 32 {
+				return 0
+			}
+			return dotQ40AVX2(&w[0], &x[0], len(x)/32)
+		}
+		axpyQ80 = func(y []float32, a float32, w []byte) {
+			if len(y) >= 32 {
+				axpyQ80AVX2(&y[0], a, &w[0], len(y)/32)
+			}
+		}
+		axpyQ40 = func(y []float32, a float32, w []byte) {
+			if len(y) >= 32 {
+				axpyQ40AVX2(&y[0], a, &w[0], len(y)/32)
+			}
+		}
 		dotF16 = func(w []byte, x []float32) float32 {
 			n := len(x) &^ 7
 			s := float32(0)

@@ -20,7 +20,7 @@ func (m *Model) DecodeBytes(activeRecords, pos int) uint64 {
 		b += uint64(len(L.Wq.Data) + len(L.Wk.Data) + len(L.Wv.Data) + len(L.Wo.Data))
 		b += uint64(4 * (len(L.AttnNorm) + len(L.FFNNorm) + len(L.Bq) + len(L.Bk) + len(L.Bv)))
 	}
-	b += uint64(len(m.Output.Data)) + uint64(c.HiddenSize*m.Embed.DType.Size()) + uint64(4*len(m.Norm))
+	b += uint64(len(m.Output.Data)) + uint64(len(m.Embed.Row(0))) + uint64(4*len(m.Norm))
 	b += uint64(activeRecords) * m.Pack.Index.RecordBytes
 	b += uint64(2 * 4 * c.NumLayers * (pos + 1) * c.NumKVHeads * c.HeadDim)
 	return b

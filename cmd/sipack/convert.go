@@ -27,7 +27,8 @@ var convertCmd = &cli.Command{
 		"--profile takes a profile file or a task name (profiled on the fly and cached).",
 	Flags: []cli.Flag{
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output pack `FILE` (default: MODEL_DIR name + .sip)"},
-		&cli.StringFlag{Name: "dtype", Usage: "weight dtype: bf16, f16 or f32 (default: the checkpoint's)"},
+		&cli.StringFlag{Name: "dtype", Usage: "weight dtype: bf16, f16, f32, q8_0 or q4_0 (default: the checkpoint's)"},
+		&cli.StringFlag{Name: "dense-dtype", Usage: "dtype of attention, embeddings and lm_head if not --dtype (e.g. --dtype q4_0 --dense-dtype bf16)"},
 		&cli.IntFlag{Name: "band", Value: 64, Usage: "neurons per band B (the γ granularity)"},
 		&cli.IntSliceFlag{Name: "dense-layers", Usage: "layers whose FFN is kept dense (e.g. --dense-layers 0,5)"},
 		&cli.StringFlag{Name: "profile", Usage: "task profile: a .prof `FILE` or a task name (qa, translate, lm, or a manifest)"},
@@ -71,7 +72,7 @@ var convertCmd = &cli.Command{
 		}
 		start := time.Now()
 		res, err := convert.Convert(ctx, convert.Options{
-			ModelDir: dir, Output: out, DType: c.String("dtype"), BandNeurons: c.Int("band"),
+			ModelDir: dir, Output: out, DType: c.String("dtype"), DenseDType: c.String("dense-dtype"), BandNeurons: c.Int("band"),
 			DenseLayers: c.IntSlice("dense-layers"), Order: order, BaseFraction: float32(c.Float64("base")),
 			Progress: func(n int, total int64) {
 				bar.SetTotal(total)

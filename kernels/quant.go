@@ -1,0 +1,142 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/sipack/sipack/format"
+)
+
+// Block quantisation as GGUF defines Q8_0 and Q4_0, in blocks of 32 weights
+// along a row. Q8_0: fp16 scale d = max|x|/127, then 32 int8 q = round(x/d);
+// x̂ = d·q (34 bytes). Q4_0: d = m/−8 where m is the element of largest
+// magnitude (sign kept), q = min(15, ⌊x/d + 8.5⌋) as 4-bit values, byte j
+// holding q[j] in its low and q[j+16] in its high nibble; x̂ = d·(q − 8)
+// (18 bytes).
+
+// QuantizeRow writes src (a multiple of 32 elements) as dt into dst.
+func QuantizeRow(dst []byte, dt format.DType, src []float32) {
+	switch dt {
+	case format.Q8_0:
+		for b := 0; b < len(src)/format.QK; b++ {
+			quantQ80(dst[b*34:(b+1)*34], src[b*format.QK:(b+1)*format.QK])
+		}
+	case format.Q4_0:
+		for b := 0; b < len(src)/format.QK; b++ {
+			quantQ40(dst[b*18:(b+1)*18], src[b*format.QK:(b+1)*format.QK])
+		}
+	}
+}
+
+func quantQ80(dst []byte, x []float32) {
+	var amax float32
+	for _, v := range x {
+		amax = max(amax, float32(math.Abs(float64(v))))
+	}
+	d := amax / 127
+	id := float32(0)
+	if d != 0 {
+		id = 1 / d
+	}
+	binary.LittleEndian.PutUint16(dst, F32ToF16(d))
+	for i, v := range x {
+		dst[2+i] = byte(int8(math.Round(float64(v * id))))
+	}
+}
+
+func quantQ40(dst []byte, x []float32) {
+	var amax, m float32
+	for _, v := range x {
+		if a := float32(math.Abs(float64(v))); a > amax {
+			amax, m = a, v
+		}
+	}
+	d := m / -8
+	id := float32(0)
+	if d != 0 {
+		id = 1 / d
+	}
+	binary.LittleEndian.PutUint16(dst, F32ToF16(d))
+	q := func(v float32) byte { return byte(min(15, int(int8(v*id+8.5)))) }
+	for j := 0; j < format.QK/2; j++ {
+		dst[2+j] = q(x[j]) | q(x[j+format.QK/2])<<4
+	}
+}
+
+// DequantizeRow widens a quantised row of len(dst) elements.
+func DequantizeRow(dst []float32, w []byte, dt format.DType) {
+	switch dt {
+	case format.Q8_0:
+		for b := 0; b < len(dst)/format.QK; b++ {
+			blk := w[b*34:]
+			d := F16ToF32(binary.LittleEndian.Uint16(blk))
+			for i := 0; i < format.QK; i++ {
+				dst[b*format.QK+i] = d * float32(int8(blk[2+i]))
+			}
+		}
+	case format.Q4_0:
+		for b := 0; b < len(dst)/format.QK; b++ {
+			blk := w[b*18:]
+			d := F16ToF32(binary.LittleEndian.Uint16(blk))
+			for j := 0; j < format.QK/2; j++ {
+				dst[b*format.QK+j] = d * float32(int(blk[2+j]&15)-8)
+				dst[b*format.QK+j+format.QK/2] = d * float32(int(blk[2+j]>>4)-8)
+			}
+		}
+	}
+}
+
+// dotQ80Ref is Σ_blocks d_b · Σ_i q_i·x_i.
+func dotQ80Ref(w []byte, x []float32) float32 {
+	var s float32
+	for b := 0; b < len(x)/format.QK; b++ {
+		blk := w[b*34:]
+		var bs float32
+		xs := x[b*format.QK : (b+1)*format.QK]
+		for i, v := range xs {
+			bs += float32(int8(blk[2+i])) * v
+		}
+		s += F16ToF32(binary.LittleEndian.Uint16(blk)) * bs
+	}
+	return s
+}
+
+// dotQ40Ref is Σ_blocks d_b · Σ_i (q_i − 8)·x_i.
+func dotQ40Ref(w []byte, x []float32) float32 {
+	var s float32
+	for b := 0; b < len(x)/format.QK; b++ {
+		blk := w[b*18:]
+		xs := x[b*format.QK : (b+1)*format.QK]
+		var bs float32
+		for j := 0; j < format.QK/2; j++ {
+			bs += float32(int(blk[2+j]&15)-8)*xs[j] + float32(int(blk[2+j]>>4)-8)*xs[j+format.QK/2]
+		}
+		s += F16ToF32(binary.LittleEndian.Uint16(blk)) * bs
+	}
+	return s
+}
+
+// axpyQ80Ref is y[i] += a·d_b·q_i.
+func axpyQ80Ref(y []float32, a float32, w []byte) {
+	for b := 0; b < len(y)/format.QK; b++ {
+		blk := w[b*34:]
+		s := a * F16ToF32(binary.LittleEndian.Uint16(blk))
+		ys := y[b*format.QK : (b+1)*format.QK]
+		for i := range ys {
+			ys[i] += s * float32(int8(blk[2+i]))
+		}
+	}
+}
+
+// axpyQ40Ref is y[i] += a·d_b·(q_i − 8).
+func axpyQ40Ref(y []float32, a float32, w []byte) {
+	for b := 0; b < len(y)/format.QK; b++ {
+		blk := w[b*18:]
+		s := a * F16ToF32(binary.LittleEndian.Uint16(blk))
+		ys := y[b*format.QK : (b+1)*format.QK]
+		for j := 0; j < format.QK/2; j++ {
+			ys[j] += s * float32(int(blk[2+j]&15)-8)
+			ys[j+format.QK/2] += s * float32(int(blk[2+j]>>4)-8)
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/sipack/sipack/format"
+)
+
+// TestQuantRoundTripBound: per block with scale d, Q8_0 reconstructs within
+// d/2 plus the fp16 rounding of d (2^-11 relative, 2^-25 absolute for
+// subnormal d) times |q| ≤ 127; Q4_0 within one step d (values of the sign
+// opposite to the largest one clip at +7 steps) plus |q−8| ≤ 8 times it.
+func TestQuantRoundTripBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, dt := range []format.DType{format.Q8_0, format.Q4_0} {
+		for trial := 0; trial < 200; trial++ {
+			n := 32 * (1 + rng.IntN(8))
+			x := make([]float32, n)
+			scale := math.Pow(10, rng.Float64()*6-4)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64() * scale)
+			}
+			if trial == 0 {
+				clear(x[:32]) // an all-zero block
+			}
+			rb, _ := dt.RowBytes(n)
+			q := make([]byte, rb)
+			QuantizeRow(q, dt, x)
+			y := make([]float32, n)
+			DequantizeRow(y, q, dt)
+			for b := 0; b < n/32; b++ {
+				var amax float64
+				for _, v := range x[b*32 : (b+1)*32] {
+					amax = math.Max(amax, math.Abs(float64(v)))
+				}
+				d, qmax, step := amax/127, 127.0, 0.5
+				if dt == format.Q4_0 {
+					// Q4_0 maps the largest magnitude to −8 steps; the opposite end
+					// (+8 steps) is clipped to +7, so the bound is one full step.
+					d, qmax, step = amax/8, 8, 1
+				}
+				// fp16 rounds d by half an ulp: 2^-11 relative, or 2^-25 absolute below 2^-14 (subnormal).
+				bound := step*d*(1+1e-6) + qmax*math.Max(d*math.Pow(2, -11), math.Pow(2, -25)) + 1e-30
+				for i := b * 32; i < (b+1)*32; i++ {
+					if e := math.Abs(float64(x[i] - y[i])); e > bound {
+						t.Fatalf("%v n=%d [%d]: %g → %g, error %g > bound %g", dt, n, i, x[i], y[i], e, bound)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestQuantKernelsMatchReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, dt := range []format.DType{format.Q8_0, format.Q4_0} {
+		for _, n := range []int{32, 64, 96, 256, 2048} {
+			w := make([]float32, n)
+			for i := range w {
+				w[i] = float32(rng.NormFloat64())
+			}
+			rb, _ := dt.RowBytes(n)
+			q := make([]byte, rb)
+			QuantizeRow(q, dt, w)
+			wf := make([]float32, n)
+			DequantizeRow(wf, q, dt)
+			x := randVec(rng, n)
+			ref := dotQ80Ref
+			aref := axpyQ80Ref
+			if dt == format.Q4_0 {
+				ref, aref = dotQ40Ref, axpyQ40Ref
+			}
+			got, want := Dot(q, dt, x), ref(q, x)
+			if d := math.Abs(float64(got - want)); d > tol(wf, x) {
+				t.Errorf("%v dot n=%d: fast %g reference %g", dt, n, got, want)
+			}
+			y1 := randVec(rng, n)
+			y2 := append([]float32(nil), y1...)
+			Axpy(y1, -0.7, q, dt)
+			aref(y2, -0.7, q)
+			for i := range y1 {
+				if d := math.Abs(float64(y1[i] - y2[i])); d > 1e-6*(1+math.Abs(float64(y2[i]))) {
+					t.Fatalf("%v axpy n=%d [%d]: %g vs %g", dt, n, i, y1[i], y2[i])
+				}
+			}
+			// The dot against the dequantised row in float64 agrees too.
+			var exact float64
+			for i := range x {
+				exact += float64(wf[i]) * float64(x[i])
+			}
+			if d := math.Abs(float64(got) - exact); d > tol(wf, x) {
+				t.Errorf("%v dot n=%d: %g vs dequantised %g", dt, n, got, exact)
+			}
+		}
+	}
+}
