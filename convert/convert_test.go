@@ -420,3 +420,48 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestQuantizedPack: a q4_0 pack with bf16 dense matrices stores every FFN
+// record as quantised rows that dequantise to the checkpoint within the
+// format's bound, keeps attention in bf16 byte for byte, and q8_0/q4_0 are
+// refused for rows that are not whole blocks of 32.
+func TestQuantizedPack(t *testing.T) {
+	p, m := convertTo(t, tinyDir, Options{DType: "q4_0", DenseDType: "bf16"})
+	if p.Index.RecordDType != format.Q4_0 || p.Index.RecordBytes != 3*256/32*18 {
+		t.Fatalf("record dtype %v, %d bytes", p.Index.RecordDType, p.Index.RecordBytes)
+	}
+	info, wq, _ := p.Tensor(format.NameWq(0))
+	src := m.DenseTensor(format.NameWq(0))
+	if info.DType != format.BF16 || !bytes.Equal(wq, src.Data) {
+		t.Fatal("--dense-dtype bf16 did not keep wq byte for byte")
+	}
+	gate, _, _ := m.FFN(3)
+	si, _ := p.SparseIndex(3)
+	row := make([]float32, 256)
+	for r := 0; r < 768; r += 97 {
+		kernels.DequantizeRow(row, p.Record(si, r)[:144], format.Q4_0)
+		var amax float64
+		for b := 0; b < 8; b++ {
+			amax = 0
+			for i := b * 32; i < (b+1)*32; i++ {
+				amax = math.Max(amax, math.Abs(float64(elem(gate.Data[r*512:], format.BF16, i))))
+			}
+			for i := b * 32; i < (b+1)*32; i++ {
+				want := float64(elem(gate.Data[r*512:], format.BF16, i))
+				if math.Abs(float64(row[i])-want) > amax/8*1.01+1e-6 {
+					t.Fatalf("rank %d gate[%d]: %g, checkpoint %g", r, i, row[i], want)
+				}
+			}
+		}
+	}
+	dir := t.TempDir()
+	c := testmodel.Tiny(tokJSON(t))
+	c.Hidden, c.Heads, c.KVHeads = 40, 4, 2 // head_dim 10: rows of 40 are not whole blocks
+	if err := testmodel.Write(dir, c); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Convert(context.Background(), Options{ModelDir: dir, Output: filepath.Join(dir, "q.sip"), DType: "q8_0"})
+	if err == nil || !strings.Contains(err.Error(), "multiples of 32") {
+		t.Fatalf("q8_0 of hidden 40: %v", err)
+	}
+}

@@ -507,3 +507,96 @@ aq4loop:
 aq4done:
 	VZEROUPPER
 	RET
+
+// Integer dots against activations quantised to Q8 per block of 32 (as
+// llama.cpp does): xq holds 32 int8 per block, xd the block scales, xs the
+// block sums of xq. For each block: s = Σ qw·qx by VPMADDUBSW (unsigned ×
+// signed bytes into int16 pairs) and VPMADDWD (pairs into int32).
+
+// func dotQ80Q8AVX2(w *byte, xq *int8, xd *float32, nb int) float32
+TEXT ·dotQ80Q8AVX2(SB), NOSPLIT, $0-36
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xd+16(FP), R8
+	MOVQ nb+24(FP), CX
+	VXORPS Y0, Y0, Y0
+	MOVL $1, AX
+	MOVQ AX, X2
+	VPBROADCASTW X2, Y2 // int16 ones
+qq8loop:
+	TESTQ CX, CX
+	JE    qq8done
+	MOVWLZX 0(SI), AX
+	MOVQ AX, X1
+	VCVTPH2PS X1, X1
+	VMULSS 0(R8), X1, X1
+	VBROADCASTSS X1, Y1 // d_w · d_x
+	VMOVDQU 2(SI), Y4   // qw
+	VMOVDQU 0(DI), Y5   // qx
+	VPSIGNB Y4, Y4, Y6  // |qw|
+	VPSIGNB Y4, Y5, Y7  // qx · sign(qw)
+	VPMADDUBSW Y7, Y6, Y6
+	VPMADDWD Y2, Y6, Y6
+	VCVTDQ2PS Y6, Y6
+	VFMADD231PS Y6, Y1, Y0
+	ADDQ $34, SI
+	ADDQ $32, DI
+	ADDQ $4, R8
+	DECQ CX
+	JMP  qq8loop
+qq8done:
+	HSUM
+	VZEROUPPER
+	MOVSS X0, ret+32(FP)
+	RET
+
+// Σ_b d_w·d_x·(Σ q·qx − 8·Σ qx), q the unsigned nibbles: the products go
+// to a vector accumulator, the −8·Σqx corrections to a scalar one.
+// func dotQ40Q8AVX2(w *byte, xq *int8, xd *float32, xs *int32, nb int) float32
+TEXT ·dotQ40Q8AVX2(SB), NOSPLIT, $0-44
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xd+16(FP), R8
+	MOVQ xs+24(FP), R9
+	MOVQ nb+32(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS X9, X9, X9
+	MOVL $1, AX
+	MOVQ AX, X2
+	VPBROADCASTW X2, Y2 // int16 ones
+	MOVL $0x0f0f0f0f, AX
+	MOVQ AX, X3
+	VPBROADCASTD X3, Y3 // nibble mask
+qq4loop:
+	TESTQ CX, CX
+	JE    qq4done
+	MOVWLZX 0(SI), AX
+	MOVQ AX, X1
+	VCVTPH2PS X1, X1
+	VMULSS 0(R8), X1, X1
+	VBROADCASTSS X1, Y1        // d_w · d_x
+	VMOVDQU 2(SI), X4          // 16 bytes
+	VPSRLW $4, X4, X5
+	VINSERTI128 $1, X5, Y4, Y4 // [bytes | bytes>>4]
+	VPAND Y3, Y4, Y4           // nibbles: elements 0..31
+	VMOVDQU 0(DI), Y5
+	VPMADDUBSW Y5, Y4, Y6
+	VPMADDWD Y2, Y6, Y6
+	VCVTDQ2PS Y6, Y6
+	VFMADD231PS Y6, Y1, Y0
+	MOVL 0(R9), AX
+	SHLL $3, AX
+	VCVTSI2SSL AX, X7, X7
+	VFMADD231SS X7, X1, X9     // Σ d_w·d_x·8·Σqx
+	ADDQ $18, SI
+	ADDQ $32, DI
+	ADDQ $4, R8
+	ADDQ $4, R9
+	DECQ CX
+	JMP  qq4loop
+qq4done:
+	HSUM
+	VSUBSS X9, X0, X0
+	VZEROUPPER
+	MOVSS X0, ret+40(FP)
+	RET

@@ -29,6 +29,10 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 	}
 	partial := p.scratch(p.Workers() * T * H)
 	clear(partial)
+	var acts []Q8Act
+	if dt.Quantized() && QuantActivations {
+		acts = quantizeTokens(x, H, T)
+	}
 	p.Run(total, func(lo, hi, worker int) {
 		acc := partial[worker*T*H : (worker+1)*T*H]
 		// Tiles of 16 records × 16 tokens keep the records, the token inputs
@@ -68,8 +72,13 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 						}
 					}
 					for ; t < t1; t++ {
-						xt := x[t*H : (t+1)*H]
-						h := SiLU(Dot(gate, dt, xt)) * Dot(up, dt, xt)
+						var h float32
+						if acts != nil {
+							h = SiLU(DotQ8Act(gate, dt, &acts[t])) * DotQ8Act(up, dt, &acts[t])
+						} else {
+							xt := x[t*H : (t+1)*H]
+							h = SiLU(Dot(gate, dt, xt)) * Dot(up, dt, xt)
+						}
 						if act != nil {
 							act[t*total+j] = h
 						}

@@ -190,6 +190,19 @@ func F32s(b []byte) []float32 {
 // computed, and BF16 rows are widened once per four tokens.
 func MatMul(p *Pool, out []float32, w *Weight, x []float32) {
 	T := len(x) / w.Cols
+	if w.DType.Quantized() && QuantActivations {
+		// Quantise each token's activations once; every row then takes an integer dot.
+		acts := quantizeTokens(x, w.Cols, T)
+		p.Run(w.Rows, func(lo, hi, _ int) {
+			for r := lo; r < hi; r++ {
+				row := w.Row(r)
+				for t := 0; t < T; t++ {
+					out[t*w.Rows+r] = DotQ8Act(row, w.DType, &acts[t])
+				}
+			}
+		})
+		return
+	}
 	p.Run(w.Rows, func(lo, hi, _ int) {
 		const rowBlock, tokTile = 64, 32
 		for r0 := lo; r0 < hi; r0 += rowBlock {
@@ -199,6 +212,15 @@ func MatMul(p *Pool, out []float32, w *Weight, x []float32) {
 			}
 		}
 	})
+}
+
+// quantizeTokens quantises each of T rows of x to Q8 activations.
+func quantizeTokens(x []float32, cols, T int) []Q8Act {
+	acts := make([]Q8Act, T)
+	for t := range acts {
+		QuantizeAct(&acts[t], x[t*cols:(t+1)*cols])
+	}
+	return acts
 }
 
 // matTile computes rows [r0, r1) × tokens [t0, t1) of MatMul.
@@ -291,13 +313,15 @@ func RoPE(v, cos, sin []float32) {
 // SIPACK_KERNELS=generic does at start) and returns a function that restores
 // the previous choice. For tests comparing the two paths; not concurrency-safe.
 func UseGeneric() (restore func()) {
-	saved := []any{Path, dotBF16, dotF16, dotF32, axpyBF16, axpyF16, axpyF32, dot4BF16, fmaPeak, sumBytes, dotQ80, dotQ40, axpyQ80, axpyQ40}
+	saved := []any{Path, dotBF16, dotF16, dotF32, axpyBF16, axpyF16, axpyF32, dot4BF16, fmaPeak, sumBytes, dotQ80, dotQ40, axpyQ80, axpyQ40, dotQ80Q8, dotQ40Q8}
 	Path = "generic"
 	dotBF16, dotF16, dotF32 = dotBF16Ref, dotF16Ref, dotF32Ref
 	axpyBF16, axpyF16, axpyF32 = axpyBF16Ref, axpyF16Ref, axpyF32Ref
 	dot4BF16, fmaPeak, sumBytes = dot4BF16Ref, fmaPeakRef, sumBytesRef
 	dotQ80, dotQ40, axpyQ80, axpyQ40 = dotQ80Ref, dotQ40Ref, axpyQ80Ref, axpyQ40Ref
+	dotQ80Q8, dotQ40Q8 = dotQ80Q8Ref, dotQ40Q8Ref
 	return func() {
+		dotQ80Q8, dotQ40Q8 = saved[14].(func([]byte, *Q8Act) float32), saved[15].(func([]byte, *Q8Act) float32)
 		dotQ80, dotQ40 = saved[10].(func([]byte, []float32) float32), saved[11].(func([]byte, []float32) float32)
 		axpyQ80, axpyQ40 = saved[12].(func([]float32, float32, []byte)), saved[13].(func([]float32, float32, []byte))
 		Path = saved[0].(string)

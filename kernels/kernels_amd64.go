@@ -41,12 +41,21 @@ func axpyQ80AVX2(y *float32, a float32, w *byte, nb int)
 func axpyQ40AVX2(y *float32, a float32, w *byte, nb int)
 
 //go:noescape
+func dotQ80Q8AVX2(w *byte, xq *int8, xd *float32, nb int) float32
+
+//go:noescape
+func dotQ40Q8AVX2(w *byte, xq *int8, xd *float32, xs *int32, nb int) float32
+
+//go:noescape
 func fmaPeakAVX2(iters int) float32
 
 //go:noescape
 func sumBytesAVX2(p *byte, n int) uint64
 
 func init() {
+	if os.Getenv("SIPACK_QDOT") == "int" {
+		QuantActivations = true
+	}
 	if os.Getenv("SIPACK_KERNELS") == "generic" {
 		return
 	}
@@ -128,6 +137,20 @@ func init() {
 		axpyQ40 = func(y []float32, a float32, w []byte) {
 			if len(y) >= 32 {
 				axpyQ40AVX2(&y[0], a, &w[0], len(y)/32)
+			}
+		}
+		if cpu.X86.HasSSSE3 {
+			dotQ80Q8 = func(w []byte, a *Q8Act) float32 {
+				if len(a.D) == 0 {
+					return 0
+				}
+				return dotQ80Q8AVX2(&w[0], &a.Q[0], &a.D[0], len(a.D))
+			}
+			dotQ40Q8 = func(w []byte, a *Q8Act) float32 {
+				if len(a.D) == 0 {
+					return 0
+				}
+				return dotQ40Q8AVX2(&w[0], &a.Q[0], &a.D[0], &a.S[0], len(a.D))
 			}
 		}
 		dotF16 = func(w []byte, x []float32) float32 {

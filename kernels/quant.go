@@ -140,3 +140,87 @@ func axpyQ40Ref(y []float32, a float32, w []byte) {
 		}
 	}
 }
+
+// Q8Act is an activation vector quantised to Q8 per block of 32, for the
+// integer dot products against quantised weights.
+type Q8Act struct {
+	Q []int8    // 32 per block
+	D []float32 // scale per block
+	S []int32   // Σ Q per block (Q4_0's −8 offset)
+}
+
+// QuantizeAct quantises x (a multiple of 32) into a (reusing its storage).
+func QuantizeAct(a *Q8Act, x []float32) {
+	nb := len(x) / format.QK
+	if cap(a.Q) < len(x) {
+		a.Q, a.D, a.S = make([]int8, len(x)), make([]float32, nb), make([]int32, nb)
+	}
+	a.Q, a.D, a.S = a.Q[:len(x)], a.D[:nb], a.S[:nb]
+	for b := 0; b < nb; b++ {
+		xs := x[b*format.QK : (b+1)*format.QK]
+		var amax float32
+		for _, v := range xs {
+			amax = max(amax, float32(math.Abs(float64(v))))
+		}
+		d := amax / 127
+		id := float32(0)
+		if d != 0 {
+			id = 1 / d
+		}
+		var s int32
+		for i, v := range xs {
+			q := int8(math.Round(float64(v * id)))
+			a.Q[b*format.QK+i] = q
+			s += int32(q)
+		}
+		a.D[b], a.S[b] = d, s
+	}
+}
+
+// dotQ80Q8Ref is Σ_b d_w·d_x·Σ_i qw_i·qx_i.
+func dotQ80Q8Ref(w []byte, a *Q8Act) float32 {
+	var s float32
+	for b := range a.D {
+		blk := w[b*34:]
+		var acc int32
+		for i := 0; i < format.QK; i++ {
+			acc += int32(int8(blk[2+i])) * int32(a.Q[b*format.QK+i])
+		}
+		s += F16ToF32(binary.LittleEndian.Uint16(blk)) * a.D[b] * float32(acc)
+	}
+	return s
+}
+
+// dotQ40Q8Ref is Σ_b d_w·d_x·Σ_i (q_i − 8)·qx_i.
+func dotQ40Q8Ref(w []byte, a *Q8Act) float32 {
+	var s float32
+	for b := range a.D {
+		blk := w[b*18:]
+		var acc int32
+		for j := 0; j < format.QK/2; j++ {
+			acc += (int32(blk[2+j]&15) - 8) * int32(a.Q[b*format.QK+j])
+			acc += (int32(blk[2+j]>>4) - 8) * int32(a.Q[b*format.QK+j+format.QK/2])
+		}
+		s += F16ToF32(binary.LittleEndian.Uint16(blk)) * a.D[b] * float32(acc)
+	}
+	return s
+}
+
+var dotQ80Q8, dotQ40Q8 = dotQ80Q8Ref, dotQ40Q8Ref
+
+// DotQ8Act is the integer dot of a quantised row with quantised activations.
+func DotQ8Act(w []byte, dt format.DType, a *Q8Act) float32 {
+	if dt == format.Q4_0 {
+		return dotQ40Q8(w, a)
+	}
+	return dotQ80Q8(w, a)
+}
+
+// QuantActivations selects the integer path (activations quantised to Q8
+// per block, as llama.cpp does) for matvecs and FFN dots over Q8_0/Q4_0
+// weights; false keeps the float path (weights widened to float32). Both
+// were measured on the 1B-shape packs and came out equal within this
+// machine's noise (q4_0 decode 13.6 vs 12.0 tok/s dense, 23.0 vs 22.8 at
+// γ0.7 φ0.4), so the float path, which adds no activation rounding, is the
+// default; SIPACK_QDOT=int selects the integer one.
+var QuantActivations = false

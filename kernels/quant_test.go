@@ -96,3 +96,46 @@ func TestQuantKernelsMatchReference(t *testing.T) {
 		}
 	}
 }
+
+// TestIntegerDotsMatchReference: the Q8-activation integer dots, fast path
+// against reference exactly (integer sums; one float product per block),
+// and both within the activation quantisation error of the float dot.
+func TestIntegerDotsMatchReference(t *testing.T) {
+	saved := QuantActivations
+	QuantActivations = true
+	defer func() { QuantActivations = saved }()
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, dt := range []format.DType{format.Q8_0, format.Q4_0} {
+		for _, n := range []int{32, 64, 256, 2048} {
+			w := make([]float32, n)
+			for i := range w {
+				w[i] = float32(rng.NormFloat64())
+			}
+			rb, _ := dt.RowBytes(n)
+			q := make([]byte, rb)
+			QuantizeRow(q, dt, w)
+			x := randVec(rng, n)
+			var a Q8Act
+			QuantizeAct(&a, x)
+			ref := dotQ80Q8Ref
+			if dt == format.Q4_0 {
+				ref = dotQ40Q8Ref
+			}
+			got, want := DotQ8Act(q, dt, &a), ref(q, &a)
+			if d := math.Abs(float64(got - want)); d > 1e-5*(1+math.Abs(float64(want))) {
+				t.Errorf("%v n=%d: fast %g reference %g", dt, n, got, want)
+			}
+			// Against the float dot: each activation moves by ≤ d_x/2.
+			wf := make([]float32, n)
+			DequantizeRow(wf, q, dt)
+			var exact, bound float64
+			for i := range x {
+				exact += float64(wf[i]) * float64(x[i])
+				bound += math.Abs(float64(wf[i])) * float64(a.D[i/32]) / 2
+			}
+			if d := math.Abs(float64(got) - exact); d > bound*1.01+1e-5 {
+				t.Errorf("%v n=%d: integer dot %g vs float %g, |Δ| %g > %g", dt, n, got, exact, d, bound)
+			}
+		}
+	}
+}

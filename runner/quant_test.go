@@ -18,24 +18,29 @@ func TestQuantizedGreedy(t *testing.T) {
 		dtype, dense string
 		minMatch     int
 	}{{"q8_0", "", 4}, {"q4_0", "", 0}, {"q4_0", "bf16", 0}} {
-		m := loadModel(t, packOf(t, "../testdata/tinyllama", convert.Options{DType: c.dtype, DenseDType: c.dense}), 1)
-		matched, prefix := 0, 0
-		for _, g := range cases {
-			got := greedy(t, m, pool, g.InputIDs, 16)
-			if slices.Equal(got, g.Greedy32[:16]) {
-				matched++
-			}
-			for i := range got {
-				if got[i] != g.Greedy32[i] {
-					break
+		for _, intDot := range []bool{false, true} {
+			saved := kernels.QuantActivations
+			kernels.QuantActivations = intDot
+			m := loadModel(t, packOf(t, "../testdata/tinyllama", convert.Options{DType: c.dtype, DenseDType: c.dense}), 1)
+			matched, prefix := 0, 0
+			for _, g := range cases {
+				got := greedy(t, m, pool, g.InputIDs, 16)
+				if slices.Equal(got, g.Greedy32[:16]) {
+					matched++
 				}
-				prefix++
+				for i := range got {
+					if got[i] != g.Greedy32[i] {
+						break
+					}
+					prefix++
+				}
 			}
-		}
-		t.Logf("%s (dense %q): %d of %d golden prompts match bf16 for 16 greedy tokens; %d of %d tokens before the first divergence",
-			c.dtype, c.dense, matched, len(cases), prefix, 16*len(cases))
-		if matched < c.minMatch {
-			t.Errorf("%s: only %d of %d prompts match for 16 tokens, want ≥ %d", c.dtype, matched, len(cases), c.minMatch)
+			kernels.QuantActivations = saved
+			t.Logf("%s (dense %q, integer dots %v): %d of %d golden prompts match bf16 for 16 greedy tokens; %d of %d tokens before the first divergence",
+				c.dtype, c.dense, intDot, matched, len(cases), prefix, 16*len(cases))
+			if matched < c.minMatch {
+				t.Errorf("%s: only %d of %d prompts match for 16 tokens, want ≥ %d", c.dtype, matched, len(cases), c.minMatch)
+			}
 		}
 	}
 }
