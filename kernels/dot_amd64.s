@@ -600,3 +600,71 @@ qq4done:
 	VZEROUPPER
 	MOVSS X0, ret+40(FP)
 	RET
+
+// The prefill FFN's down projection for four tokens, as a register-blocked
+// GEMM: acc[t, i] += Σ_j h[t, j] · down_j[i] for t < 4, all i < H (H a
+// multiple of 16), j < K. Eight accumulators hold a 4 × 16 output tile; each
+// BF16 down row slice is widened once for four tokens.
+// func gemmDownBF16AVX2(acc *float32, accStride int, h *float32, hStride int, down *uint16, recStride int, K int, H int)
+TEXT ·gemmDownBF16AVX2(SB), NOSPLIT, $0-64
+	MOVQ acc+0(FP), DI
+	MOVQ accStride+8(FP), R13
+	SHLQ $2, R13
+	LEAQ (R13)(R13*2), R9
+	MOVQ h+16(FP), SI
+	MOVQ hStride+24(FP), DX
+	SHLQ $2, DX
+	LEAQ (DX)(DX*2), R12
+	MOVQ down+32(FP), R8
+	MOVQ recStride+40(FP), R10
+	MOVQ H+56(FP), R11
+gcol:
+	CMPQ R11, $16
+	JL   gdone
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 0(DI)(R13*1), Y2
+	VMOVUPS 32(DI)(R13*1), Y3
+	VMOVUPS 0(DI)(R13*2), Y4
+	VMOVUPS 32(DI)(R13*2), Y5
+	VMOVUPS 0(DI)(R9*1), Y6
+	VMOVUPS 32(DI)(R9*1), Y7
+	MOVQ K+48(FP), CX
+	MOVQ SI, BX
+	MOVQ R8, AX
+ginner:
+	VPMOVZXWD 0(AX), Y8
+	VPSLLD $16, Y8, Y8
+	VPMOVZXWD 16(AX), Y9
+	VPSLLD $16, Y9, Y9
+	VBROADCASTSS 0(BX), Y10
+	VBROADCASTSS 0(BX)(DX*1), Y11
+	VBROADCASTSS 0(BX)(DX*2), Y12
+	VBROADCASTSS 0(BX)(R12*1), Y13
+	VFMADD231PS Y8, Y10, Y0
+	VFMADD231PS Y9, Y10, Y1
+	VFMADD231PS Y8, Y11, Y2
+	VFMADD231PS Y9, Y11, Y3
+	VFMADD231PS Y8, Y12, Y4
+	VFMADD231PS Y9, Y12, Y5
+	VFMADD231PS Y8, Y13, Y6
+	VFMADD231PS Y9, Y13, Y7
+	ADDQ $4, BX
+	ADDQ R10, AX
+	DECQ CX
+	JNZ  ginner
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 0(DI)(R13*1)
+	VMOVUPS Y3, 32(DI)(R13*1)
+	VMOVUPS Y4, 0(DI)(R13*2)
+	VMOVUPS Y5, 32(DI)(R13*2)
+	VMOVUPS Y6, 0(DI)(R9*1)
+	VMOVUPS Y7, 32(DI)(R9*1)
+	ADDQ $64, DI
+	ADDQ $32, R8
+	SUBQ $16, R11
+	JMP  gcol
+gdone:
+	VZEROUPPER
+	RET

@@ -20,7 +20,6 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 	T := len(x) / H
 	rowBytes, _ := dt.RowBytes(H)
 	recBytes := 3 * rowBytes
-	type span struct{ block, first int } // first: global record index of the block's first record
 	var spans []span
 	total := 0
 	for i, b := range blocks {
@@ -40,11 +39,17 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 		// streams the records once.
 		const recBlock, tokTile = 16, 16
 		var g, u [4]float32
+		hbuf := make([]float32, tokTile*recBlock) // h of the tile, token-major
 		bi := 0
 		for j0 := lo; j0 < hi; j0 += recBlock {
 			j1 := min(j0+recBlock, hi)
 			for t0 := 0; t0 < T; t0 += tokTile {
 				t1 := min(t0+tokTile, T)
+				// With four or more tokens and the block's records contiguous,
+				// the down projection runs as a register-blocked GEMM after
+				// all of the tile's activations are known.
+				first, contiguous := blockOf(spans, j0, j1)
+				gemm := dt == format.BF16 && t1-t0 >= 4 && contiguous
 				for j := j0; j < j1; j++ {
 					for bi > 0 && spans[bi].first > j {
 						bi--
@@ -67,7 +72,11 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 								if act != nil {
 									act[(t+q)*total+j] = h
 								}
-								Axpy(acc[(t+q)*H:(t+q+1)*H], h, down, dt)
+								if gemm {
+									hbuf[(t-t0+q)*recBlock+(j-j0)] = h
+								} else {
+									Axpy(acc[(t+q)*H:(t+q+1)*H], h, down, dt)
+								}
 							}
 						}
 					}
@@ -85,6 +94,14 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 						Axpy(acc[t*H:(t+1)*H], h, down, dt)
 					}
 				}
+				if gemm {
+					b := blocks[spans[first].block]
+					k0 := j0 - spans[first].first
+					down := b[k0*recBytes+2*rowBytes:]
+					for t := t0; t+4 <= t1; t += 4 {
+						gemmDownBF16(acc[t*H:], H, hbuf[(t-t0)*recBlock:], recBlock, down, recBytes, j1-j0, H)
+					}
+				}
 			}
 		}
 	})
@@ -94,4 +111,33 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 			y[i] += v
 		}
 	}
+}
+
+// gemmDownBF16Ref is the reference of the prefill down projection for four
+// tokens: acc[t·accStride + i] += Σ_{j<K} h[t·hStride + j] · bf16(down[j·recStride/2 + i]).
+func gemmDownBF16Ref(acc []float32, accStride int, h []float32, hStride int, down []byte, recStride, K, H int) {
+	for t := 0; t < 4; t++ {
+		for j := 0; j < K; j++ {
+			axpyBF16Ref(acc[t*accStride:t*accStride+H], h[t*hStride+j], down[j*recStride:])
+		}
+	}
+}
+
+var gemmDownBF16 = gemmDownBF16Ref
+
+// span places one block of records: first is the global index of its first record.
+type span struct{ block, first int }
+
+// blockOf reports whether records [j0, j1) lie in one block, and which.
+func blockOf(spans []span, j0, j1 int) (int, bool) {
+	for i := len(spans) - 1; i >= 0; i-- {
+		if spans[i].first <= j0 {
+			end := 1 << 62
+			if i+1 < len(spans) {
+				end = spans[i+1].first
+			}
+			return i, j1 <= end
+		}
+	}
+	return 0, false
 }

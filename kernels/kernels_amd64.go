@@ -47,6 +47,9 @@ func dotQ80Q8AVX2(w *byte, xq *int8, xd *float32, nb int) float32
 func dotQ40Q8AVX2(w *byte, xq *int8, xd *float32, xs *int32, nb int) float32
 
 //go:noescape
+func gemmDownBF16AVX2(acc *float32, accStride int, h *float32, hStride int, down *uint16, recStride int, K int, H int)
+
+//go:noescape
 func fmaPeakAVX2(iters int) float32
 
 //go:noescape
@@ -104,6 +107,16 @@ func init() {
 		out[1] += dotBF16Ref(w[2*n:], x1[n:])
 		out[2] += dotBF16Ref(w[2*n:], x2[n:])
 		out[3] += dotBF16Ref(w[2*n:], x3[n:])
+	}
+	gemmDownBF16 = func(acc []float32, accStride int, h []float32, hStride int, down []byte, recStride, K, H int) {
+		if K == 0 {
+			return
+		}
+		if H%16 != 0 {
+			gemmDownBF16Ref(acc, accStride, h, hStride, down, recStride, K, H)
+			return
+		}
+		gemmDownBF16AVX2(&acc[0], accStride, &h[0], hStride, (*uint16)(unsafe.Pointer(&down[0])), recStride, K, H)
 	}
 	fmaPeak = fmaPeakAVX2
 	sumBytes = func(b []byte) uint64 {

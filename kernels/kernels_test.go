@@ -143,41 +143,49 @@ func TestMatMulAndFFNMatchReference(t *testing.T) {
 					}
 				}
 			}
-			// FFN: 3 blocks of records, H = 40 (ragged), T = 3.
-			const H, T = 40, 3
-			counts := []int{5, 1, 7}
-			var blocks [][]byte
-			var recs [][]float32
-			for _, c := range counts {
-				b, f := randRow(rng, dt, c*3*H)
-				blocks = append(blocks, b)
-				for j := 0; j < c; j++ {
-					recs = append(recs, f[j*3*H:(j+1)*3*H])
-				}
-			}
-			x := randVec(rng, T*H)
-			y := make([]float32, T*H)
-			act := make([]float32, T*len(recs))
-			FFNRecords(p, y, blocks, dt, H, x, act)
-			for tt := 0; tt < T; tt++ {
-				want := make([]float64, H)
-				for j, r := range recs {
-					var g, u float64
-					for i := 0; i < H; i++ {
-						g += float64(r[i]) * float64(x[tt*H+i])
-						u += float64(r[H+i]) * float64(x[tt*H+i])
-					}
-					h := g / (1 + math.Exp(-g)) * u
-					if math.Abs(h-float64(act[tt*len(recs)+j])) > 1e-4*(1+math.Abs(h)) {
-						t.Fatalf("%v FFN act [%d,%d]: %g vs %g", dt, tt, j, act[tt*len(recs)+j], h)
-					}
-					for i := 0; i < H; i++ {
-						want[i] += h * float64(r[2*H+i])
+			// FFN over blocks of records: ragged H (40), the prefill GEMM path
+			// (H a multiple of 16, T ≥ 4, with a token tail), and blocks of
+			// varied lengths so record tiles straddle block boundaries.
+			for _, fs := range []struct {
+				H, T   int
+				counts []int
+			}{{40, 3, []int{5, 1, 7}}, {64, 9, []int{20, 3, 17}}, {48, 16, []int{33}}, {32, 5, []int{1, 1, 1, 16, 2}}} {
+				H, T, counts := fs.H, fs.T, fs.counts
+				var blocks [][]byte
+				var recs [][]float32
+				for _, c := range counts {
+					b, f := randRow(rng, dt, c*3*H)
+					blocks = append(blocks, b)
+					for j := 0; j < c; j++ {
+						recs = append(recs, f[j*3*H:(j+1)*3*H])
 					}
 				}
-				for i := range want {
-					if math.Abs(want[i]-float64(y[tt*H+i])) > 1e-4*(1+math.Abs(want[i])) {
-						t.Fatalf("%v FFN y [%d,%d]: %g vs %g", dt, tt, i, y[tt*H+i], want[i])
+				x := randVec(rng, T*H)
+				y := make([]float32, T*H)
+				act := make([]float32, T*len(recs))
+				FFNRecords(p, y, blocks, dt, H, x, act)
+				for tt := 0; tt < T; tt++ {
+					want, mag := make([]float64, H), make([]float64, H)
+					for j, r := range recs {
+						var g, u float64
+						for i := 0; i < H; i++ {
+							g += float64(r[i]) * float64(x[tt*H+i])
+							u += float64(r[H+i]) * float64(x[tt*H+i])
+						}
+						h := g / (1 + math.Exp(-g)) * u
+						if math.Abs(h-float64(act[tt*len(recs)+j])) > 1e-4*(1+math.Abs(h)) {
+							t.Fatalf("%v FFN H=%d T=%d act [%d,%d]: %g vs %g", dt, H, T, tt, j, act[tt*len(recs)+j], h)
+						}
+						for i := 0; i < H; i++ {
+							want[i] += h * float64(r[2*H+i])
+							mag[i] += math.Abs(h * float64(r[2*H+i]))
+						}
+					}
+					for i := range want {
+						// Relative to Σ|h·d|: the sum cancels, its rounding does not.
+						if math.Abs(want[i]-float64(y[tt*H+i])) > 1e-4*(1+mag[i]) {
+							t.Fatalf("%v FFN H=%d T=%d y [%d,%d]: %g vs %g", dt, H, T, tt, i, y[tt*H+i], want[i])
+						}
 					}
 				}
 			}
