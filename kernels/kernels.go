@@ -331,3 +331,17 @@ func UseGeneric() (restore func()) {
 		fmaPeak, sumBytes = saved[8].(func(int) float32), saved[9].(func([]byte) uint64)
 	}
 }
+
+// f32Bytes views a float32 slice as its little-endian bytes.
+func f32Bytes(x []float32) []byte {
+	if len(x) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), 4*len(x))
+}
+
+// DotF32 is Σ a[i]·b[i] over float32 vectors (attention scores).
+func DotF32(a, b []float32) float32 { return dotF32(f32Bytes(a), b[:len(a)]) }
+
+// AxpyF32 does y[i] += alpha·x[i] over float32 vectors (attention output).
+func AxpyF32(y []float32, alpha float32, x []float32) { axpyF32(y, alpha, f32Bytes(x[:len(y)])) }

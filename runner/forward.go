@@ -18,7 +18,7 @@ type State struct {
 	xb     []float32 // (T, hidden) normed input of attention / FFN
 	q      []float32 // (T, heads*hd)
 	k, v   []float32 // (T, kv*hd)
-	att    []float32 // (ctx) attention scores of one head
+	att    []float32 // (workers, ctx) attention scores, one row per worker
 	attOut []float32 // (T, heads*hd)
 	ffnOut []float32 // (T, hidden)
 	cos    []float32 // (hd/2)
@@ -48,7 +48,7 @@ func (m *Model) NewState(pool *kernels.Pool, ctx int) (*State, error) {
 	kv := c.NumKVHeads * c.HeadDim
 	return &State{
 		m: m, pool: pool, Ctx: ctx,
-		att: make([]float32, ctx), cos: make([]float32, c.HeadDim/2), sin: make([]float32, c.HeadDim/2),
+		cos: make([]float32, c.HeadDim/2), sin: make([]float32, c.HeadDim/2),
 		keyCache: make([]float32, c.NumLayers*ctx*kv),
 		valCache: make([]float32, c.NumLayers*ctx*kv),
 	}, nil
@@ -125,33 +125,29 @@ func (s *State) ForwardBatch(tokens []int, pos int, all bool) ([]float32, error)
 			copy(kc[(pos+t)*kvDim:], s.k[t*kvDim:(t+1)*kvDim])
 			copy(vc[(pos+t)*kvDim:], s.v[t*kvDim:(t+1)*kvDim])
 		}
-		// Causal attention: query head h reads kv head h/group over positions ≤ its own.
-		for t := 0; t < T; t++ {
-			n := pos + t + 1
-			for h := 0; h < c.NumHeads; h++ {
+		// Causal attention: query head h reads kv head h/group over positions
+		// ≤ its own; (token, head) pairs are split over the workers, each
+		// with its own score buffer.
+		s.att = grow(s.att, p.Workers()*s.Ctx)
+		p.Run(T*c.NumHeads, func(lo, hi, worker int) {
+			scores := s.att[worker*s.Ctx : (worker+1)*s.Ctx]
+			for th := lo; th < hi; th++ {
+				t, h := th/c.NumHeads, th%c.NumHeads
+				n := pos + t + 1
 				q := s.q[t*qDim+h*hd : t*qDim+(h+1)*hd]
 				kvh := (h / group) * hd
-				att := s.att[:n]
+				att := scores[:n]
 				for i := 0; i < n; i++ {
-					k := kc[i*kvDim+kvh : i*kvDim+kvh+hd]
-					var d float32
-					for j := range q {
-						d += q[j] * k[j]
-					}
-					att[i] = d * scale
+					att[i] = kernels.DotF32(q, kc[i*kvDim+kvh:i*kvDim+kvh+hd]) * scale
 				}
 				kernels.Softmax(att)
 				out := s.attOut[t*qDim+h*hd : t*qDim+(h+1)*hd]
 				clear(out)
 				for i := 0; i < n; i++ {
-					v := vc[i*kvDim+kvh : i*kvDim+kvh+hd]
-					a := att[i]
-					for j := range out {
-						out[j] += a * v[j]
-					}
+					kernels.AxpyF32(out, att[i], vc[i*kvDim+kvh:i*kvDim+kvh+hd])
 				}
 			}
-		}
+		})
 		// x += o_proj(attention)
 		kernels.MatMul(p, s.xb, &L.Wo, s.attOut)
 		for i := range s.x {
