@@ -14,6 +14,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -195,7 +196,7 @@ func (m *Model) checkTensors() error {
 			missing = append(missing, s.hf)
 			continue
 		}
-		if !equalInts(t.Shape, s.shape) {
+		if !slices.Equal(t.Shape, s.shape) {
 			wrong = append(wrong, fmt.Sprintf("tensor %q in %s: shape %v, want %v", s.hf, filepath.Base(t.File), t.Shape, s.shape))
 		}
 	}
@@ -208,18 +209,6 @@ func (m *Model) checkTensors() error {
 		return fmt.Errorf("checkpoint %s (%s): %s", m.Dir, m.Arch.Name(), strings.Join(errs, "; "))
 	}
 	return nil
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // tensor returns a checked checkpoint tensor.

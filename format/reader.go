@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 
 	"encoding/binary"
@@ -284,7 +285,7 @@ func (p *Pack) validate() error {
 			return bad(ErrShape, "missing tensor", w.Name)
 		}
 		t := &idx.DenseTensors[i]
-		if !equalShape(t.Shape, w.Shape) {
+		if !slices.Equal(t.Shape, w.Shape) {
 			return bad(ErrShape, fmt.Sprintf("tensor %q: shape %v, want %v", t.Name, t.Shape, w.Shape), nil)
 		}
 		switch {
@@ -317,18 +318,6 @@ func (p *Pack) validate() error {
 		}
 	}
 	return nil
-}
-
-func equalShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Close unmaps the pack.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -212,7 +213,7 @@ func (m *Model) scoreContinuation(pool *kernels.Pool, prompt, ref string, sel *S
 	plain := tk.Encode(prompt, false)
 	joint := tk.Encode(prompt+ref, false)
 	var r []int
-	if len(joint) >= len(plain) && equalInts(joint[:len(plain)], plain) {
+	if len(joint) >= len(plain) && slices.Equal(joint[:len(plain)], plain) {
 		r = joint[len(plain):]
 	} else {
 		r = tk.Encode(ref, false)
@@ -247,18 +248,6 @@ func (m *Model) scoreContinuation(pool *kernels.Pool, prompt, ref string, sel *S
 		ss.Pos++
 	}
 	return res
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // logSoftmaxAt is log p(tok) under softmax(logits), in float64.

@@ -8,23 +8,9 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// savePNG writes the canvas through a temporary file.
+// savePNG writes the canvas as PNG through a temporary file.
 func savePNG(path string, img *vgimg.Canvas) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, path)
+	return writeTo(path, vgimg.PngCanvas{Canvas: img})
 }
 
 // writeTo writes w's output through a temporary file.
