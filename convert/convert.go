@@ -71,6 +71,7 @@ type Model struct {
 	GenerationConfigJSON []byte
 	Checkpoint           *Checkpoint
 	Tokenizer            *tokenizer.Tokenizer
+	ffn                  [][3]*Tensor // per layer: gate, up, down (checked)
 }
 
 // Close releases the mapped shards.
@@ -119,6 +120,10 @@ func OpenModel(dir string) (*Model, error) {
 	if err := m.checkTensors(); err != nil {
 		m.Checkpoint.Close()
 		return nil, err
+	}
+	_, ffn := m.sources()
+	for _, f := range ffn {
+		m.ffn = append(m.ffn, [3]*Tensor{m.tensor(f[0].hf), m.tensor(f[1].hf), m.tensor(f[2].hf)})
 	}
 	return m, nil
 }
@@ -216,8 +221,7 @@ func (m *Model) tensor(hf string) *Tensor { return m.Checkpoint.Tensors[hf] }
 
 // FFN returns layer l's gate, up and down tensors.
 func (m *Model) FFN(l int) (gate, up, down *Tensor) {
-	_, ffn := m.sources()
-	return m.tensor(ffn[l][0].hf), m.tensor(ffn[l][1].hf), m.tensor(ffn[l][2].hf)
+	return m.ffn[l][0], m.ffn[l][1], m.ffn[l][2]
 }
 
 // DenseTensor returns the checkpoint tensor behind an internal dense name, or nil.
@@ -439,13 +443,8 @@ func encodeRow(dst []byte, dt format.DType, src []byte, st format.DType, scratch
 		convertElems(dst, dt, src, st)
 		return
 	}
-	n := len(src) / st.Size()
-	f := scratch[:n]
-	tmp := make([]byte, 4*n)
-	convertElems(tmp, format.F32, src, st)
-	for i := range f {
-		f[i] = math.Float32frombits(binary.LittleEndian.Uint32(tmp[4*i:]))
-	}
+	f := scratch[:len(src)/st.Size()]
+	kernels.ToF32(f, src, st)
 	kernels.QuantizeRow(dst, dt, f)
 }
 
