@@ -5,7 +5,7 @@ BIN     ?= bin
 FUZZTIME ?= 30s
 SYNTH   ?= /tmp/sipack-synth-1b
 
-.PHONY: all build test demo generate fuzz bench synth clean vet accuracy
+.PHONY: all build test demo generate fuzz bench synth clean vet accuracy test-arm64
 
 all: build
 
@@ -96,3 +96,12 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./kernels
 	$(BIN)/sirun bench --threads 1 --plot $(BIN)/bench-1t.png
 	$(BIN)/sirun bench --threads 2 --plot $(BIN)/bench-2t.png
+
+# The kernels and the golden runner tests on arm64 (the NEON path), under
+# qemu user emulation (installs Debian's qemu-user when missing).
+test-arm64:
+	command -v qemu-aarch64 >/dev/null || (apt-get update && apt-get install -y qemu-user)
+	GOARCH=arm64 $(GO) test -c -o $(BIN)/kernels-arm64.test ./kernels
+	GOARCH=arm64 $(GO) test -c -o $(BIN)/runner-arm64.test ./runner
+	qemu-aarch64 $(BIN)/kernels-arm64.test -test.v -test.run . | grep -E '^(--- |ok|PASS|FAIL)|kernel path'
+	cd runner && qemu-aarch64 ../$(BIN)/runner-arm64.test -test.run 'Golden|Selection|FastAndGeneric|QuantizedGreedy'
