@@ -91,10 +91,9 @@ func planLayout(idx *Index) (*Preamble, error) {
 
 // countingWriter tracks the file position so padding can be computed.
 type countingWriter struct {
-	w   *bufio.Writer
-	n   uint64
-	cb  func(int)
-	err error
+	w  *bufio.Writer
+	n  uint64
+	cb func(int)
 }
 
 func (c *countingWriter) Write(b []byte) (int, error) {

@@ -39,7 +39,10 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 		// streams the records once.
 		const recBlock, tokTile = 16, 16
 		var g, u [4]float32
-		hbuf := make([]float32, tokTile*recBlock) // h of the tile, token-major
+		var hbuf []float32 // h of a tile, token-major, for the prefill GEMM only
+		if dt == format.BF16 && T >= 4 {
+			hbuf = make([]float32, tokTile*recBlock)
+		}
 		bi := 0
 		for j0 := lo; j0 < hi; j0 += recBlock {
 			j1 := min(j0+recBlock, hi)

@@ -28,12 +28,17 @@ func QuantizeRow(dst []byte, dt format.DType, src []float32) {
 	}
 }
 
-func quantQ80(dst []byte, x []float32) {
+// absMax is max_i |x_i|.
+func absMax(x []float32) float32 {
 	var amax float32
 	for _, v := range x {
 		amax = max(amax, float32(math.Abs(float64(v))))
 	}
-	d := amax / 127
+	return amax
+}
+
+func quantQ80(dst []byte, x []float32) {
+	d := absMax(x) / 127
 	id := float32(0)
 	if d != 0 {
 		id = 1 / d
@@ -158,11 +163,7 @@ func QuantizeAct(a *Q8Act, x []float32) {
 	a.Q, a.D, a.S = a.Q[:len(x)], a.D[:nb], a.S[:nb]
 	for b := 0; b < nb; b++ {
 		xs := x[b*format.QK : (b+1)*format.QK]
-		var amax float32
-		for _, v := range xs {
-			amax = max(amax, float32(math.Abs(float64(v))))
-		}
-		d := amax / 127
+		d := absMax(xs) / 127
 		id := float32(0)
 		if d != 0 {
 			id = 1 / d

@@ -136,7 +136,7 @@ func (m *Model) Eval(ctx context.Context, man *manifests.Manifest, opt EvalOptio
 	res.TokPerS = float64(res.Tokens) / res.Seconds / float64(jobs)
 	switch man.Metric {
 	case "bleu":
-		b := CorpusBLEUResult(hyps, refs)
+		b := manifests.CorpusBLEU(hyps, refs)
 		res.Score = b.Score
 		for n, p := range b.Precisions {
 			res.Extra[fmt.Sprintf("precision_%d", n+1)] = p
@@ -174,9 +174,6 @@ func (m *Model) Eval(ctx context.Context, man *manifests.Manifest, opt EvalOptio
 	}
 	return res, nil
 }
-
-// CorpusBLEUResult is manifests.CorpusBLEU, re-exported for callers of runner.
-func CorpusBLEUResult(hyps, refs []string) manifests.BLEU { return manifests.CorpusBLEU(hyps, refs) }
 
 func (m *Model) evalRow(pool *kernels.Pool, man *manifests.Manifest, row manifests.Row, stop map[int]bool, sel *Selection) rowResult {
 	text := man.Apply(row.Prompt)

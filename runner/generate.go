@@ -135,10 +135,6 @@ func (ss *Session) Generate(prompt []int, opt GenerateOptions) (*Stats, error) {
 	if len(prompt) == 0 {
 		return nil, fmt.Errorf("empty prompt")
 	}
-	if ss.Pos+len(prompt)+len(ss.Pending()) > ss.S.Ctx {
-		return nil, fmt.Errorf("prompt of %d tokens does not fit the context (%d of %d tokens free); use a larger --ctx (at most %d)",
-			len(prompt), ss.S.Ctx-ss.Pos, ss.S.Ctx, ss.M.Config.MaxPositionEmbeddings)
-	}
 	st := &Stats{PromptTokens: len(prompt), StopReason: "length"}
 	eos := map[int]bool{}
 	if opt.StopAtEOS || opt.StopTokens != nil {
@@ -198,7 +194,8 @@ func (ss *Session) Generate(prompt []int, opt GenerateOptions) (*Stats, error) {
 func (ss *Session) Prefill(prompt []int) ([]float32, error) {
 	input := append(append([]int(nil), ss.Pending()...), prompt...)
 	if ss.Pos+len(input) > ss.S.Ctx {
-		return nil, fmt.Errorf("prompt of %d tokens does not fit the context (%d of %d free)", len(input), ss.S.Ctx-ss.Pos, ss.S.Ctx)
+		return nil, fmt.Errorf("prompt of %d tokens does not fit the context (%d of %d tokens free); use a larger --ctx (at most %d)",
+			len(input), ss.S.Ctx-ss.Pos, ss.S.Ctx, ss.M.Config.MaxPositionEmbeddings)
 	}
 	ss.S.Plan = nil
 	finish := ss.startVoting()
