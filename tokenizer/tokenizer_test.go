@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/sipack/sipack/convert/testmodel"
 )
 
 func loadFile(t *testing.T, path string) *Tokenizer {
@@ -131,4 +133,18 @@ func FuzzLoad(f *testing.F) {
 			tk.Decode(tk.Encode("some text 12", true))
 		}
 	})
+}
+
+// TestByteTokenizer: the synthetic models' fallback tokenizer loads and
+// round-trips text byte by byte.
+func TestByteTokenizer(t *testing.T) {
+	tk, err := Load(testmodel.ByteTokenizer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := "Hello, ñandú 日本\n"
+	ids := tk.Encode(s, false)
+	if len(ids) != len(s) || tk.Decode(ids) != s {
+		t.Fatalf("%d ids for %d bytes, decode %q", len(ids), len(s), tk.Decode(ids))
+	}
 }

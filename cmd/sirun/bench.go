@@ -119,7 +119,7 @@ func testmodelTokenizer() ([]byte, error) {
 			return b, nil
 		}
 	}
-	return []byte(minimalTokenizer), nil
+	return testmodel.ByteTokenizer(), nil
 }
 
 type gridPoint struct {
@@ -241,7 +241,3 @@ func (r *benchReport) markdown(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nprefill %d tokens: %.1f tok/s (%.1f GFLOP/s, %.0f %% of FMA peak), time to first token %.0f ms\n", r.PrefillTokens, r.PrefillTokS, r.PrefillGFlops, 100*r.PrefillPeakFrac, r.TTFTms)
 }
-
-// minimalTokenizer is a byte-level BPE with no merges, for a synthetic
-// model when the tiny model's tokenizer is not at hand.
-const minimalTokenizer = `{"model":{"type":"BPE","vocab":{},"merges":[]}}`

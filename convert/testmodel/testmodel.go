@@ -221,3 +221,29 @@ func f16(v float32) uint16 {
 	}
 	return sign | uint16(e)<<10 | uint16(b>>13&0x3ff)
 }
+
+// ByteTokenizer returns a valid byte-level BPE tokenizer.json with the 256
+// byte tokens (GPT-2 byte-to-unicode order), no merges and the Llama-3 split
+// pattern: enough for a synthetic model when no real tokenizer is at hand.
+func ByteTokenizer() []byte {
+	vocab := map[string]int{}
+	n := 0
+	for b := 0; b < 256; b++ {
+		r := rune(b)
+		if !((b >= '!' && b <= '~') || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff)) {
+			r = rune(256 + n)
+			n++
+		}
+		vocab[string(r)] = b
+	}
+	pattern := `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`
+	raw, _ := json.Marshal(map[string]any{
+		"model": map[string]any{"type": "BPE", "vocab": vocab, "merges": []string{}},
+		"pre_tokenizer": map[string]any{"type": "Sequence", "pretokenizers": []any{
+			map[string]any{"type": "Split", "pattern": map[string]string{"Regex": pattern}, "behavior": "Isolated"},
+			map[string]any{"type": "ByteLevel", "add_prefix_space": false, "use_regex": false},
+		}},
+		"decoder": map[string]any{"type": "ByteLevel"},
+	})
+	return raw
+}
