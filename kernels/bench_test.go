@@ -36,18 +36,26 @@ func BenchmarkMatVecBF16x2(b *testing.B)      { benchMatVec(b, format.BF16, 8192
 func BenchmarkMatVecF16(b *testing.B)         { benchMatVec(b, format.F16, 8192, 2048, 1, false) }
 func BenchmarkMatVecF16Generic(b *testing.B)  { benchMatVec(b, format.F16, 8192, 2048, 1, true) }
 func BenchmarkMatVecF32(b *testing.B)         { benchMatVec(b, format.F32, 4096, 2048, 1, false) }
+func BenchmarkMatVecQ4_0(b *testing.B)        { benchMatVec(b, format.Q4_0, 8192, 2048, 1, false) }
+func BenchmarkMatVecQ4_0Generic(b *testing.B) { benchMatVec(b, format.Q4_0, 8192, 2048, 1, true) }
+func BenchmarkMatVecQ8_0(b *testing.B)        { benchMatVec(b, format.Q8_0, 8192, 2048, 1, false) }
+func BenchmarkMatVecQ8_0Generic(b *testing.B) { benchMatVec(b, format.Q8_0, 8192, 2048, 1, true) }
 
 // A cache-resident matvec (256 KiB) shows the compute side.
 func BenchmarkMatVecBF16Cached(b *testing.B)        { benchMatVec(b, format.BF16, 64, 2048, 1, false) }
 func BenchmarkMatVecBF16CachedGeneric(b *testing.B) { benchMatVec(b, format.BF16, 64, 2048, 1, true) }
 
 func benchFFN(b *testing.B, records, threads int, generic bool) {
+	benchFFNType(b, format.BF16, records, threads, generic)
+}
+
+func benchFFNType(b *testing.B, dt format.DType, records, threads int, generic bool) {
 	if generic {
 		defer UseGeneric()()
 	}
 	const H = 2048
 	rng := rand.New(rand.NewPCG(2, 2))
-	wb, _ := randRow(rng, format.BF16, records*3*H)
+	wb, _ := randRow(rng, dt, records*3*H)
 	x := randVec(rng, H)
 	y := make([]float32, H)
 	p := NewPool(threads)
@@ -55,7 +63,7 @@ func benchFFN(b *testing.B, records, threads int, generic bool) {
 	b.SetBytes(int64(len(wb)))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		FFNRecords(p, y, [][]byte{wb}, format.BF16, H, x, nil)
+		FFNRecords(p, y, [][]byte{wb}, dt, H, x, nil)
 	}
 }
 
@@ -63,6 +71,9 @@ func benchFFN(b *testing.B, records, threads int, generic bool) {
 func BenchmarkFFNRecordsBF16(b *testing.B)        { benchFFN(b, 2048, 1, false) }
 func BenchmarkFFNRecordsBF16x2(b *testing.B)      { benchFFN(b, 2048, 2, false) }
 func BenchmarkFFNRecordsBF16Generic(b *testing.B) { benchFFN(b, 2048, 1, true) }
+func BenchmarkFFNRecordsQ4_0(b *testing.B)        { benchFFNType(b, format.Q4_0, 2048, 1, false) }
+func BenchmarkFFNRecordsQ4_0Generic(b *testing.B) { benchFFNType(b, format.Q4_0, 2048, 1, true) }
+func BenchmarkFFNRecordsQ8_0(b *testing.B)        { benchFFNType(b, format.Q8_0, 2048, 1, false) }
 
 func BenchmarkPrefillGEMMBF16(b *testing.B) {
 	const rows, cols, T = 2048, 2048, 64

@@ -386,7 +386,7 @@ sumdone:
 	RET
 
 // Block-quantised kernels; nb is the number of 32-weight blocks.
-#define SCALE(r) MOVWLZX 0(SI), AX; MOVQ AX, X1; VCVTPH2PS X1, X1; VBROADCASTSS X1, r
+#define SCALE(r) MOVWLZX 0(SI), AX; VMOVQ AX, X1; VCVTPH2PS X1, X1; VBROADCASTSS X1, r
 #define Q8(off, r) VPMOVSXBD off(SI), r; VCVTDQ2PS r, r
 
 // func dotQ80AVX2(w *byte, x *float32, nb int) float32
@@ -423,7 +423,7 @@ q8done:
 // Q4 nibbles of a block's 16 bytes into four float vectors (elements
 // 0-7, 8-15, 16-23, 24-31), minus 8. Needs Y2 = 15s and Y3 = 8s.
 #define Q4(a, b, c, d) VPMOVZXBD 2(SI), a; VPMOVZXBD 10(SI), b; VPSRLD $4, a, c; VPSRLD $4, b, d; VPAND Y2, a, a; VPAND Y2, b, b; VPSUBD Y3, a, a; VPSUBD Y3, b, b; VPSUBD Y3, c, c; VPSUBD Y3, d, d; VCVTDQ2PS a, a; VCVTDQ2PS b, b; VCVTDQ2PS c, c; VCVTDQ2PS d, d
-#define Q4CONST MOVL $15, AX; MOVQ AX, X2; VPBROADCASTD X2, Y2; MOVL $8, AX; MOVQ AX, X3; VPBROADCASTD X3, Y3
+#define Q4CONST MOVL $15, AX; VMOVQ AX, X2; VPBROADCASTD X2, Y2; MOVL $8, AX; VMOVQ AX, X3; VPBROADCASTD X3, Y3
 
 // func dotQ40AVX2(w *byte, x *float32, nb int) float32
 TEXT ·dotQ40AVX2(SB), NOSPLIT, $0-28
@@ -459,14 +459,14 @@ q4done:
 // func axpyQ80AVX2(y *float32, a float32, w *byte, nb int)
 TEXT ·axpyQ80AVX2(SB), NOSPLIT, $0-32
 	MOVQ y+0(FP), DI
-	MOVSS a+8(FP), X15
+	VMOVSS a+8(FP), X15
 	MOVQ w+16(FP), SI
 	MOVQ nb+24(FP), CX
 aq8loop:
 	TESTQ CX, CX
 	JE    aq8done
 	MOVWLZX 0(SI), AX
-	MOVQ AX, X1
+	VMOVQ AX, X1
 	VCVTPH2PS X1, X1
 	VMULSS X15, X1, X1
 	VBROADCASTSS X1, Y1
@@ -486,7 +486,7 @@ aq8done:
 // func axpyQ40AVX2(y *float32, a float32, w *byte, nb int)
 TEXT ·axpyQ40AVX2(SB), NOSPLIT, $0-32
 	MOVQ y+0(FP), DI
-	MOVSS a+8(FP), X15
+	VMOVSS a+8(FP), X15
 	MOVQ w+16(FP), SI
 	MOVQ nb+24(FP), CX
 	Q4CONST
@@ -494,7 +494,7 @@ aq4loop:
 	TESTQ CX, CX
 	JE    aq4done
 	MOVWLZX 0(SI), AX
-	MOVQ AX, X1
+	VMOVQ AX, X1
 	VCVTPH2PS X1, X1
 	VMULSS X15, X1, X1
 	VBROADCASTSS X1, Y1
@@ -521,13 +521,13 @@ TEXT ·dotQ80Q8AVX2(SB), NOSPLIT, $0-36
 	MOVQ nb+24(FP), CX
 	VXORPS Y0, Y0, Y0
 	MOVL $1, AX
-	MOVQ AX, X2
+	VMOVQ AX, X2
 	VPBROADCASTW X2, Y2 // int16 ones
 qq8loop:
 	TESTQ CX, CX
 	JE    qq8done
 	MOVWLZX 0(SI), AX
-	MOVQ AX, X1
+	VMOVQ AX, X1
 	VCVTPH2PS X1, X1
 	VMULSS 0(R8), X1, X1
 	VBROADCASTSS X1, Y1 // d_w · d_x
@@ -562,16 +562,16 @@ TEXT ·dotQ40Q8AVX2(SB), NOSPLIT, $0-44
 	VXORPS Y0, Y0, Y0
 	VXORPS X9, X9, X9
 	MOVL $1, AX
-	MOVQ AX, X2
+	VMOVQ AX, X2
 	VPBROADCASTW X2, Y2 // int16 ones
 	MOVL $0x0f0f0f0f, AX
-	MOVQ AX, X3
+	VMOVQ AX, X3
 	VPBROADCASTD X3, Y3 // nibble mask
 qq4loop:
 	TESTQ CX, CX
 	JE    qq4done
 	MOVWLZX 0(SI), AX
-	MOVQ AX, X1
+	VMOVQ AX, X1
 	VCVTPH2PS X1, X1
 	VMULSS 0(R8), X1, X1
 	VBROADCASTSS X1, Y1        // d_w · d_x

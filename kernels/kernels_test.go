@@ -12,6 +12,19 @@ import (
 var dtypes = []format.DType{format.BF16, format.F16, format.F32}
 
 func randRow(rng *rand.Rand, dt format.DType, n int) ([]byte, []float32) {
+	if dt.Quantized() {
+		// Block types: n normal values quantised (n a multiple of 32),
+		// and their dequantised values.
+		f := make([]float32, n)
+		for i := range f {
+			f[i] = float32(rng.NormFloat64())
+		}
+		rb, _ := dt.RowBytes(n)
+		b := make([]byte, rb)
+		QuantizeRow(b, dt, f)
+		DequantizeRow(f, b, dt)
+		return b, f
+	}
 	b := make([]byte, n*dt.Size())
 	f := make([]float32, n)
 	for i := range f {
