@@ -41,9 +41,15 @@ func BenchmarkMatVecQ4_0Generic(b *testing.B) { benchMatVec(b, format.Q4_0, 8192
 func BenchmarkMatVecQ8_0(b *testing.B)        { benchMatVec(b, format.Q8_0, 8192, 2048, 1, false) }
 func BenchmarkMatVecQ8_0Generic(b *testing.B) { benchMatVec(b, format.Q8_0, 8192, 2048, 1, true) }
 
+// 131072 × 2048 Q4_0 is 151 MB, beyond even a 105 MB L3: the memory-bound case.
+func BenchmarkMatVecQ4_0Big(b *testing.B)   { benchMatVec(b, format.Q4_0, 131072, 2048, 1, false) }
+func BenchmarkMatVecQ4_0Bigx2(b *testing.B) { benchMatVec(b, format.Q4_0, 131072, 2048, 2, false) }
+
 // A cache-resident matvec (256 KiB) shows the compute side.
 func BenchmarkMatVecBF16Cached(b *testing.B)        { benchMatVec(b, format.BF16, 64, 2048, 1, false) }
 func BenchmarkMatVecBF16CachedGeneric(b *testing.B) { benchMatVec(b, format.BF16, 64, 2048, 1, true) }
+func BenchmarkMatVecQ4_0Cached(b *testing.B)        { benchMatVec(b, format.Q4_0, 64, 2048, 1, false) }
+func BenchmarkMatVecQ8_0Cached(b *testing.B)        { benchMatVec(b, format.Q8_0, 64, 2048, 1, false) }
 
 func benchFFN(b *testing.B, records, threads int, generic bool) {
 	benchFFNType(b, format.BF16, records, threads, generic)

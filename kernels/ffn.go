@@ -29,7 +29,7 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 	partial := p.scratch(p.Workers() * T * H)
 	clear(partial)
 	var acts []Q8Act
-	if dt.Quantized() && QuantActivations {
+	if dt.Quantized() && IntegerDot[dt] {
 		acts = quantizeTokens(x, H, T)
 	}
 	p.Run(total, func(lo, hi, worker int) {

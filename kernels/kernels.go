@@ -190,7 +190,7 @@ func F32s(b []byte) []float32 {
 // computed, and BF16 rows are widened once per four tokens.
 func MatMul(p *Pool, out []float32, w *Weight, x []float32) {
 	T := len(x) / w.Cols
-	if w.DType.Quantized() && QuantActivations {
+	if w.DType.Quantized() && IntegerDot[w.DType] {
 		// Quantise each token's activations once; every row then takes an integer dot.
 		acts := quantizeTokens(x, w.Cols, T)
 		p.Run(w.Rows, func(lo, hi, _ int) {

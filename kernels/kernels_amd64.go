@@ -5,6 +5,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
+
+	"github.com/sipack/sipack/format"
 )
 
 //go:noescape
@@ -56,15 +58,28 @@ func dotBF16AVX512(w *uint16, x *float32, n int) float32
 func axpyBF16AVX512(y *float32, a float32, w *uint16, n int)
 
 //go:noescape
+func dotQ40AVX512(w *byte, x *float32, nb int) float32
+
+//go:noescape
+func dotQ80AVX512(w *byte, x *float32, nb int) float32
+
+//go:noescape
+func axpyQ40AVX512(y *float32, a float32, w *byte, nb int)
+
+//go:noescape
+func axpyQ80AVX512(y *float32, a float32, w *byte, nb int)
+
+//go:noescape
+func dotQ40Q8VNNI(w *byte, xq *int8, xd *float32, nb int) float32
+
+//go:noescape
 func fmaPeakAVX2(iters int) float32
 
 //go:noescape
 func sumBytesAVX2(p *byte, n int) uint64
 
 func init() {
-	if os.Getenv("SIPACK_QDOT") == "int" {
-		QuantActivations = true
-	}
+	defer applyQDotEnv()
 	if os.Getenv("SIPACK_KERNELS") == "generic" {
 		return
 	}
@@ -188,14 +203,64 @@ func init() {
 			axpyF16Ref(y[n:], a, w[2*n:])
 		}
 	}
+	if !cpu.X86.HasAVX512F || os.Getenv("SIPACK_KERNELS") == "avx2" {
+		return
+	}
+	// AVX-512F block-type kernels, the default where the CPU has them: a
+	// Q4_0 block unpacks in four instructions (a VPERMPS table lookup per
+	// nibble) against fourteen on AVX2, and quantised decode is bound by
+	// that unpacking, not by memory. SIPACK_KERNELS=avx2 keeps the AVX2 ones.
+	Path += "+avx512f"
+	dotQ40 = func(w []byte, x []float32) float32 {
+		if len(x) < format.QK {
+			return 0
+		}
+		return dotQ40AVX512(&w[0], &x[0], len(x)/format.QK)
+	}
+	dotQ80 = func(w []byte, x []float32) float32 {
+		if len(x) < format.QK {
+			return 0
+		}
+		return dotQ80AVX512(&w[0], &x[0], len(x)/format.QK)
+	}
+	axpyQ40 = func(y []float32, a float32, w []byte) {
+		if len(y) >= format.QK {
+			axpyQ40AVX512(&y[0], a, &w[0], len(y)/format.QK)
+		}
+	}
+	axpyQ80 = func(y []float32, a float32, w []byte) {
+		if len(y) >= format.QK {
+			axpyQ80AVX512(&y[0], a, &w[0], len(y)/format.QK)
+		}
+	}
+	// The integer Q4_0 dot with VNNI, used for rows of whole chunks of 16
+	// blocks, and then the default for Q4_0 (see IntegerDot).
+	if cpu.X86.HasAVX512VNNI && cpu.X86.HasF16C {
+		Path += "+vnni"
+		pairedActivations = true
+		IntegerDot[format.Q4_0] = true
+		dotQ40Q8 = func(w []byte, a *Q8Act) float32 {
+			nb := len(a.D)
+			full := nb &^ 15
+			var s float32
+			if full > 0 && len(a.Paired) > 0 {
+				s = dotQ40Q8VNNI(&w[0], (*int8)(unsafe.Pointer(&a.Paired[0])), &a.D[0], full)
+			} else {
+				full = 0
+			}
+			if full < nb { // the blocks after the last whole chunk
+				s += dotQ40Q8AVX2(&w[18*full], &a.Q[32*full], &a.D[full], &a.S[full], nb-full)
+			}
+			return s
+		}
+	}
 	// AVX-512F BF16 decode kernels, opt-in with SIPACK_KERNELS=avx512. On
-	// the AMD EPYC (Zen 4, 512-bit ops split in two) this project is
+	// the AMD EPYC (Zen 4, 512-bit ops split in two) this project was first
 	// measured on they were not faster: `go test -bench MatVecBF16 ./kernels`
 	// gave 17.1/11.8 GB/s (1 thread) and 24.5/25.9 GB/s (2 threads) against
-	// AVX2's 21.1/17.8 and 24.4/32.7 in alternating runs, so AVX2 stays the
-	// default until a CPU where they win (Intel with two 512-bit FMA units).
-	if cpu.X86.HasAVX512F && os.Getenv("SIPACK_KERNELS") == "avx512" {
-		Path += "+avx512f"
+	// AVX2's 21.1/17.8 and 24.4/32.7 in alternating runs; BF16 decode is
+	// memory-bound, so AVX2 stays the default for it.
+	if os.Getenv("SIPACK_KERNELS") == "avx512" {
 		dotBF16 = func(w []byte, x []float32) float32 {
 			n := len(x) &^ 15
 			s := float32(0)

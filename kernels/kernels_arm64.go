@@ -14,6 +14,7 @@ func axpyBF16NEON(y *float32, a float32, w *uint16, n int)
 // NEON is part of every arm64 CPU (ASIMD is mandatory in ARMv8-A), so the
 // BF16 kernels need no feature check.
 func init() {
+	defer applyQDotEnv()
 	if os.Getenv("SIPACK_KERNELS") == "generic" {
 		return
 	}

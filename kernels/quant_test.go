@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"maps"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -101,9 +102,9 @@ func TestQuantKernelsMatchReference(t *testing.T) {
 // against reference exactly (integer sums; one float product per block),
 // and both within the activation quantisation error of the float dot.
 func TestIntegerDotsMatchReference(t *testing.T) {
-	saved := QuantActivations
-	QuantActivations = true
-	defer func() { QuantActivations = saved }()
+	saved := maps.Clone(IntegerDot)
+	IntegerDot[format.Q4_0], IntegerDot[format.Q8_0] = true, true
+	defer func() { IntegerDot = saved }()
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, dt := range []format.DType{format.Q8_0, format.Q4_0} {
 		for _, n := range []int{32, 64, 256, 2048} {
@@ -135,6 +136,59 @@ func TestIntegerDotsMatchReference(t *testing.T) {
 			}
 			if d := math.Abs(float64(got) - exact); d > bound*1.01+1e-5 {
 				t.Errorf("%v n=%d: integer dot %g vs float %g, |Δ| %g > %g", dt, n, got, exact, d, bound)
+			}
+		}
+	}
+}
+
+// TestIntegerPathMatVecAndFFN runs MatMul and FFNRecords over Q4_0/Q8_0
+// weights on the integer path, with the fast kernels and with the
+// references, for widths of whole 16-block chunks, one with a tail of
+// blocks after the last chunk, and one with an odd number of blocks.
+func TestIntegerPathMatVecAndFFN(t *testing.T) {
+	saved := maps.Clone(IntegerDot)
+	IntegerDot[format.Q4_0], IntegerDot[format.Q8_0] = true, true
+	defer func() { IntegerDot = saved }()
+	rng := rand.New(rand.NewPCG(17, 18))
+	p := NewPool(2)
+	defer p.Close()
+	for _, dt := range []format.DType{format.Q4_0, format.Q8_0} {
+		for _, H := range []int{512, 544, 2048, 96} {
+			const rows, records, T = 40, 24, 2
+			wb, _ := randRow(rng, dt, rows*H)
+			w := &Weight{Data: wb, DType: dt, Rows: rows, Cols: H}
+			ffn, _ := randRow(rng, dt, records*3*H)
+			x := randVec(rng, T*H)
+			run := func() ([]float32, []float32) {
+				out := make([]float32, T*rows)
+				MatMul(p, out, w, x)
+				y := make([]float32, T*H)
+				FFNRecords(p, y, [][]byte{ffn}, dt, H, x, nil)
+				return out, y
+			}
+			out, y := run()
+			restore := UseGeneric()
+			wantOut, wantY := run()
+			restore()
+			// Outputs are sums of many large terms that cancel; the float
+			// rounding of the two paths is relative to their typical size.
+			rms := func(v []float32) float64 {
+				var s float64
+				for _, x := range v {
+					s += float64(x) * float64(x)
+				}
+				return math.Sqrt(s / float64(len(v)))
+			}
+			tolOut, tolY := 1e-5*rms(wantOut), 1e-5*rms(wantY)
+			for i := range out {
+				if d := math.Abs(float64(out[i] - wantOut[i])); d > tolOut {
+					t.Fatalf("%v H=%d matvec [%d]: fast %g reference %g", dt, H, i, out[i], wantOut[i])
+				}
+			}
+			for i := range y {
+				if d := math.Abs(float64(y[i] - wantY[i])); d > tolY {
+					t.Fatalf("%v H=%d FFN [%d]: fast %g reference %g", dt, H, i, y[i], wantY[i])
+				}
 			}
 		}
 	}

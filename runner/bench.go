@@ -3,6 +3,7 @@ package runner
 import (
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -94,7 +95,7 @@ func MeasureFMAPeak(threads int) float64 {
 
 // DecodeResult is one timed decode run.
 type DecodeResult struct {
-	TokS          float64
+	TokS          float64 // 1 / the median decode step
 	BytesPerToken uint64
 	ActiveRecords int
 	PrefillTokS   float64
@@ -131,15 +132,27 @@ func (m *Model) BenchDecode(pool *kernels.Pool, sel *Selection, promptLen, token
 		return nil, err
 	}
 	ss.Pos++
-	t0 := time.Now()
+	// Each step is timed on its own and the figure is 1 / the median step:
+	// on a shared machine a neighbour's burst stalls a few steps, and the
+	// median ignores them where the mean would not.
+	steps := make([]time.Duration, tokens)
 	for i := 0; i < tokens; i++ {
 		tok = Argmax(logits)
+		t0 := time.Now()
 		if logits, err = ss.S.Forward(tok, ss.Pos); err != nil {
 			return nil, err
 		}
+		steps[i] = time.Since(t0)
 		ss.Pos++
 	}
-	res.TokS = float64(tokens) / time.Since(t0).Seconds()
+	slices.Sort(steps)
+	if tokens > 0 {
+		med := steps[tokens/2]
+		if tokens%2 == 0 {
+			med = (steps[tokens/2-1] + steps[tokens/2]) / 2
+		}
+		res.TokS = 1 / med.Seconds()
+	}
 	res.BytesPerToken = m.DecodeBytes(res.ActiveRecords, ss.Pos)
 	return res, nil
 }

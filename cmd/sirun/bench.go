@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -36,6 +37,7 @@ var benchCmd = &cli.Command{
 		&cli.IntFlag{Name: "tokens", Value: 8, Usage: "decode tokens timed per figure"},
 		&cli.IntFlag{Name: "prefill", Value: 256, Usage: "prompt tokens of the prefill figure"},
 		&cli.BoolFlag{Name: "quick", Usage: "dense and γ 0.7 × φ 0.4 only, shorter prefill"},
+		&cli.StringFlag{Name: "cpuprofile", Usage: "write a Go CPU profile of the whole benchmark to `FILE` (go tool pprof)"},
 	},
 	Action: func(c *cli.Context) error {
 		threads := c.Int("threads")
@@ -48,6 +50,17 @@ var benchCmd = &cli.Command{
 			if packs, err = syntheticPacks(c.String("dir"), strings.Split(c.String("dtypes"), ",")); err != nil {
 				return err
 			}
+		}
+		if f := c.String("cpuprofile"); f != "" {
+			out, err := os.Create(f)
+			if err != nil {
+				return err
+			}
+			defer out.Close()
+			if err := pprof.StartCPUProfile(out); err != nil {
+				return fmt.Errorf("%s: %w", f, err)
+			}
+			defer pprof.StopCPUProfile()
 		}
 		fmt.Fprintf(os.Stderr, "sirun bench: kernels %s, %d threads; measuring bandwidth and FMA peak\n", kernels.Path, threads)
 		bw := runner.MeasureBandwidth(1<<30, threads, 3)
