@@ -95,3 +95,16 @@ func BenchmarkMicroQ40VNNI(b *testing.B) {
 	}
 	_ = s
 }
+func BenchmarkMicroAxpy4Q40AVX512(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	var w [4][]byte
+	for r := range w {
+		w[r], _ = randRow(rng, format.Q4_0, 2048)
+	}
+	y := randVec(rng, 2048)
+	a := [4]float32{1e-9, 1e-9, 1e-9, 1e-9}
+	b.SetBytes(4 * int64(len(w[0])))
+	for i := 0; i < b.N; i++ {
+		axpy4Q40AVX512(&y[0], &a, &w[0][0], &w[1][0], &w[2][0], &w[3][0], 64)
+	}
+}

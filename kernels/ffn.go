@@ -34,6 +34,12 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 	}
 	p.Run(total, func(lo, hi, worker int) {
 		acc := partial[worker*T*H : (worker+1)*T*H]
+		if T == 1 && dt == format.Q4_0 {
+			// Decode over Q4_0: the down projection four records at a
+			// time (y loaded and stored once per four).
+			ffnDecodeQ40(acc, blocks, spans, recBytes, rowBytes, lo, hi, x, acts, act, total)
+			return
+		}
 		// Tiles of 16 records × 16 tokens keep the records, the token inputs
 		// and their accumulators in cache during prefill; decode (T = 1)
 		// streams the records once.
@@ -143,4 +149,44 @@ func blockOf(spans []span, j0, j1 int) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// ffnDecodeQ40 is FFNRecords for one token over Q4_0 records [lo, hi):
+// the gate and up dots per record, then the down axpys in groups of four.
+func ffnDecodeQ40(acc []float32, blocks [][]byte, spans []span, recBytes, rowBytes, lo, hi int, x []float32, acts []Q8Act, act []float32, total int) {
+	bi := 0
+	record := func(j int) []byte {
+		for bi+1 < len(spans) && spans[bi+1].first <= j {
+			bi++
+		}
+		k := j - spans[bi].first
+		return blocks[spans[bi].block][k*recBytes : (k+1)*recBytes]
+	}
+	var h [4]float32
+	var down [4][]byte
+	for j0 := lo; j0 < hi; j0 += 4 {
+		n := min(4, hi-j0)
+		for q := 0; q < n; q++ {
+			rec := record(j0 + q)
+			gate, up := rec[:rowBytes], rec[rowBytes:2*rowBytes]
+			var g, u float32
+			if acts != nil {
+				g, u = dotQ40Q8(gate, &acts[0]), dotQ40Q8(up, &acts[0])
+			} else {
+				g, u = dotQ40(gate, x), dotQ40(up, x)
+			}
+			h[q] = SiLU(g) * u
+			if act != nil {
+				act[j0+q] = h[q]
+			}
+			down[q] = rec[2*rowBytes:]
+		}
+		if n == 4 {
+			axpy4Q40(acc, &h, &down)
+			continue
+		}
+		for q := 0; q < n; q++ {
+			axpyQ40(acc, h[q], down[q])
+		}
+	}
 }

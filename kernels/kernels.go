@@ -320,7 +320,10 @@ func UseGeneric() (restore func()) {
 	dot4BF16, fmaPeak, sumBytes = dot4BF16Ref, fmaPeakRef, sumBytesRef
 	dotQ80, dotQ40, axpyQ80, axpyQ40 = dotQ80Ref, dotQ40Ref, axpyQ80Ref, axpyQ40Ref
 	dotQ80Q8, dotQ40Q8 = dotQ80Q8Ref, dotQ40Q8Ref
+	savedAxpy4 := axpy4Q40
+	axpy4Q40 = axpy4Q40Ref
 	return func() {
+		axpy4Q40 = savedAxpy4
 		dotQ80Q8, dotQ40Q8 = saved[14].(func([]byte, *Q8Act) float32), saved[15].(func([]byte, *Q8Act) float32)
 		dotQ80, dotQ40 = saved[10].(func([]byte, []float32) float32), saved[11].(func([]byte, []float32) float32)
 		axpyQ80, axpyQ40 = saved[12].(func([]float32, float32, []byte)), saved[13].(func([]float32, float32, []byte))

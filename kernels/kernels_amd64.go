@@ -73,6 +73,9 @@ func axpyQ80AVX512(y *float32, a float32, w *byte, nb int)
 func dotQ40Q8VNNI(w *byte, xq *int8, xd *float32, nb int) float32
 
 //go:noescape
+func axpy4Q40AVX512(y *float32, a *[4]float32, w0, w1, w2, w3 *byte, nb int)
+
+//go:noescape
 func fmaPeakAVX2(iters int) float32
 
 //go:noescape
@@ -232,6 +235,14 @@ func init() {
 		if len(y) >= format.QK {
 			axpyQ80AVX512(&y[0], a, &w[0], len(y)/format.QK)
 		}
+	}
+	axpy4Q40 = func(y []float32, a *[4]float32, w *[4][]byte) {
+		nb := len(y) / format.QK
+		if nb%16 != 0 {
+			axpy4Q40Ref(y, a, w)
+			return
+		}
+		axpy4Q40AVX512(&y[0], a, &w[0][0], &w[1][0], &w[2][0], &w[3][0], nb)
 	}
 	// The integer Q4_0 dot with VNNI, used for rows of whole chunks of 16
 	// blocks, and then the default for Q4_0 (see IntegerDot).

@@ -147,6 +147,15 @@ func axpyQ40Ref(y []float32, a float32, w []byte) {
 	}
 }
 
+// axpy4Q40Ref is y += Σ_r a[r]·w[r] over four Q4_0 rows, as four axpys.
+func axpy4Q40Ref(y []float32, a *[4]float32, w *[4][]byte) {
+	for r := range w {
+		axpyQ40(y, a[r], w[r])
+	}
+}
+
+var axpy4Q40 = axpy4Q40Ref
+
 // Q8Act is an activation vector quantised to Q8 per block of 32, for the
 // integer dot products against quantised weights.
 type Q8Act struct {

@@ -144,7 +144,8 @@ func TestIntegerDotsMatchReference(t *testing.T) {
 // TestIntegerPathMatVecAndFFN runs MatMul and FFNRecords over Q4_0/Q8_0
 // weights on the integer path, with the fast kernels and with the
 // references, for widths of whole 16-block chunks, one with a tail of
-// blocks after the last chunk, and one with an odd number of blocks.
+// blocks after the last chunk, and one with an odd number of blocks;
+// one token (decode: four records at a time) and two.
 func TestIntegerPathMatVecAndFFN(t *testing.T) {
 	saved := maps.Clone(IntegerDot)
 	IntegerDot[format.Q4_0], IntegerDot[format.Q8_0] = true, true
@@ -153,8 +154,9 @@ func TestIntegerPathMatVecAndFFN(t *testing.T) {
 	p := NewPool(2)
 	defer p.Close()
 	for _, dt := range []format.DType{format.Q4_0, format.Q8_0} {
-		for _, H := range []int{512, 544, 2048, 96} {
-			const rows, records, T = 40, 24, 2
+		for _, c := range []struct{ H, T int }{{512, 2}, {544, 2}, {2048, 2}, {96, 2}, {512, 1}, {544, 1}, {2048, 1}} {
+			H, T := c.H, c.T
+			const rows, records = 40, 23
 			wb, _ := randRow(rng, dt, rows*H)
 			w := &Weight{Data: wb, DType: dt, Rows: rows, Cols: H}
 			ffn, _ := randRow(rng, dt, records*3*H)
@@ -163,7 +165,9 @@ func TestIntegerPathMatVecAndFFN(t *testing.T) {
 				out := make([]float32, T*rows)
 				MatMul(p, out, w, x)
 				y := make([]float32, T*H)
-				FFNRecords(p, y, [][]byte{ffn}, dt, H, x, nil)
+				// Two blocks of records, split off the group-of-four boundary.
+				rb, _ := dt.RowBytes(H)
+				FFNRecords(p, y, [][]byte{ffn[:10*3*rb], ffn[10*3*rb:]}, dt, H, x, nil)
 				return out, y
 			}
 			out, y := run()
@@ -182,13 +186,61 @@ func TestIntegerPathMatVecAndFFN(t *testing.T) {
 			tolOut, tolY := 1e-5*rms(wantOut), 1e-5*rms(wantY)
 			for i := range out {
 				if d := math.Abs(float64(out[i] - wantOut[i])); d > tolOut {
-					t.Fatalf("%v H=%d matvec [%d]: fast %g reference %g", dt, H, i, out[i], wantOut[i])
+					t.Fatalf("%v H=%d T=%d matvec [%d]: fast %g reference %g", dt, H, T, i, out[i], wantOut[i])
 				}
 			}
 			for i := range y {
 				if d := math.Abs(float64(y[i] - wantY[i])); d > tolY {
-					t.Fatalf("%v H=%d FFN [%d]: fast %g reference %g", dt, H, i, y[i], wantY[i])
+					t.Fatalf("%v H=%d T=%d FFN [%d]: fast %g reference %g", dt, H, T, i, y[i], wantY[i])
 				}
+			}
+		}
+	}
+}
+
+// TestFFNDecodeQ40Float64: the one-token Q4_0 FFN (four records at a time,
+// records across two blocks, 1 and 2 workers) on the float path against
+// float64 over the dequantised weights.
+func TestFFNDecodeQ40Float64(t *testing.T) {
+	saved := maps.Clone(IntegerDot)
+	IntegerDot[format.Q4_0] = false
+	defer func() { IntegerDot = saved }()
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, c := range []struct{ H, records, threads int }{{512, 23, 1}, {512, 23, 2}, {2048, 9, 2}, {96, 6, 1}} {
+		H := c.H
+		ffn, f := randRow(rng, format.Q4_0, c.records*3*H)
+		x := randVec(rng, H)
+		rb, _ := format.Q4_0.RowBytes(H)
+		split := min(5, c.records) * 3 * rb
+		p := NewPool(c.threads)
+		y := make([]float32, H)
+		act := make([]float32, c.records)
+		FFNRecords(p, y, [][]byte{ffn[:split], ffn[split:]}, format.Q4_0, H, x, act)
+		p.Close()
+		want := make([]float64, H)
+		var rms float64
+		for j := 0; j < c.records; j++ {
+			rec := f[j*3*H : (j+1)*3*H]
+			var g, u float64
+			for i := 0; i < H; i++ {
+				g += float64(rec[i]) * float64(x[i])
+				u += float64(rec[H+i]) * float64(x[i])
+			}
+			h := g / (1 + math.Exp(-g)) * u
+			if d := math.Abs(float64(act[j]) - h); d > 1e-4*(1+math.Abs(h)) {
+				t.Fatalf("H=%d record %d: activation %g, want %g", H, j, act[j], h)
+			}
+			for i := 0; i < H; i++ {
+				want[i] += h * float64(rec[2*H+i])
+			}
+		}
+		for _, v := range want {
+			rms += v * v
+		}
+		rms = math.Sqrt(rms / float64(H))
+		for i := range y {
+			if d := math.Abs(float64(y[i]) - want[i]); d > 1e-5*rms {
+				t.Fatalf("H=%d threads=%d [%d]: %g, want %g", H, c.threads, i, y[i], want[i])
 			}
 		}
 	}
