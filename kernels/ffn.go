@@ -45,8 +45,9 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 		// streams the records once.
 		const recBlock, tokTile = 16, 16
 		var g, u [4]float32
+		dot4, gemmDown := dot4For(dt), gemmDownFor(dt)
 		var hbuf []float32 // h of a tile, token-major, for the prefill GEMM only
-		if dt == format.BF16 && T >= 4 {
+		if gemmDown != nil && T >= 4 {
 			hbuf = make([]float32, tokTile*recBlock)
 		}
 		bi := 0
@@ -58,7 +59,7 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 				// the down projection runs as a register-blocked GEMM after
 				// all of the tile's activations are known.
 				first, contiguous := blockOf(spans, j0, j1)
-				gemm := dt == format.BF16 && t1-t0 >= 4 && contiguous
+				gemm := gemmDown != nil && t1-t0 >= 4 && contiguous
 				for j := j0; j < j1; j++ {
 					for bi > 0 && spans[bi].first > j {
 						bi--
@@ -71,11 +72,11 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 					rec := b[k*recBytes : (k+1)*recBytes]
 					gate, up, down := rec[:rowBytes], rec[rowBytes:2*rowBytes], rec[2*rowBytes:]
 					t := t0
-					if dt == format.BF16 {
+					if dot4 != nil {
 						for ; t+4 <= t1; t += 4 {
 							x0, x1, x2, x3 := x[t*H:(t+1)*H], x[(t+1)*H:(t+2)*H], x[(t+2)*H:(t+3)*H], x[(t+3)*H:(t+4)*H]
-							dot4BF16(gate, x0, x1, x2, x3, &g)
-							dot4BF16(up, x0, x1, x2, x3, &u)
+							dot4(gate, x0, x1, x2, x3, &g)
+							dot4(up, x0, x1, x2, x3, &u)
 							for q := 0; q < 4; q++ {
 								h := SiLU(g[q]) * u[q]
 								if act != nil {
@@ -108,7 +109,7 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 					k0 := j0 - spans[first].first
 					down := b[k0*recBytes+2*rowBytes:]
 					for t := t0; t+4 <= t1; t += 4 {
-						gemmDownBF16(acc[t*H:], H, hbuf[(t-t0)*recBlock:], recBlock, down, recBytes, j1-j0, H)
+						gemmDown(acc[t*H:], H, hbuf[(t-t0)*recBlock:], recBlock, down, recBytes, j1-j0, H)
 					}
 				}
 			}
@@ -132,7 +133,27 @@ func gemmDownBF16Ref(acc []float32, accStride int, h []float32, hStride int, dow
 	}
 }
 
-var gemmDownBF16 = gemmDownBF16Ref
+// gemmDownF16Ref is gemmDownBF16Ref for F16 down columns.
+func gemmDownF16Ref(acc []float32, accStride int, h []float32, hStride int, down []byte, recStride, K, H int) {
+	for t := 0; t < 4; t++ {
+		for j := 0; j < K; j++ {
+			axpyF16Ref(acc[t*accStride:t*accStride+H], h[t*hStride+j], down[j*recStride:])
+		}
+	}
+}
+
+var gemmDownBF16, gemmDownF16 = gemmDownBF16Ref, gemmDownF16Ref
+
+// gemmDownFor is the prefill down-projection GEMM of a dtype that has one, or nil.
+func gemmDownFor(dt format.DType) func(acc []float32, accStride int, h []float32, hStride int, down []byte, recStride, K, H int) {
+	switch dt {
+	case format.BF16:
+		return gemmDownBF16
+	case format.F16:
+		return gemmDownF16
+	}
+	return nil
+}
 
 // span places one block of records: first is the global index of its first record.
 type span struct{ block, first int }

@@ -130,6 +130,25 @@ func dot4BF16Ref(w []byte, x0, x1, x2, x3 []float32, out *[4]float32) {
 	*out = [4]float32{dotBF16Ref(w, x0), dotBF16Ref(w, x1), dotBF16Ref(w, x2), dotBF16Ref(w, x3)}
 }
 
+// dot4F16Ref is four reference dot products sharing the F16 row w.
+func dot4F16Ref(w []byte, x0, x1, x2, x3 []float32, out *[4]float32) {
+	*out = [4]float32{dotF16Ref(w, x0), dotF16Ref(w, x1), dotF16Ref(w, x2), dotF16Ref(w, x3)}
+}
+
+var dot4F16 = dot4F16Ref
+
+// dot4For is the four-token dot of a dtype that has one (the prefill
+// kernels), or nil.
+func dot4For(dt format.DType) func(w []byte, x0, x1, x2, x3 []float32, out *[4]float32) {
+	switch dt {
+	case format.BF16:
+		return dot4BF16
+	case format.F16:
+		return dot4F16
+	}
+	return nil
+}
+
 // fmaPeakRef runs iters × 80 multiply-adds in registers.
 func fmaPeakRef(iters int) float32 {
 	var a [10]float32
@@ -227,12 +246,13 @@ func quantizeTokens(x []float32, cols, T int) []Q8Act {
 func matTile(out []float32, w *Weight, x []float32, r0, r1, t0, t1 int) {
 	C, R := w.Cols, w.Rows
 	var o [4]float32
+	dot4 := dot4For(w.DType)
 	for r := r0; r < r1; r++ {
 		row := w.Row(r)
 		t := t0
-		if w.DType == format.BF16 {
+		if dot4 != nil {
 			for ; t+4 <= t1; t += 4 {
-				dot4BF16(row, x[t*C:(t+1)*C], x[(t+1)*C:(t+2)*C], x[(t+2)*C:(t+3)*C], x[(t+3)*C:(t+4)*C], &o)
+				dot4(row, x[t*C:(t+1)*C], x[(t+1)*C:(t+2)*C], x[(t+2)*C:(t+3)*C], x[(t+3)*C:(t+4)*C], &o)
 				out[t*R+r], out[(t+1)*R+r], out[(t+2)*R+r], out[(t+3)*R+r] = o[0], o[1], o[2], o[3]
 			}
 		}
@@ -320,10 +340,10 @@ func UseGeneric() (restore func()) {
 	dot4BF16, fmaPeak, sumBytes = dot4BF16Ref, fmaPeakRef, sumBytesRef
 	dotQ80, dotQ40, axpyQ80, axpyQ40 = dotQ80Ref, dotQ40Ref, axpyQ80Ref, axpyQ40Ref
 	dotQ80Q8, dotQ40Q8 = dotQ80Q8Ref, dotQ40Q8Ref
-	savedAxpy4 := axpy4Q40
-	axpy4Q40 = axpy4Q40Ref
+	savedAxpy4, savedDot4F16, savedGemmF16 := axpy4Q40, dot4F16, gemmDownF16
+	axpy4Q40, dot4F16, gemmDownF16 = axpy4Q40Ref, dot4F16Ref, gemmDownF16Ref
 	return func() {
-		axpy4Q40 = savedAxpy4
+		axpy4Q40, dot4F16, gemmDownF16 = savedAxpy4, savedDot4F16, savedGemmF16
 		dotQ80Q8, dotQ40Q8 = saved[14].(func([]byte, *Q8Act) float32), saved[15].(func([]byte, *Q8Act) float32)
 		dotQ80, dotQ40 = saved[10].(func([]byte, []float32) float32), saved[11].(func([]byte, []float32) float32)
 		axpyQ80, axpyQ40 = saved[12].(func([]float32, float32, []byte)), saved[13].(func([]float32, float32, []byte))

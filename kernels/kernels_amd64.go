@@ -76,6 +76,12 @@ func dotQ40Q8VNNI(w *byte, xq *int8, xd *float32, nb int) float32
 func axpy4Q40AVX512(y *float32, a *[4]float32, w0, w1, w2, w3 *byte, nb int)
 
 //go:noescape
+func dot4F16AVX2(w *uint16, x0, x1, x2, x3 *float32, n int, out *[4]float32)
+
+//go:noescape
+func gemmDownF16AVX2(acc *float32, accStride int, h *float32, hStride int, down *uint16, recStride int, K int, H int)
+
+//go:noescape
 func fmaPeakAVX2(iters int) float32
 
 //go:noescape
@@ -189,6 +195,28 @@ func init() {
 				}
 				return dotQ40Q8AVX2(&w[0], &a.Q[0], &a.D[0], &a.S[0], len(a.D))
 			}
+		}
+		dot4F16 = func(w []byte, x0, x1, x2, x3 []float32, out *[4]float32) {
+			n := len(x0) &^ 7
+			if n > 0 {
+				dot4F16AVX2((*uint16)(unsafe.Pointer(&w[0])), &x0[0], &x1[0], &x2[0], &x3[0], n, out)
+			} else {
+				*out = [4]float32{}
+			}
+			out[0] += dotF16Ref(w[2*n:], x0[n:])
+			out[1] += dotF16Ref(w[2*n:], x1[n:])
+			out[2] += dotF16Ref(w[2*n:], x2[n:])
+			out[3] += dotF16Ref(w[2*n:], x3[n:])
+		}
+		gemmDownF16 = func(acc []float32, accStride int, h []float32, hStride int, down []byte, recStride, K, H int) {
+			if K == 0 {
+				return
+			}
+			if H%16 != 0 {
+				gemmDownF16Ref(acc, accStride, h, hStride, down, recStride, K, H)
+				return
+			}
+			gemmDownF16AVX2(&acc[0], accStride, &h[0], hStride, (*uint16)(unsafe.Pointer(&down[0])), recStride, K, H)
 		}
 		dotF16 = func(w []byte, x []float32) float32 {
 			n := len(x) &^ 7
