@@ -300,6 +300,7 @@ func init() {
 	// AVX2's 21.1/17.8 and 24.4/32.7 in alternating runs; BF16 decode is
 	// memory-bound, so AVX2 stays the default for it.
 	if os.Getenv("SIPACK_KERNELS") == "avx512" {
+		Path += "+bf16-avx512"
 		dotBF16 = func(w []byte, x []float32) float32 {
 			n := len(x) &^ 15
 			s := float32(0)
