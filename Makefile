@@ -109,5 +109,6 @@ test-arm64:
 	command -v qemu-aarch64 >/dev/null || (apt-get update && apt-get install -y qemu-user)
 	GOARCH=arm64 $(GO) test -c -o $(BIN)/kernels-arm64.test ./kernels
 	GOARCH=arm64 $(GO) test -c -o $(BIN)/runner-arm64.test ./runner
-	qemu-aarch64 $(BIN)/kernels-arm64.test -test.v -test.run . | grep -E '^(--- |ok|PASS|FAIL)|kernel path'
+	cd kernels && qemu-aarch64 ../$(BIN)/kernels-arm64.test -test.v -test.run . > ../$(BIN)/kernels-arm64.log; s=$$?; \
+	  grep -E '^(--- |ok|PASS|FAIL)|kernel path' ../$(BIN)/kernels-arm64.log; exit $$s
 	cd runner && qemu-aarch64 ../$(BIN)/runner-arm64.test -test.run 'Golden|Selection|FastAndGeneric|QuantizedGreedy'

@@ -3,6 +3,10 @@ package kernels
 import (
 	"os"
 	"unsafe"
+
+	"golang.org/x/sys/cpu"
+
+	"github.com/sipack/sipack/format"
 )
 
 //go:noescape
@@ -10,6 +14,9 @@ func dotBF16NEON(w *uint16, x *float32, n int, acc *[16]float32)
 
 //go:noescape
 func axpyBF16NEON(y *float32, a float32, w *uint16, n int)
+
+//go:noescape
+func dotQ40Q8NEON(w *byte, xq *int8, xd *float32, nb int) float32
 
 // NEON is part of every arm64 CPU (ASIMD is mandatory in ARMv8-A), so the
 // BF16 kernels need no feature check.
@@ -37,5 +44,18 @@ func init() {
 			axpyBF16NEON(&y[0], a, (*uint16)(unsafe.Pointer(&w[0])), n)
 		}
 		axpyBF16Ref(y[n:], a, w[2*n:])
+	}
+	// Q4_0 through integer dots where the CPU has the dot-product
+	// instructions (the float path has no NEON kernel: it runs the Go
+	// reference, which the integer one outruns by construction).
+	if cpu.ARM64.HasASIMDDP {
+		Path += "+dotprod"
+		IntegerDot[format.Q4_0] = true
+		dotQ40Q8 = func(w []byte, a *Q8Act) float32 {
+			if len(a.D) == 0 {
+				return 0
+			}
+			return dotQ40Q8NEON(&w[0], &a.Q[0], &a.D[0], len(a.D))
+		}
 	}
 }
