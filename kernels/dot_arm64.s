@@ -97,3 +97,35 @@ qloop:
 qdone:
 	FMOVS F0, ret+32(FP)
 	RET
+
+// The integer Q8_0 dot, the same two WORD-encoded SDOTs on the block's 32
+// signed weight bytes (V5, V6) against the activations (V7, V8).
+// func dotQ80Q8NEON(w *byte, xq *int8, xd *float32, nb int) float32
+TEXT ·dotQ80Q8NEON(SB), NOSPLIT, $0-36
+	MOVD w+0(FP), R0
+	MOVD xq+8(FP), R1
+	MOVD xd+16(FP), R2
+	MOVD nb+24(FP), R3
+	FMOVS ZR, F0
+q8loop:
+	CBZ  R3, q8done
+	MOVHU.P 2(R0), R4
+	FMOVS R4, F1
+	FCVTHS F1, F1
+	FMOVS.P 4(R2), F2
+	FMULS F2, F1, F1
+	VLD1.P 32(R0), [V5.B16, V6.B16]
+	VLD1.P 32(R1), [V7.B16, V8.B16]
+	VEOR V9.B16, V9.B16, V9.B16
+	WORD $0x4E8794A9
+	WORD $0x4E8894C9
+	VADDV V9.S4, V9
+	VMOV V9.S[0], R5
+	SCVTFWS R5, F3
+	FMULS F1, F3, F3
+	FADDS F3, F0, F0
+	SUB  $1, R3, R3
+	B    q8loop
+q8done:
+	FMOVS F0, ret+32(FP)
+	RET

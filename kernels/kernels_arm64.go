@@ -18,6 +18,9 @@ func axpyBF16NEON(y *float32, a float32, w *uint16, n int)
 //go:noescape
 func dotQ40Q8NEON(w *byte, xq *int8, xd *float32, nb int) float32
 
+//go:noescape
+func dotQ80Q8NEON(w *byte, xq *int8, xd *float32, nb int) float32
+
 // NEON is part of every arm64 CPU (ASIMD is mandatory in ARMv8-A), so the
 // BF16 kernels need no feature check.
 func init() {
@@ -45,12 +48,18 @@ func init() {
 		}
 		axpyBF16Ref(y[n:], a, w[2*n:])
 	}
-	// Q4_0 through integer dots where the CPU has the dot-product
+	// Q4_0 and Q8_0 through integer dots where the CPU has the dot-product
 	// instructions (the float path has no NEON kernel: it runs the Go
 	// reference, which the integer one outruns by construction).
 	if cpu.ARM64.HasASIMDDP {
 		Path += "+dotprod"
-		IntegerDot[format.Q4_0] = true
+		IntegerDot[format.Q4_0], IntegerDot[format.Q8_0] = true, true
+		dotQ80Q8 = func(w []byte, a *Q8Act) float32 {
+			if len(a.D) == 0 {
+				return 0
+			}
+			return dotQ80Q8NEON(&w[0], &a.Q[0], &a.D[0], len(a.D))
+		}
 		dotQ40Q8 = func(w []byte, a *Q8Act) float32 {
 			if len(a.D) == 0 {
 				return 0

@@ -271,7 +271,9 @@ func DotQ8Act(w []byte, dt format.DType, a *Q8Act) float32 {
 // =float: 12.2 against 8.8 GB/s on 2 threads, 1B-shape dense decode 7.6-8.5
 // against 6.8-7.1 tok/s on an Intel Xeon); everywhere else the float path,
 // which adds no activation rounding, measured as fast or faster (AVX2 on
-// Zen 4: 13.6 vs 12.0 tok/s dense q4_0). SIPACK_QDOT=int or =float forces
+// Zen 4: 13.6 vs 12.0 tok/s dense q4_0). On arm64 with the dot-product
+// instructions both block types take the integer path (SDOT; the float
+// path there is the Go reference). SIPACK_QDOT=int or =float forces
 // one path for both types.
 var IntegerDot = map[format.DType]bool{}
 
