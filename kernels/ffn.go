@@ -37,7 +37,7 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 		if T == 1 && dt == format.Q4_0 {
 			// Decode over Q4_0: the down projection four records at a
 			// time (y loaded and stored once per four).
-			ffnDecodeQ40(acc, blocks, spans, recBytes, rowBytes, lo, hi, x, acts, act, total)
+			ffnDecodeQ40(acc, blocks, spans, recBytes, rowBytes, lo, hi, x, acts, act)
 			return
 		}
 		// Tiles of 16 records × 16 tokens keep the records, the token inputs
@@ -174,7 +174,7 @@ func blockOf(spans []span, j0, j1 int) (int, bool) {
 
 // ffnDecodeQ40 is FFNRecords for one token over Q4_0 records [lo, hi):
 // the gate and up dots per record, then the down axpys in groups of four.
-func ffnDecodeQ40(acc []float32, blocks [][]byte, spans []span, recBytes, rowBytes, lo, hi int, x []float32, acts []Q8Act, act []float32, total int) {
+func ffnDecodeQ40(acc []float32, blocks [][]byte, spans []span, recBytes, rowBytes, lo, hi int, x []float32, acts []Q8Act, act []float32) {
 	bi := 0
 	record := func(j int) []byte {
 		for bi+1 < len(spans) && spans[bi+1].first <= j {
