@@ -58,15 +58,7 @@ func TestQuantKernelsMatchReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, dt := range []format.DType{format.Q8_0, format.Q4_0} {
 		for _, n := range []int{32, 64, 96, 256, 2048} {
-			w := make([]float32, n)
-			for i := range w {
-				w[i] = float32(rng.NormFloat64())
-			}
-			rb, _ := dt.RowBytes(n)
-			q := make([]byte, rb)
-			QuantizeRow(q, dt, w)
-			wf := make([]float32, n)
-			DequantizeRow(wf, q, dt)
+			q, wf := randRow(rng, dt, n)
 			x := randVec(rng, n)
 			ref := dotQ80Ref
 			aref := axpyQ80Ref
@@ -108,13 +100,7 @@ func TestIntegerDotsMatchReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, dt := range []format.DType{format.Q8_0, format.Q4_0} {
 		for _, n := range []int{32, 64, 256, 2048} {
-			w := make([]float32, n)
-			for i := range w {
-				w[i] = float32(rng.NormFloat64())
-			}
-			rb, _ := dt.RowBytes(n)
-			q := make([]byte, rb)
-			QuantizeRow(q, dt, w)
+			q, _ := randRow(rng, dt, n)
 			x := randVec(rng, n)
 			var a Q8Act
 			QuantizeAct(&a, x)
