@@ -233,6 +233,43 @@ func MatMul(p *Pool, out []float32, w *Weight, x []float32) {
 	})
 }
 
+// MatMulShared is MatMul for several weights that read the same input x
+// (the attention's q, k and v projections): out[i] = ws[i] · x. On the
+// integer path x is quantised once and one pass of the pool covers the
+// rows of all the weights; otherwise it is one MatMul per weight.
+func MatMulShared(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
+	dt, cols := ws[0].DType, ws[0].Cols
+	same := true
+	for _, w := range ws {
+		same = same && w.DType == dt && w.Cols == cols
+	}
+	if !same || !dt.Quantized() || !IntegerDot[dt] {
+		for i, w := range ws {
+			MatMul(p, outs[i], w, x)
+		}
+		return
+	}
+	T := len(x) / cols
+	acts := quantizeTokens(x, cols, T)
+	starts := make([]int, len(ws)+1)
+	for i, w := range ws {
+		starts[i+1] = starts[i] + w.Rows
+	}
+	p.Run(starts[len(ws)], func(lo, hi, _ int) {
+		i := 0
+		for g := lo; g < hi; g++ {
+			for g >= starts[i+1] {
+				i++
+			}
+			w, r := ws[i], g-starts[i]
+			row := w.Row(r)
+			for t := 0; t < T; t++ {
+				outs[i][t*w.Rows+r] = DotQ8Act(row, dt, &acts[t])
+			}
+		}
+	})
+}
+
 // quantizeTokens quantises each of T rows of x to Q8 activations.
 func quantizeTokens(x []float32, cols, T int) []Q8Act {
 	acts := make([]Q8Act, T)

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/sipack/sipack/format"
@@ -227,6 +228,40 @@ func TestFFNDecodeQ40Float64(t *testing.T) {
 		for i := range y {
 			if d := math.Abs(float64(y[i]) - want[i]); d > 1e-5*rms {
 				t.Fatalf("H=%d threads=%d [%d]: %g, want %g", H, c.threads, i, y[i], want[i])
+			}
+		}
+	}
+}
+
+// TestMatMulSharedEqualsMatMul: several weights over one input, quantised
+// once, give exactly what one MatMul per weight gives (integer path), and
+// the float path (and mixed dtypes) falls back to MatMul.
+func TestMatMulSharedEqualsMatMul(t *testing.T) {
+	saved := maps.Clone(IntegerDot)
+	defer func() { IntegerDot = saved }()
+	rng := rand.New(rand.NewPCG(23, 24))
+	p := NewPool(2)
+	defer p.Close()
+	for _, intDot := range []bool{true, false} {
+		IntegerDot[format.Q4_0], IntegerDot[format.Q8_0] = intDot, intDot
+		for _, dts := range [][3]format.DType{{format.Q4_0, format.Q4_0, format.Q4_0}, {format.Q8_0, format.Q8_0, format.Q8_0}, {format.Q4_0, format.BF16, format.Q4_0}} {
+			const H, T = 512, 3
+			rows := []int{37, 8, 8}
+			var ws []*Weight
+			var outs, wants [][]float32
+			for i, dt := range dts {
+				wb, _ := randRow(rng, dt, rows[i]*H)
+				ws = append(ws, &Weight{Data: wb, DType: dt, Rows: rows[i], Cols: H})
+				outs = append(outs, make([]float32, T*rows[i]))
+				wants = append(wants, make([]float32, T*rows[i]))
+			}
+			x := randVec(rng, T*H)
+			MatMulShared(p, outs, ws, x)
+			for i, w := range ws {
+				MatMul(p, wants[i], w, x)
+				if !slices.Equal(outs[i], wants[i]) {
+					t.Fatalf("integer %v, %v: weight %d differs from its own MatMul", intDot, dts, i)
+				}
 			}
 		}
 	}

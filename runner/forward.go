@@ -103,9 +103,7 @@ func (s *State) ForwardBatch(tokens []int, pos int, all bool) ([]float32, error)
 		for t := 0; t < T; t++ {
 			kernels.RMSNorm(s.xb[t*H:(t+1)*H], s.x[t*H:(t+1)*H], L.AttnNorm, c.RMSNormEps)
 		}
-		kernels.MatMul(p, s.q, &L.Wq, s.xb)
-		kernels.MatMul(p, s.k, &L.Wk, s.xb)
-		kernels.MatMul(p, s.v, &L.Wv, s.xb)
+		kernels.MatMulShared(p, [][]float32{s.q, s.k, s.v}, []*kernels.Weight{&L.Wq, &L.Wk, &L.Wv}, s.xb)
 		if L.Bq != nil {
 			addBias(s.q, L.Bq)
 			addBias(s.k, L.Bk)
