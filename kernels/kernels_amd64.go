@@ -126,28 +126,8 @@ func init() {
 		}
 		axpyF32Ref(y[n:], a, w[4*n:])
 	}
-	dot4BF16 = func(w []byte, x0, x1, x2, x3 []float32, out *[4]float32) {
-		n := len(x0) &^ 7
-		if n > 0 {
-			dot4BF16AVX2((*uint16)(unsafe.Pointer(&w[0])), &x0[0], &x1[0], &x2[0], &x3[0], n, out)
-		} else {
-			*out = [4]float32{}
-		}
-		out[0] += dotBF16Ref(w[2*n:], x0[n:])
-		out[1] += dotBF16Ref(w[2*n:], x1[n:])
-		out[2] += dotBF16Ref(w[2*n:], x2[n:])
-		out[3] += dotBF16Ref(w[2*n:], x3[n:])
-	}
-	gemmDownBF16 = func(acc []float32, accStride int, h []float32, hStride int, down []byte, recStride, K, H int) {
-		if K == 0 {
-			return
-		}
-		if H%16 != 0 {
-			gemmDownBF16Ref(acc, accStride, h, hStride, down, recStride, K, H)
-			return
-		}
-		gemmDownBF16AVX2(&acc[0], accStride, &h[0], hStride, (*uint16)(unsafe.Pointer(&down[0])), recStride, K, H)
-	}
+	dot4BF16 = dot4Of(dot4BF16AVX2, dotBF16Ref)
+	gemmDownBF16 = gemmDownOf(gemmDownBF16AVX2, gemmDownBF16Ref)
 	fmaPeak = fmaPeakAVX2
 	sumBytes = func(b []byte) uint64 {
 		n := len(b) &^ 127
@@ -159,36 +139,10 @@ func init() {
 	}
 	if cpu.X86.HasF16C {
 		Path = "avx2+fma+f16c"
-		// Block types: rows are whole blocks of 32 (the format guarantees it).
-		dotQ80 = func(w []byte, x []float32) float32 {
-			if len(x) < 32 {
-				return 0
-			}
-			return dotQ80AVX2(&w[0], &x[0], len(x)/32)
-		}
-		dotQ40 = func(w []byte, x []float32) float32 {
-			if len(x) < 32 {
-				return 0
-			}
-			return dotQ40AVX2(&w[0], &x[0], len(x)/32)
-		}
-		axpyQ80 = func(y []float32, a float32, w []byte) {
-			if len(y) >= 32 {
-				axpyQ80AVX2(&y[0], a, &w[0], len(y)/32)
-			}
-		}
-		axpyQ40 = func(y []float32, a float32, w []byte) {
-			if len(y) >= 32 {
-				axpyQ40AVX2(&y[0], a, &w[0], len(y)/32)
-			}
-		}
+		dotQ80, dotQ40 = blockDot(dotQ80AVX2), blockDot(dotQ40AVX2)
+		axpyQ80, axpyQ40 = blockAxpy(axpyQ80AVX2), blockAxpy(axpyQ40AVX2)
 		if cpu.X86.HasSSSE3 {
-			dotQ80Q8 = func(w []byte, a *Q8Act) float32 {
-				if len(a.D) == 0 {
-					return 0
-				}
-				return dotQ80Q8AVX2(&w[0], &a.Q[0], &a.D[0], len(a.D))
-			}
+			dotQ80Q8 = q8ActDot(dotQ80Q8AVX2)
 			dotQ40Q8 = func(w []byte, a *Q8Act) float32 {
 				if len(a.D) == 0 {
 					return 0
@@ -196,28 +150,8 @@ func init() {
 				return dotQ40Q8AVX2(&w[0], &a.Q[0], &a.D[0], &a.S[0], len(a.D))
 			}
 		}
-		dot4F16 = func(w []byte, x0, x1, x2, x3 []float32, out *[4]float32) {
-			n := len(x0) &^ 7
-			if n > 0 {
-				dot4F16AVX2((*uint16)(unsafe.Pointer(&w[0])), &x0[0], &x1[0], &x2[0], &x3[0], n, out)
-			} else {
-				*out = [4]float32{}
-			}
-			out[0] += dotF16Ref(w[2*n:], x0[n:])
-			out[1] += dotF16Ref(w[2*n:], x1[n:])
-			out[2] += dotF16Ref(w[2*n:], x2[n:])
-			out[3] += dotF16Ref(w[2*n:], x3[n:])
-		}
-		gemmDownF16 = func(acc []float32, accStride int, h []float32, hStride int, down []byte, recStride, K, H int) {
-			if K == 0 {
-				return
-			}
-			if H%16 != 0 {
-				gemmDownF16Ref(acc, accStride, h, hStride, down, recStride, K, H)
-				return
-			}
-			gemmDownF16AVX2(&acc[0], accStride, &h[0], hStride, (*uint16)(unsafe.Pointer(&down[0])), recStride, K, H)
-		}
+		dot4F16 = dot4Of(dot4F16AVX2, dotF16Ref)
+		gemmDownF16 = gemmDownOf(gemmDownF16AVX2, gemmDownF16Ref)
 		dotF16 = func(w []byte, x []float32) float32 {
 			n := len(x) &^ 7
 			s := float32(0)
@@ -242,28 +176,8 @@ func init() {
 	// nibble) against fourteen on AVX2, and quantised decode is bound by
 	// that unpacking, not by memory. SIPACK_KERNELS=avx2 keeps the AVX2 ones.
 	Path += "+avx512f"
-	dotQ40 = func(w []byte, x []float32) float32 {
-		if len(x) < format.QK {
-			return 0
-		}
-		return dotQ40AVX512(&w[0], &x[0], len(x)/format.QK)
-	}
-	dotQ80 = func(w []byte, x []float32) float32 {
-		if len(x) < format.QK {
-			return 0
-		}
-		return dotQ80AVX512(&w[0], &x[0], len(x)/format.QK)
-	}
-	axpyQ40 = func(y []float32, a float32, w []byte) {
-		if len(y) >= format.QK {
-			axpyQ40AVX512(&y[0], a, &w[0], len(y)/format.QK)
-		}
-	}
-	axpyQ80 = func(y []float32, a float32, w []byte) {
-		if len(y) >= format.QK {
-			axpyQ80AVX512(&y[0], a, &w[0], len(y)/format.QK)
-		}
-	}
+	dotQ40, dotQ80 = blockDot(dotQ40AVX512), blockDot(dotQ80AVX512)
+	axpyQ40, axpyQ80 = blockAxpy(axpyQ40AVX512), blockAxpy(axpyQ80AVX512)
 	axpy4Q40 = func(y []float32, a *[4]float32, w *[4][]byte) {
 		nb := len(y) / format.QK
 		if nb%16 != 0 {
@@ -279,13 +193,13 @@ func init() {
 		pairedActivations = true
 		IntegerDot[format.Q4_0] = true
 		dotQ40Q8 = func(w []byte, a *Q8Act) float32 {
-			nb := len(a.D)
-			full := nb &^ 15
+			nb, full := len(a.D), 0
+			if len(a.Paired) > 0 {
+				full = nb &^ 15 // whole chunks of 16 blocks
+			}
 			var s float32
-			if full > 0 && len(a.Paired) > 0 {
+			if full > 0 {
 				s = dotQ40Q8VNNI(&w[0], (*int8)(unsafe.Pointer(&a.Paired[0])), &a.D[0], full)
-			} else {
-				full = 0
 			}
 			if full < nb { // the blocks after the last whole chunk
 				s += dotQ40Q8AVX2(&w[18*full], &a.Q[32*full], &a.D[full], &a.S[full], nb-full)
@@ -319,5 +233,37 @@ func init() {
 			}
 			axpyBF16Ref(y[n:], a, w[2*n:])
 		}
+	}
+}
+
+// dot4Of adapts a four-token dot over a multiple of 8 elements, finishing
+// the ragged tail with the row reference.
+func dot4Of(k func(w *uint16, x0, x1, x2, x3 *float32, n int, out *[4]float32), ref func([]byte, []float32) float32) func([]byte, []float32, []float32, []float32, []float32, *[4]float32) {
+	return func(w []byte, x0, x1, x2, x3 []float32, out *[4]float32) {
+		n := len(x0) &^ 7
+		if n > 0 {
+			k((*uint16)(unsafe.Pointer(&w[0])), &x0[0], &x1[0], &x2[0], &x3[0], n, out)
+		} else {
+			*out = [4]float32{}
+		}
+		out[0] += ref(w[2*n:], x0[n:])
+		out[1] += ref(w[2*n:], x1[n:])
+		out[2] += ref(w[2*n:], x2[n:])
+		out[3] += ref(w[2*n:], x3[n:])
+	}
+}
+
+// gemmDownOf adapts a prefill down-projection GEMM micro-kernel (H a
+// multiple of 16; otherwise the reference).
+func gemmDownOf(k func(acc *float32, accStride int, h *float32, hStride int, down *uint16, recStride int, K int, H int), ref func(acc []float32, accStride int, h []float32, hStride int, down []byte, recStride, K, H int)) func(acc []float32, accStride int, h []float32, hStride int, down []byte, recStride, K, H int) {
+	return func(acc []float32, accStride int, h []float32, hStride int, down []byte, recStride, K, H int) {
+		if K == 0 {
+			return
+		}
+		if H%16 != 0 {
+			ref(acc, accStride, h, hStride, down, recStride, K, H)
+			return
+		}
+		k(&acc[0], accStride, &h[0], hStride, (*uint16)(unsafe.Pointer(&down[0])), recStride, K, H)
 	}
 }

@@ -54,17 +54,6 @@ func init() {
 	if cpu.ARM64.HasASIMDDP {
 		Path += "+dotprod"
 		IntegerDot[format.Q4_0], IntegerDot[format.Q8_0] = true, true
-		dotQ80Q8 = func(w []byte, a *Q8Act) float32 {
-			if len(a.D) == 0 {
-				return 0
-			}
-			return dotQ80Q8NEON(&w[0], &a.Q[0], &a.D[0], len(a.D))
-		}
-		dotQ40Q8 = func(w []byte, a *Q8Act) float32 {
-			if len(a.D) == 0 {
-				return 0
-			}
-			return dotQ40Q8NEON(&w[0], &a.Q[0], &a.D[0], len(a.D))
-		}
+		dotQ80Q8, dotQ40Q8 = q8ActDot(dotQ80Q8NEON), q8ActDot(dotQ40Q8NEON)
 	}
 }

@@ -1,0 +1,37 @@
+package kernels
+
+import "github.com/sipack/sipack/format"
+
+// Adapters from assembly kernels over whole 32-weight blocks to the slice
+// kernels the package dispatches to (rows are whole blocks: the format
+// guarantees it).
+
+// blockDot adapts a block-type dot over nb blocks.
+func blockDot(k func(w *byte, x *float32, nb int) float32) func([]byte, []float32) float32 {
+	return func(w []byte, x []float32) float32 {
+		if len(x) < format.QK {
+			return 0
+		}
+		return k(&w[0], &x[0], len(x)/format.QK)
+	}
+}
+
+// blockAxpy adapts a block-type axpy over nb blocks.
+func blockAxpy(k func(y *float32, a float32, w *byte, nb int)) func([]float32, float32, []byte) {
+	return func(y []float32, a float32, w []byte) {
+		if len(y) >= format.QK {
+			k(&y[0], a, &w[0], len(y)/format.QK)
+		}
+	}
+}
+
+// q8ActDot adapts an integer dot against Q8 activations (quantised values
+// and block scales).
+func q8ActDot(k func(w *byte, xq *int8, xd *float32, nb int) float32) func([]byte, *Q8Act) float32 {
+	return func(w []byte, a *Q8Act) float32 {
+		if len(a.D) == 0 {
+			return 0
+		}
+		return k(&w[0], &a.Q[0], &a.D[0], len(a.D))
+	}
+}
