@@ -57,11 +57,19 @@ aloop:
 adone:
 	RET
 
+// F1 = d_w·d_x of the next block: its fp16 scale (R0, advanced) times the
+// activations' scale (R2, advanced).
+#define BLOCKSCALE MOVHU.P 2(R0), R4; FMOVS R4, F1; FCVTHS F1, F1; FMOVS.P 4(R2), F2; FMULS F2, F1, F1
+
+// F0 += F1 · Σ (V5·V7 + V6·V8) over signed bytes: the two WORD-encoded
+// SDOTs (Go's assembler has no mnemonic for them), SDOT V9.4S, V5.16B,
+// V7.16B and SDOT V9.4S, V6.16B, V8.16B, then the lanes summed.
+#define SDOTBLOCK VEOR V9.B16, V9.B16, V9.B16; WORD $0x4E8794A9; WORD $0x4E8894C9; VADDV V9.S4, V9; VMOV V9.S[0], R5; SCVTFWS R5, F3; FMULS F1, F3, F3; FADDS F3, F0, F0
+
 // The integer Q4_0 dot with the ARMv8.2 dot-product instructions (Cortex-A55/
 // A76/A78 and later; FEAT_DotProd): per block, the nibbles minus 8 as signed
 // bytes, two SDOTs against the Q8 activations into four int32 lanes, their
-// sum scaled by d_w·d_x. Go's assembler has no SDOT mnemonic, so the two are
-// WORD-encoded: SDOT V9.4S, V5.16B, V7.16B and SDOT V9.4S, V6.16B, V8.16B.
+// sum scaled by d_w·d_x (SDOTBLOCK).
 // func dotQ40Q8NEON(w *byte, xq *int8, xd *float32, nb int) float32
 TEXT ·dotQ40Q8NEON(SB), NOSPLIT, $0-36
 	MOVD w+0(FP), R0
@@ -73,33 +81,22 @@ TEXT ·dotQ40Q8NEON(SB), NOSPLIT, $0-36
 	FMOVS ZR, F0
 qloop:
 	CBZ  R3, qdone
-	MOVHU.P 2(R0), R4
-	FMOVS R4, F1
-	FCVTHS F1, F1
-	FMOVS.P 4(R2), F2
-	FMULS F2, F1, F1
+	BLOCKSCALE
 	VLD1.P 16(R0), [V4.B16]
 	VAND V30.B16, V4.B16, V5.B16
 	VUSHR $4, V4.B16, V6.B16
 	VSUB V31.B16, V5.B16, V5.B16
 	VSUB V31.B16, V6.B16, V6.B16
 	VLD1.P 32(R1), [V7.B16, V8.B16]
-	VEOR V9.B16, V9.B16, V9.B16
-	WORD $0x4E8794A9
-	WORD $0x4E8894C9
-	VADDV V9.S4, V9
-	VMOV V9.S[0], R5
-	SCVTFWS R5, F3
-	FMULS F1, F3, F3
-	FADDS F3, F0, F0
+	SDOTBLOCK
 	SUB  $1, R3, R3
 	B    qloop
 qdone:
 	FMOVS F0, ret+32(FP)
 	RET
 
-// The integer Q8_0 dot, the same two WORD-encoded SDOTs on the block's 32
-// signed weight bytes (V5, V6) against the activations (V7, V8).
+// The integer Q8_0 dot: SDOTBLOCK on the block's 32 signed weight bytes
+// (V5, V6) against the activations (V7, V8).
 // func dotQ80Q8NEON(w *byte, xq *int8, xd *float32, nb int) float32
 TEXT ·dotQ80Q8NEON(SB), NOSPLIT, $0-36
 	MOVD w+0(FP), R0
@@ -109,21 +106,10 @@ TEXT ·dotQ80Q8NEON(SB), NOSPLIT, $0-36
 	FMOVS ZR, F0
 q8loop:
 	CBZ  R3, q8done
-	MOVHU.P 2(R0), R4
-	FMOVS R4, F1
-	FCVTHS F1, F1
-	FMOVS.P 4(R2), F2
-	FMULS F2, F1, F1
+	BLOCKSCALE
 	VLD1.P 32(R0), [V5.B16, V6.B16]
 	VLD1.P 32(R1), [V7.B16, V8.B16]
-	VEOR V9.B16, V9.B16, V9.B16
-	WORD $0x4E8794A9
-	WORD $0x4E8894C9
-	VADDV V9.S4, V9
-	VMOV V9.S[0], R5
-	SCVTFWS R5, F3
-	FMULS F1, F3, F3
-	FADDS F3, F0, F0
+	SDOTBLOCK
 	SUB  $1, R3, R3
 	B    q8loop
 q8done:
