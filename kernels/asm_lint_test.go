@@ -67,24 +67,50 @@ func TestAMD64AssemblyAvoidsSSETransitions(t *testing.T) {
 			}
 		}
 	}
-	for n, line := range strings.Split(string(src), "\n") {
-		line = strings.TrimSpace(line)
+	// Continued lines (a multi-line macro) are joined onto their first line,
+	// and a call of a macro in a function stands for the macro's
+	// instructions, so a body written once as a macro is checked where used.
+	macros := map[string][]string{}
+	call := regexp.MustCompile(`^(\w+)\(`)
+	var expand func(n int, line string, depth int)
+	expand = func(n int, line string, depth int) {
+		if m := call.FindStringSubmatch(line); m != nil && depth < 4 {
+			if ins, ok := macros[m[1]]; ok {
+				for _, in := range ins {
+					expand(n, in, depth+1)
+				}
+				return
+			}
+		}
+		body = append(body, insn{n, line})
+	}
+	lines := strings.Split(string(src), "\n")
+	for n := 0; n < len(lines); n++ {
+		first, line := n, strings.TrimSpace(lines[n])
+		for strings.HasSuffix(line, "\\") && n+1 < len(lines) {
+			n++
+			line = strings.TrimSuffix(line, "\\") + " " + strings.TrimSpace(lines[n])
+		}
 		if i := strings.Index(line, "//"); i >= 0 {
 			line = strings.TrimSpace(line[:i])
 		}
 		switch {
 		case line == "":
 		case strings.HasPrefix(line, "#define"):
+			name := strings.Fields(strings.NewReplacer("(", " ").Replace(line))[1]
 			for _, ins := range strings.Split(macroBody.ReplaceAllString(line, ""), ";") {
+				if ins = strings.TrimSpace(ins); ins != "" {
+					macros[name] = append(macros[name], ins)
+				}
 				if legacy(ins) {
-					t.Errorf("dot_amd64.s:%d: legacy SSE %q in a macro", n+1, strings.TrimSpace(ins))
+					t.Errorf("dot_amd64.s:%d: legacy SSE %q in a macro", first+1, ins)
 				}
 			}
 		case strings.HasPrefix(line, "TEXT"):
 			check()
 			fn, body = line, nil
 		default:
-			body = append(body, insn{n + 1, line})
+			expand(first+1, line, 0)
 		}
 	}
 	check()

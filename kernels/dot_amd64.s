@@ -7,6 +7,11 @@
 #define LOADBF16(off, r) VPMOVZXWD off(SI), r; VPSLLD $16, r, r
 #define LOADF16(off, r)  VCVTPH2PS off(SI), r
 
+// The same widening from any base register, for the kernels written once
+// for both 16-bit types (DOT4, GEMMDOWN) and instantiated per type.
+#define LOADBF16W(off, base, r) VPMOVZXWD off(base), r; VPSLLD $16, r, r
+#define LOADF16W(off, base, r)  VCVTPH2PS off(base), r
+
 // Horizontal sum of Y0 into X0[0].
 #define HSUM VEXTRACTF128 $1, Y0, X1; VADDPS X1, X0, X0; VHADDPS X0, X0, X0; VHADDPS X0, X0, X0
 
@@ -248,6 +253,67 @@ af32done:
 
 // Four dot products sharing one weight row: out[j] = Σ w[i]·x_j[i], for
 // the prefill GEMM (the row is widened once for four tokens).
+// The body of dot4BF16AVX2 and dot4F16AVX2 (arguments in registers, out in
+// DX), written once and instantiated with each type's widening load.
+#define DOT4(LOADW) \
+	XORQ AX, AX; \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3; \
+	VXORPS Y8, Y8, Y8; \
+	VXORPS Y9, Y9, Y9; \
+	VXORPS Y10, Y10, Y10; \
+	VXORPS Y11, Y11, Y11; \
+	d4loop16:; \
+	CMPQ CX, $16; \
+	JL   d4loop8; \
+	LOADW(0, SI, Y4); \
+	LOADW(16, SI, Y5); \
+	VFMADD231PS 0(R8)(AX*1), Y4, Y0; \
+	VFMADD231PS 0(R9)(AX*1), Y4, Y1; \
+	VFMADD231PS 0(R10)(AX*1), Y4, Y2; \
+	VFMADD231PS 0(R11)(AX*1), Y4, Y3; \
+	VFMADD231PS 32(R8)(AX*1), Y5, Y8; \
+	VFMADD231PS 32(R9)(AX*1), Y5, Y9; \
+	VFMADD231PS 32(R10)(AX*1), Y5, Y10; \
+	VFMADD231PS 32(R11)(AX*1), Y5, Y11; \
+	ADDQ $32, SI; \
+	ADDQ $64, AX; \
+	SUBQ $16, CX; \
+	JMP  d4loop16; \
+	d4loop8:; \
+	CMPQ CX, $8; \
+	JL   d4done; \
+	LOADW(0, SI, Y4); \
+	VFMADD231PS 0(R8)(AX*1), Y4, Y0; \
+	VFMADD231PS 0(R9)(AX*1), Y4, Y1; \
+	VFMADD231PS 0(R10)(AX*1), Y4, Y2; \
+	VFMADD231PS 0(R11)(AX*1), Y4, Y3; \
+	ADDQ $16, SI; \
+	ADDQ $32, AX; \
+	SUBQ $8, CX; \
+	JMP  d4loop8; \
+	d4done:; \
+	VADDPS Y8, Y0, Y0; \
+	VADDPS Y9, Y1, Y1; \
+	VADDPS Y10, Y2, Y2; \
+	VADDPS Y11, Y3, Y3; \
+	VEXTRACTF128 $1, Y0, X4; \
+	VADDPS X4, X0, X0; \
+	VEXTRACTF128 $1, Y1, X5; \
+	VADDPS X5, X1, X1; \
+	VEXTRACTF128 $1, Y2, X6; \
+	VADDPS X6, X2, X2; \
+	VEXTRACTF128 $1, Y3, X7; \
+	VADDPS X7, X3, X3; \
+	VHADDPS X1, X0, X0; \
+	VHADDPS X3, X2, X2; \
+	VHADDPS X2, X0, X0; \
+	VMOVUPS X0, (DX); \
+	VZEROUPPER; \
+	RET
+
 // func dot4BF16AVX2(w *uint16, x0, x1, x2, x3 *float32, n int, out *[4]float32)
 TEXT ·dot4BF16AVX2(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), SI
@@ -256,65 +322,19 @@ TEXT ·dot4BF16AVX2(SB), NOSPLIT, $0-56
 	MOVQ x2+24(FP), R10
 	MOVQ x3+32(FP), R11
 	MOVQ n+40(FP), CX
-	XORQ AX, AX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-d4loop16:
-	CMPQ CX, $16
-	JL   d4loop8
-	LOADBF16(0, Y4)
-	LOADBF16(16, Y5)
-	VFMADD231PS 0(R8)(AX*1), Y4, Y0
-	VFMADD231PS 0(R9)(AX*1), Y4, Y1
-	VFMADD231PS 0(R10)(AX*1), Y4, Y2
-	VFMADD231PS 0(R11)(AX*1), Y4, Y3
-	VFMADD231PS 32(R8)(AX*1), Y5, Y8
-	VFMADD231PS 32(R9)(AX*1), Y5, Y9
-	VFMADD231PS 32(R10)(AX*1), Y5, Y10
-	VFMADD231PS 32(R11)(AX*1), Y5, Y11
-	ADDQ $32, SI
-	ADDQ $64, AX
-	SUBQ $16, CX
-	JMP  d4loop16
-d4loop8:
-	CMPQ CX, $8
-	JL   d4done
-	LOADBF16(0, Y4)
-	VFMADD231PS 0(R8)(AX*1), Y4, Y0
-	VFMADD231PS 0(R9)(AX*1), Y4, Y1
-	VFMADD231PS 0(R10)(AX*1), Y4, Y2
-	VFMADD231PS 0(R11)(AX*1), Y4, Y3
-	ADDQ $16, SI
-	ADDQ $32, AX
-	SUBQ $8, CX
-	JMP  d4loop8
-d4done:
-	VADDPS Y8, Y0, Y0
-	VADDPS Y9, Y1, Y1
-	VADDPS Y10, Y2, Y2
-	VADDPS Y11, Y3, Y3
-	// Transpose-reduce: four horizontal sums into one XMM.
-	VEXTRACTF128 $1, Y0, X4
-	VADDPS X4, X0, X0
-	VEXTRACTF128 $1, Y1, X5
-	VADDPS X5, X1, X1
-	VEXTRACTF128 $1, Y2, X6
-	VADDPS X6, X2, X2
-	VEXTRACTF128 $1, Y3, X7
-	VADDPS X7, X3, X3
-	VHADDPS X1, X0, X0
-	VHADDPS X3, X2, X2
-	VHADDPS X2, X0, X0
 	MOVQ out+48(FP), DX
-	VMOVUPS X0, (DX)
-	VZEROUPPER
-	RET
+	DOT4(LOADBF16W)
+
+// func dot4F16AVX2(w *uint16, x0, x1, x2, x3 *float32, n int, out *[4]float32)
+TEXT ·dot4F16AVX2(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ x0+8(FP), R8
+	MOVQ x1+16(FP), R9
+	MOVQ x2+24(FP), R10
+	MOVQ x3+32(FP), R11
+	MOVQ n+40(FP), CX
+	MOVQ out+48(FP), DX
+	DOT4(LOADF16W)
 
 // A register-only FMA loop: 10 independent accumulators, iters × 10
 // VFMADD231PS of 8 lanes (2 FLOPs per lane). Measures the peak.
@@ -604,69 +624,85 @@ qq4done:
 // GEMM: acc[t, i] += Σ_j h[t, j] · down_j[i] for t < 4, all i < H (H a
 // multiple of 16), j < K. Eight accumulators hold a 4 × 16 output tile; each
 // BF16 down row slice is widened once for four tokens.
+// The body of gemmDownBF16AVX2 and gemmDownF16AVX2 (arguments in registers,
+// K in R14), instantiated with each type's widening load.
+#define GEMMDOWN(LOADW) \
+	SHLQ $2, R13; \
+	LEAQ (R13)(R13*2), R9; \
+	SHLQ $2, DX; \
+	LEAQ (DX)(DX*2), R12; \
+	gcol:; \
+	CMPQ R11, $16; \
+	JL   gdone; \
+	VMOVUPS 0(DI), Y0; \
+	VMOVUPS 32(DI), Y1; \
+	VMOVUPS 0(DI)(R13*1), Y2; \
+	VMOVUPS 32(DI)(R13*1), Y3; \
+	VMOVUPS 0(DI)(R13*2), Y4; \
+	VMOVUPS 32(DI)(R13*2), Y5; \
+	VMOVUPS 0(DI)(R9*1), Y6; \
+	VMOVUPS 32(DI)(R9*1), Y7; \
+	MOVQ R14, CX; \
+	MOVQ SI, BX; \
+	MOVQ R8, AX; \
+	ginner:; \
+	LOADW(0, AX, Y8); \
+	LOADW(16, AX, Y9); \
+	VBROADCASTSS 0(BX), Y10; \
+	VBROADCASTSS 0(BX)(DX*1), Y11; \
+	VBROADCASTSS 0(BX)(DX*2), Y12; \
+	VBROADCASTSS 0(BX)(R12*1), Y13; \
+	VFMADD231PS Y8, Y10, Y0; \
+	VFMADD231PS Y9, Y10, Y1; \
+	VFMADD231PS Y8, Y11, Y2; \
+	VFMADD231PS Y9, Y11, Y3; \
+	VFMADD231PS Y8, Y12, Y4; \
+	VFMADD231PS Y9, Y12, Y5; \
+	VFMADD231PS Y8, Y13, Y6; \
+	VFMADD231PS Y9, Y13, Y7; \
+	ADDQ $4, BX; \
+	ADDQ R10, AX; \
+	DECQ CX; \
+	JNZ  ginner; \
+	VMOVUPS Y0, 0(DI); \
+	VMOVUPS Y1, 32(DI); \
+	VMOVUPS Y2, 0(DI)(R13*1); \
+	VMOVUPS Y3, 32(DI)(R13*1); \
+	VMOVUPS Y4, 0(DI)(R13*2); \
+	VMOVUPS Y5, 32(DI)(R13*2); \
+	VMOVUPS Y6, 0(DI)(R9*1); \
+	VMOVUPS Y7, 32(DI)(R9*1); \
+	ADDQ $64, DI; \
+	ADDQ $32, R8; \
+	SUBQ $16, R11; \
+	JMP  gcol; \
+	gdone:; \
+	VZEROUPPER; \
+	RET
+
 // func gemmDownBF16AVX2(acc *float32, accStride int, h *float32, hStride int, down *uint16, recStride int, K int, H int)
 TEXT ·gemmDownBF16AVX2(SB), NOSPLIT, $0-64
 	MOVQ acc+0(FP), DI
 	MOVQ accStride+8(FP), R13
-	SHLQ $2, R13
-	LEAQ (R13)(R13*2), R9
 	MOVQ h+16(FP), SI
 	MOVQ hStride+24(FP), DX
-	SHLQ $2, DX
-	LEAQ (DX)(DX*2), R12
 	MOVQ down+32(FP), R8
 	MOVQ recStride+40(FP), R10
 	MOVQ H+56(FP), R11
-gcol:
-	CMPQ R11, $16
-	JL   gdone
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 0(DI)(R13*1), Y2
-	VMOVUPS 32(DI)(R13*1), Y3
-	VMOVUPS 0(DI)(R13*2), Y4
-	VMOVUPS 32(DI)(R13*2), Y5
-	VMOVUPS 0(DI)(R9*1), Y6
-	VMOVUPS 32(DI)(R9*1), Y7
-	MOVQ K+48(FP), CX
-	MOVQ SI, BX
-	MOVQ R8, AX
-ginner:
-	VPMOVZXWD 0(AX), Y8
-	VPSLLD $16, Y8, Y8
-	VPMOVZXWD 16(AX), Y9
-	VPSLLD $16, Y9, Y9
-	VBROADCASTSS 0(BX), Y10
-	VBROADCASTSS 0(BX)(DX*1), Y11
-	VBROADCASTSS 0(BX)(DX*2), Y12
-	VBROADCASTSS 0(BX)(R12*1), Y13
-	VFMADD231PS Y8, Y10, Y0
-	VFMADD231PS Y9, Y10, Y1
-	VFMADD231PS Y8, Y11, Y2
-	VFMADD231PS Y9, Y11, Y3
-	VFMADD231PS Y8, Y12, Y4
-	VFMADD231PS Y9, Y12, Y5
-	VFMADD231PS Y8, Y13, Y6
-	VFMADD231PS Y9, Y13, Y7
-	ADDQ $4, BX
-	ADDQ R10, AX
-	DECQ CX
-	JNZ  ginner
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 0(DI)(R13*1)
-	VMOVUPS Y3, 32(DI)(R13*1)
-	VMOVUPS Y4, 0(DI)(R13*2)
-	VMOVUPS Y5, 32(DI)(R13*2)
-	VMOVUPS Y6, 0(DI)(R9*1)
-	VMOVUPS Y7, 32(DI)(R9*1)
-	ADDQ $64, DI
-	ADDQ $32, R8
-	SUBQ $16, R11
-	JMP  gcol
-gdone:
-	VZEROUPPER
-	RET
+	MOVQ K+48(FP), R14
+	GEMMDOWN(LOADBF16W)
+
+// func gemmDownF16AVX2(acc *float32, accStride int, h *float32, hStride int, down *uint16, recStride int, K int, H int)
+TEXT ·gemmDownF16AVX2(SB), NOSPLIT, $0-64
+	MOVQ acc+0(FP), DI
+	MOVQ accStride+8(FP), R13
+	MOVQ h+16(FP), SI
+	MOVQ hStride+24(FP), DX
+	MOVQ down+32(FP), R8
+	MOVQ recStride+40(FP), R10
+	MOVQ H+56(FP), R11
+	MOVQ K+48(FP), R14
+	GEMMDOWN(LOADF16W)
 
 // AVX-512F variants of the BF16 dot and axpy (16 lanes per register); n is
 // a multiple of 16.
@@ -2520,132 +2556,3 @@ a4q4done:
 	VZEROUPPER
 	RET
 
-// F16 twins of dot4BF16AVX2 and gemmDownBF16AVX2 (the prefill kernels),
-// widening with F16C's VCVTPH2PS instead of a shift.
-TEXT ·dot4F16AVX2(SB), NOSPLIT, $0-56
-	MOVQ w+0(FP), SI
-	MOVQ x0+8(FP), R8
-	MOVQ x1+16(FP), R9
-	MOVQ x2+24(FP), R10
-	MOVQ x3+32(FP), R11
-	MOVQ n+40(FP), CX
-	XORQ AX, AX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-d4loop16:
-	CMPQ CX, $16
-	JL   d4loop8
-	LOADF16(0, Y4)
-	LOADF16(16, Y5)
-	VFMADD231PS 0(R8)(AX*1), Y4, Y0
-	VFMADD231PS 0(R9)(AX*1), Y4, Y1
-	VFMADD231PS 0(R10)(AX*1), Y4, Y2
-	VFMADD231PS 0(R11)(AX*1), Y4, Y3
-	VFMADD231PS 32(R8)(AX*1), Y5, Y8
-	VFMADD231PS 32(R9)(AX*1), Y5, Y9
-	VFMADD231PS 32(R10)(AX*1), Y5, Y10
-	VFMADD231PS 32(R11)(AX*1), Y5, Y11
-	ADDQ $32, SI
-	ADDQ $64, AX
-	SUBQ $16, CX
-	JMP  d4loop16
-d4loop8:
-	CMPQ CX, $8
-	JL   d4done
-	LOADF16(0, Y4)
-	VFMADD231PS 0(R8)(AX*1), Y4, Y0
-	VFMADD231PS 0(R9)(AX*1), Y4, Y1
-	VFMADD231PS 0(R10)(AX*1), Y4, Y2
-	VFMADD231PS 0(R11)(AX*1), Y4, Y3
-	ADDQ $16, SI
-	ADDQ $32, AX
-	SUBQ $8, CX
-	JMP  d4loop8
-d4done:
-	VADDPS Y8, Y0, Y0
-	VADDPS Y9, Y1, Y1
-	VADDPS Y10, Y2, Y2
-	VADDPS Y11, Y3, Y3
-	// Transpose-reduce: four horizontal sums into one XMM.
-	VEXTRACTF128 $1, Y0, X4
-	VADDPS X4, X0, X0
-	VEXTRACTF128 $1, Y1, X5
-	VADDPS X5, X1, X1
-	VEXTRACTF128 $1, Y2, X6
-	VADDPS X6, X2, X2
-	VEXTRACTF128 $1, Y3, X7
-	VADDPS X7, X3, X3
-	VHADDPS X1, X0, X0
-	VHADDPS X3, X2, X2
-	VHADDPS X2, X0, X0
-	MOVQ out+48(FP), DX
-	VMOVUPS X0, (DX)
-	VZEROUPPER
-	RET
-
-TEXT ·gemmDownF16AVX2(SB), NOSPLIT, $0-64
-	MOVQ acc+0(FP), DI
-	MOVQ accStride+8(FP), R13
-	SHLQ $2, R13
-	LEAQ (R13)(R13*2), R9
-	MOVQ h+16(FP), SI
-	MOVQ hStride+24(FP), DX
-	SHLQ $2, DX
-	LEAQ (DX)(DX*2), R12
-	MOVQ down+32(FP), R8
-	MOVQ recStride+40(FP), R10
-	MOVQ H+56(FP), R11
-gcol:
-	CMPQ R11, $16
-	JL   gdone
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 0(DI)(R13*1), Y2
-	VMOVUPS 32(DI)(R13*1), Y3
-	VMOVUPS 0(DI)(R13*2), Y4
-	VMOVUPS 32(DI)(R13*2), Y5
-	VMOVUPS 0(DI)(R9*1), Y6
-	VMOVUPS 32(DI)(R9*1), Y7
-	MOVQ K+48(FP), CX
-	MOVQ SI, BX
-	MOVQ R8, AX
-ginner:
-	VCVTPH2PS 0(AX), Y8
-	VCVTPH2PS 16(AX), Y9
-	VBROADCASTSS 0(BX), Y10
-	VBROADCASTSS 0(BX)(DX*1), Y11
-	VBROADCASTSS 0(BX)(DX*2), Y12
-	VBROADCASTSS 0(BX)(R12*1), Y13
-	VFMADD231PS Y8, Y10, Y0
-	VFMADD231PS Y9, Y10, Y1
-	VFMADD231PS Y8, Y11, Y2
-	VFMADD231PS Y9, Y11, Y3
-	VFMADD231PS Y8, Y12, Y4
-	VFMADD231PS Y9, Y12, Y5
-	VFMADD231PS Y8, Y13, Y6
-	VFMADD231PS Y9, Y13, Y7
-	ADDQ $4, BX
-	ADDQ R10, AX
-	DECQ CX
-	JNZ  ginner
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 0(DI)(R13*1)
-	VMOVUPS Y3, 32(DI)(R13*1)
-	VMOVUPS Y4, 0(DI)(R13*2)
-	VMOVUPS Y5, 32(DI)(R13*2)
-	VMOVUPS Y6, 0(DI)(R9*1)
-	VMOVUPS Y7, 32(DI)(R9*1)
-	ADDQ $64, DI
-	ADDQ $32, R8
-	SUBQ $16, R11
-	JMP  gcol
-gdone:
-	VZEROUPPER
-	RET
