@@ -34,15 +34,13 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 	}
 	p.Run(total, func(lo, hi, worker int) {
 		acc := partial[worker*T*H : (worker+1)*T*H]
-		if T == 1 && dt == format.Q4_0 {
-			// Decode over Q4_0: the down projection four records at a
-			// time (y loaded and stored once per four).
-			ffnDecodeQ40(acc, blocks, spans, recBytes, rowBytes, lo, hi, x, acts, act)
+		records := recordCursor{blocks: blocks, spans: spans, recBytes: recBytes}
+		if T == 1 {
+			ffnDecode(acc, &records, dt, rowBytes, lo, hi, x, acts, act)
 			return
 		}
 		// Tiles of 16 records × 16 tokens keep the records, the token inputs
-		// and their accumulators in cache during prefill; decode (T = 1)
-		// streams the records once.
+		// and their accumulators in cache during prefill.
 		const recBlock, tokTile = 16, 16
 		var g, u [4]float32
 		dot4, gemmDown := dot4For(dt), gemmDownFor(dt)
@@ -50,7 +48,6 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 		if gemmDown != nil && T >= 4 {
 			hbuf = make([]float32, tokTile*recBlock)
 		}
-		bi := 0
 		for j0 := lo; j0 < hi; j0 += recBlock {
 			j1 := min(j0+recBlock, hi)
 			for t0 := 0; t0 < T; t0 += tokTile {
@@ -61,15 +58,7 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 				first, contiguous := blockOf(spans, j0, j1)
 				gemm := gemmDown != nil && t1-t0 >= 4 && contiguous
 				for j := j0; j < j1; j++ {
-					for bi > 0 && spans[bi].first > j {
-						bi--
-					}
-					for bi+1 < len(spans) && spans[bi+1].first <= j {
-						bi++
-					}
-					b := blocks[spans[bi].block]
-					k := j - spans[bi].first
-					rec := b[k*recBytes : (k+1)*recBytes]
+					rec := records.at(j)
 					gate, up, down := rec[:rowBytes], rec[rowBytes:2*rowBytes], rec[2*rowBytes:]
 					t := t0
 					if dot4 != nil {
@@ -172,29 +161,43 @@ func blockOf(spans []span, j0, j1 int) (int, bool) {
 	return 0, false
 }
 
-// ffnDecodeQ40 is FFNRecords for one token over Q4_0 records [lo, hi):
-// the gate and up dots per record, then the down axpys in groups of four.
-func ffnDecodeQ40(acc []float32, blocks [][]byte, spans []span, recBytes, rowBytes, lo, hi int, x []float32, acts []Q8Act, act []float32) {
-	bi := 0
-	record := func(j int) []byte {
-		for bi+1 < len(spans) && spans[bi+1].first <= j {
-			bi++
-		}
-		k := j - spans[bi].first
-		return blocks[spans[bi].block][k*recBytes : (k+1)*recBytes]
+// recordCursor finds record j across the blocks; it walks from the last
+// record it found, so runs of nearby j are cheap.
+type recordCursor struct {
+	blocks   [][]byte
+	spans    []span
+	recBytes int
+	bi       int
+}
+
+func (c *recordCursor) at(j int) []byte {
+	for c.bi > 0 && c.spans[c.bi].first > j {
+		c.bi--
 	}
+	for c.bi+1 < len(c.spans) && c.spans[c.bi+1].first <= j {
+		c.bi++
+	}
+	k := j - c.spans[c.bi].first
+	return c.blocks[c.spans[c.bi].block][k*c.recBytes : (k+1)*c.recBytes]
+}
+
+// ffnDecode is FFNRecords for one token over records [lo, hi): the gate and
+// up dots per record, then the down axpys, four records at a time where
+// the dtype has a four-row axpy (y loaded and stored once per four).
+func ffnDecode(acc []float32, records *recordCursor, dt format.DType, rowBytes, lo, hi int, x []float32, acts []Q8Act, act []float32) {
+	axpy4 := axpy4For(dt)
 	var h [4]float32
 	var down [4][]byte
 	for j0 := lo; j0 < hi; j0 += 4 {
 		n := min(4, hi-j0)
 		for q := 0; q < n; q++ {
-			rec := record(j0 + q)
+			rec := records.at(j0 + q)
 			gate, up := rec[:rowBytes], rec[rowBytes:2*rowBytes]
 			var g, u float32
 			if acts != nil {
-				g, u = dotQ40Q8(gate, &acts[0]), dotQ40Q8(up, &acts[0])
+				g, u = DotQ8Act(gate, dt, &acts[0]), DotQ8Act(up, dt, &acts[0])
 			} else {
-				g, u = dotQ40(gate, x), dotQ40(up, x)
+				g, u = Dot(gate, dt, x), Dot(up, dt, x)
 			}
 			h[q] = SiLU(g) * u
 			if act != nil {
@@ -202,12 +205,12 @@ func ffnDecodeQ40(acc []float32, blocks [][]byte, spans []span, recBytes, rowByt
 			}
 			down[q] = rec[2*rowBytes:]
 		}
-		if n == 4 {
-			axpy4Q40(acc, &h, &down)
+		if n == 4 && axpy4 != nil {
+			axpy4(acc, &h, &down)
 			continue
 		}
 		for q := 0; q < n; q++ {
-			axpyQ40(acc, h[q], down[q])
+			Axpy(acc, h[q], down[q], dt)
 		}
 	}
 }

@@ -156,6 +156,14 @@ func axpy4Q40Ref(y []float32, a *[4]float32, w *[4][]byte) {
 
 var axpy4Q40 = axpy4Q40Ref
 
+// axpy4For is the four-row axpy of a dtype that has one, or nil.
+func axpy4For(dt format.DType) func(y []float32, a *[4]float32, w *[4][]byte) {
+	if dt == format.Q4_0 {
+		return axpy4Q40
+	}
+	return nil
+}
+
 // Q8Act is an activation vector quantised to Q8 per block of 32, for the
 // integer dot products against quantised weights.
 type Q8Act struct {
