@@ -210,16 +210,7 @@ func F32s(b []byte) []float32 {
 func MatMul(p *Pool, out []float32, w *Weight, x []float32) {
 	T := len(x) / w.Cols
 	if w.DType.Quantized() && IntegerDot[w.DType] {
-		// Quantise each token's activations once; every row then takes an integer dot.
-		acts := quantizeTokens(x, w.Cols, T)
-		p.Run(w.Rows, func(lo, hi, _ int) {
-			for r := lo; r < hi; r++ {
-				row := w.Row(r)
-				for t := 0; t < T; t++ {
-					out[t*w.Rows+r] = DotQ8Act(row, w.DType, &acts[t])
-				}
-			}
-		})
+		matMulInteger(p, [][]float32{out}, []*Weight{w}, x)
 		return
 	}
 	p.Run(w.Rows, func(lo, hi, _ int) {
@@ -249,6 +240,14 @@ func MatMulShared(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 		}
 		return
 	}
+	matMulInteger(p, outs, ws, x)
+}
+
+// matMulInteger is the integer path of MatMul over weights of one block
+// type and width: each token's activations are quantised once, and one pass
+// of the pool takes an integer dot for every row of every weight.
+func matMulInteger(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
+	dt, cols := ws[0].DType, ws[0].Cols
 	T := len(x) / cols
 	acts := quantizeTokens(x, cols, T)
 	starts := make([]int, len(ws)+1)
