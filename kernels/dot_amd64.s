@@ -2556,3 +2556,166 @@ a4q4done:
 	VZEROUPPER
 	RET
 
+
+// Decode FFN kernels for the 16-bit types: the gate and up dots of one
+// neuron record in one pass (x loaded once for both rows), and the down
+// projection four records at a time (y loaded and stored once per four
+// rows). Written once as macros over the widening load, instantiated for
+// BF16 and F16. The mix of dot and axpy kernels, each alone streaming at the
+// memory bound, measured 30 % slower than either; the fused pair restores it.
+
+#define LOADBF16X(off, base, r) VPMOVZXWD off(base)(AX*1), r; VPSLLD $16, r, r
+#define LOADF16X(off, base, r)  VCVTPH2PS off(base)(AX*1), r
+
+// DOT2: SI = row a, BX = row b, DI = x, CX = n (a multiple of 32), DX = out,
+// R12 = the next record to prefetch (3 rows of n elements: three cache
+// lines per 32 elements of a and b).
+#define DOT2(LOADW) \
+	XORQ AX, AX; \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3; \
+	VXORPS Y4, Y4, Y4; \
+	VXORPS Y5, Y5, Y5; \
+	VXORPS Y6, Y6, Y6; \
+	VXORPS Y7, Y7, Y7; \
+	d2loop:; \
+	PREFETCHT0 0(R12); \
+	PREFETCHT0 64(R12); \
+	PREFETCHT0 128(R12); \
+	ADDQ $192, R12; \
+	VMOVUPS 0(DI)(AX*2), Y8; \
+	VMOVUPS 32(DI)(AX*2), Y9; \
+	VMOVUPS 64(DI)(AX*2), Y10; \
+	VMOVUPS 96(DI)(AX*2), Y11; \
+	LOADW(0, SI, Y12); \
+	LOADW(16, SI, Y13); \
+	LOADW(32, SI, Y14); \
+	LOADW(48, SI, Y15); \
+	VFMADD231PS Y8, Y12, Y0; \
+	VFMADD231PS Y9, Y13, Y1; \
+	VFMADD231PS Y10, Y14, Y2; \
+	VFMADD231PS Y11, Y15, Y3; \
+	LOADW(0, BX, Y12); \
+	LOADW(16, BX, Y13); \
+	LOADW(32, BX, Y14); \
+	LOADW(48, BX, Y15); \
+	VFMADD231PS Y8, Y12, Y4; \
+	VFMADD231PS Y9, Y13, Y5; \
+	VFMADD231PS Y10, Y14, Y6; \
+	VFMADD231PS Y11, Y15, Y7; \
+	ADDQ $64, AX; \
+	SUBQ $32, CX; \
+	JNZ  d2loop; \
+	VADDPS Y1, Y0, Y0; \
+	VADDPS Y3, Y2, Y2; \
+	VADDPS Y2, Y0, Y0; \
+	VADDPS Y5, Y4, Y4; \
+	VADDPS Y7, Y6, Y6; \
+	VADDPS Y6, Y4, Y4; \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS X1, X0, X0; \
+	VEXTRACTF128 $1, Y4, X5; \
+	VADDPS X5, X4, X4; \
+	VHADDPS X4, X0, X0; \
+	VHADDPS X0, X0, X0; \
+	VMOVQ X0, 0(DX); \
+	VZEROUPPER; \
+	RET
+
+// func dot2BF16AVX2(a, b *uint16, x *float32, n int, out *[2]float32, next *byte)
+TEXT ·dot2BF16AVX2(SB), NOSPLIT, $0-48
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), BX
+	MOVQ x+16(FP), DI
+	MOVQ n+24(FP), CX
+	MOVQ out+32(FP), DX
+	MOVQ next+40(FP), R12
+	DOT2(LOADBF16X)
+
+// func dot2F16AVX2(a, b *uint16, x *float32, n int, out *[2]float32, next *byte)
+TEXT ·dot2F16AVX2(SB), NOSPLIT, $0-48
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), BX
+	MOVQ x+16(FP), DI
+	MOVQ n+24(FP), CX
+	MOVQ out+32(FP), DX
+	MOVQ next+40(FP), R12
+	DOT2(LOADF16X)
+
+// AXPY4: DI = y, DX = the four factors, R8..R11 = rows, CX = n (a multiple of 32).
+#define AXPY4W(LOADW) \
+	XORQ AX, AX; \
+	VBROADCASTSS 0(DX), Y12; \
+	VBROADCASTSS 4(DX), Y13; \
+	VBROADCASTSS 8(DX), Y14; \
+	VBROADCASTSS 12(DX), Y15; \
+	a4loop:; \
+	VMOVUPS 0(DI)(AX*2), Y0; \
+	VMOVUPS 32(DI)(AX*2), Y1; \
+	VMOVUPS 64(DI)(AX*2), Y2; \
+	VMOVUPS 96(DI)(AX*2), Y3; \
+	LOADW(0, R8, Y4); \
+	LOADW(16, R8, Y5); \
+	LOADW(32, R8, Y6); \
+	LOADW(48, R8, Y7); \
+	LOADW(0, R9, Y8); \
+	LOADW(16, R9, Y9); \
+	LOADW(32, R9, Y10); \
+	LOADW(48, R9, Y11); \
+	VFMADD231PS Y4, Y12, Y0; \
+	VFMADD231PS Y5, Y12, Y1; \
+	VFMADD231PS Y6, Y12, Y2; \
+	VFMADD231PS Y7, Y12, Y3; \
+	VFMADD231PS Y8, Y13, Y0; \
+	VFMADD231PS Y9, Y13, Y1; \
+	VFMADD231PS Y10, Y13, Y2; \
+	VFMADD231PS Y11, Y13, Y3; \
+	LOADW(0, R10, Y4); \
+	LOADW(16, R10, Y5); \
+	LOADW(32, R10, Y6); \
+	LOADW(48, R10, Y7); \
+	LOADW(0, R11, Y8); \
+	LOADW(16, R11, Y9); \
+	LOADW(32, R11, Y10); \
+	LOADW(48, R11, Y11); \
+	VFMADD231PS Y4, Y14, Y0; \
+	VFMADD231PS Y5, Y14, Y1; \
+	VFMADD231PS Y6, Y14, Y2; \
+	VFMADD231PS Y7, Y14, Y3; \
+	VFMADD231PS Y8, Y15, Y0; \
+	VFMADD231PS Y9, Y15, Y1; \
+	VFMADD231PS Y10, Y15, Y2; \
+	VFMADD231PS Y11, Y15, Y3; \
+	VMOVUPS Y0, 0(DI)(AX*2); \
+	VMOVUPS Y1, 32(DI)(AX*2); \
+	VMOVUPS Y2, 64(DI)(AX*2); \
+	VMOVUPS Y3, 96(DI)(AX*2); \
+	ADDQ $64, AX; \
+	SUBQ $32, CX; \
+	JNZ  a4loop; \
+	VZEROUPPER; \
+	RET
+
+// func axpy4BF16AVX2(y *float32, a *[4]float32, w0, w1, w2, w3 *uint16, n int)
+TEXT ·axpy4BF16AVX2(SB), NOSPLIT, $0-56
+	MOVQ y+0(FP), DI
+	MOVQ a+8(FP), DX
+	MOVQ w0+16(FP), R8
+	MOVQ w1+24(FP), R9
+	MOVQ w2+32(FP), R10
+	MOVQ w3+40(FP), R11
+	MOVQ n+48(FP), CX
+	AXPY4W(LOADBF16X)
+
+// func axpy4F16AVX2(y *float32, a *[4]float32, w0, w1, w2, w3 *uint16, n int)
+TEXT ·axpy4F16AVX2(SB), NOSPLIT, $0-56
+	MOVQ y+0(FP), DI
+	MOVQ a+8(FP), DX
+	MOVQ w0+16(FP), R8
+	MOVQ w1+24(FP), R9
+	MOVQ w2+32(FP), R10
+	MOVQ w3+40(FP), R11
+	MOVQ n+48(FP), CX
+	AXPY4W(LOADF16X)

@@ -133,6 +133,52 @@ func gemmDownF16Ref(acc []float32, accStride int, h []float32, hStride int, down
 
 var gemmDownBF16, gemmDownF16 = gemmDownBF16Ref, gemmDownF16Ref
 
+// dot2BF16Ref is the reference of the decode gate·x and up·x pair:
+// out = [Σ bf16(a[i])·x[i], Σ bf16(b[i])·x[i]]. next, the record to be
+// computed after this one, is only a hint: fast paths prefetch it while
+// they compute (gathered records are not where a hardware prefetcher
+// looks, and one that tracks a stream per 4 KiB page loses it at every
+// row of a BF16 record of H = 2048).
+func dot2BF16Ref(a, b []byte, x []float32, out *[2]float32, _ []byte) {
+	*out = [2]float32{dotBF16Ref(a, x), dotBF16Ref(b, x)}
+}
+
+// dot2F16Ref is dot2BF16Ref for F16 rows.
+func dot2F16Ref(a, b []byte, x []float32, out *[2]float32, _ []byte) {
+	*out = [2]float32{dotF16Ref(a, x), dotF16Ref(b, x)}
+}
+
+// axpy4BF16Ref is the reference of the decode down projection of four
+// records: y[i] += Σ_r a[r]·bf16(w[r][i]), row by row.
+func axpy4BF16Ref(y []float32, a *[4]float32, w *[4][]byte) {
+	for r := range w {
+		axpyBF16Ref(y, a[r], w[r])
+	}
+}
+
+// axpy4F16Ref is axpy4BF16Ref for F16 rows.
+func axpy4F16Ref(y []float32, a *[4]float32, w *[4][]byte) {
+	for r := range w {
+		axpyF16Ref(y, a[r], w[r])
+	}
+}
+
+var (
+	dot2BF16, dot2F16   = dot2BF16Ref, dot2F16Ref
+	axpy4BF16, axpy4F16 = axpy4BF16Ref, axpy4F16Ref
+)
+
+// dot2For is the fused gate/up dot of a dtype that has one, or nil.
+func dot2For(dt format.DType) func(a, b []byte, x []float32, out *[2]float32, next []byte) {
+	switch dt {
+	case format.BF16:
+		return dot2BF16
+	case format.F16:
+		return dot2F16
+	}
+	return nil
+}
+
 // gemmDownFor is the prefill down-projection GEMM of a dtype that has one, or nil.
 func gemmDownFor(dt format.DType) func(acc []float32, accStride int, h []float32, hStride int, down []byte, recStride, K, H int) {
 	switch dt {
@@ -185,18 +231,30 @@ func (c *recordCursor) at(j int) []byte {
 // up dots per record, then the down axpys, four records at a time where
 // the dtype has a four-row axpy (y loaded and stored once per four).
 func ffnDecode(acc []float32, records *recordCursor, dt format.DType, rowBytes, lo, hi int, x []float32, acts []Q8Act, act []float32) {
-	axpy4 := axpy4For(dt)
+	axpy4, dot2 := axpy4For(dt), dot2For(dt)
 	var h [4]float32
+	var gu [2]float32
 	var down [4][]byte
+	var next []byte
+	if lo < hi {
+		next = records.at(lo)
+	}
 	for j0 := lo; j0 < hi; j0 += 4 {
 		n := min(4, hi-j0)
 		for q := 0; q < n; q++ {
-			rec := records.at(j0 + q)
+			rec := next
+			if j0+q+1 < hi {
+				next = records.at(j0 + q + 1)
+			}
 			gate, up := rec[:rowBytes], rec[rowBytes:2*rowBytes]
 			var g, u float32
-			if acts != nil {
+			switch {
+			case acts != nil:
 				g, u = DotQ8Act(gate, dt, &acts[0]), DotQ8Act(up, dt, &acts[0])
-			} else {
+			case dot2 != nil:
+				dot2(gate, up, x, &gu, next)
+				g, u = gu[0], gu[1]
+			default:
 				g, u = Dot(gate, dt, x), Dot(up, dt, x)
 			}
 			h[q] = SiLU(g) * u

@@ -378,8 +378,11 @@ func UseGeneric() (restore func()) {
 	dotQ80Q8, dotQ40Q8 = dotQ80Q8Ref, dotQ40Q8Ref
 	savedAxpy4, savedDot4F16, savedGemmF16 := axpy4Q40, dot4F16, gemmDownF16
 	axpy4Q40, dot4F16, gemmDownF16 = axpy4Q40Ref, dot4F16Ref, gemmDownF16Ref
+	savedDot2BF16, savedDot2F16, savedAxpy4BF16, savedAxpy4F16 := dot2BF16, dot2F16, axpy4BF16, axpy4F16
+	dot2BF16, dot2F16, axpy4BF16, axpy4F16 = dot2BF16Ref, dot2F16Ref, axpy4BF16Ref, axpy4F16Ref
 	return func() {
 		axpy4Q40, dot4F16, gemmDownF16 = savedAxpy4, savedDot4F16, savedGemmF16
+		dot2BF16, dot2F16, axpy4BF16, axpy4F16 = savedDot2BF16, savedDot2F16, savedAxpy4BF16, savedAxpy4F16
 		dotQ80Q8, dotQ40Q8 = saved[14].(func([]byte, *Q8Act) float32), saved[15].(func([]byte, *Q8Act) float32)
 		dotQ80, dotQ40 = saved[10].(func([]byte, []float32) float32), saved[11].(func([]byte, []float32) float32)
 		axpyQ80, axpyQ40 = saved[12].(func([]float32, float32, []byte)), saved[13].(func([]float32, float32, []byte))

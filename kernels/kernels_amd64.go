@@ -82,6 +82,18 @@ func dot4F16AVX2(w *uint16, x0, x1, x2, x3 *float32, n int, out *[4]float32)
 func gemmDownF16AVX2(acc *float32, accStride int, h *float32, hStride int, down *uint16, recStride int, K int, H int)
 
 //go:noescape
+func dot2BF16AVX2(a, b *uint16, x *float32, n int, out *[2]float32, next *byte)
+
+//go:noescape
+func dot2F16AVX2(a, b *uint16, x *float32, n int, out *[2]float32, next *byte)
+
+//go:noescape
+func axpy4BF16AVX2(y *float32, a *[4]float32, w0, w1, w2, w3 *uint16, n int)
+
+//go:noescape
+func axpy4F16AVX2(y *float32, a *[4]float32, w0, w1, w2, w3 *uint16, n int)
+
+//go:noescape
 func fmaPeakAVX2(iters int) float32
 
 //go:noescape
@@ -127,6 +139,7 @@ func init() {
 		axpyF32Ref(y[n:], a, w[4*n:])
 	}
 	dot4BF16 = dot4Of(dot4BF16AVX2, dotBF16Ref)
+	dot2BF16, axpy4BF16 = dot2Of(dot2BF16AVX2, dotBF16Ref), axpy4Of(axpy4BF16AVX2, axpyBF16Ref)
 	gemmDownBF16 = gemmDownOf(gemmDownBF16AVX2, gemmDownBF16Ref)
 	fmaPeak = fmaPeakAVX2
 	sumBytes = func(b []byte) uint64 {
@@ -151,6 +164,7 @@ func init() {
 			}
 		}
 		dot4F16 = dot4Of(dot4F16AVX2, dotF16Ref)
+		dot2F16, axpy4F16 = dot2Of(dot2F16AVX2, dotF16Ref), axpy4Of(axpy4F16AVX2, axpyF16Ref)
 		gemmDownF16 = gemmDownOf(gemmDownF16AVX2, gemmDownF16Ref)
 		dotF16 = func(w []byte, x []float32) float32 {
 			n := len(x) &^ 7
@@ -250,6 +264,43 @@ func dot4Of(k func(w *uint16, x0, x1, x2, x3 *float32, n int, out *[4]float32), 
 		out[1] += ref(w[2*n:], x1[n:])
 		out[2] += ref(w[2*n:], x2[n:])
 		out[3] += ref(w[2*n:], x3[n:])
+	}
+}
+
+// dot2Of adapts a two-row dot over a multiple of 32 elements, finishing
+// the ragged tail with the row reference.
+func dot2Of(k func(a, b *uint16, x *float32, n int, out *[2]float32, next *byte), ref func([]byte, []float32) float32) func([]byte, []byte, []float32, *[2]float32, []byte) {
+	return func(a, b []byte, x []float32, out *[2]float32, next []byte) {
+		n := len(x) &^ 31
+		if n > 0 {
+			pf := &a[0]
+			if len(next) >= 3*2*n {
+				pf = &next[0]
+			}
+			k((*uint16)(unsafe.Pointer(&a[0])), (*uint16)(unsafe.Pointer(&b[0])), &x[0], n, out, pf)
+		} else {
+			*out = [2]float32{}
+		}
+		if n < len(x) {
+			out[0] += ref(a[2*n:], x[n:])
+			out[1] += ref(b[2*n:], x[n:])
+		}
+	}
+}
+
+// axpy4Of adapts a four-row axpy over a multiple of 32 elements, finishing
+// the ragged tail with the row reference.
+func axpy4Of(k func(y *float32, a *[4]float32, w0, w1, w2, w3 *uint16, n int), ref func([]float32, float32, []byte)) func([]float32, *[4]float32, *[4][]byte) {
+	return func(y []float32, a *[4]float32, w *[4][]byte) {
+		n := len(y) &^ 31
+		if n > 0 {
+			k(&y[0], a, (*uint16)(unsafe.Pointer(&w[0][0])), (*uint16)(unsafe.Pointer(&w[1][0])), (*uint16)(unsafe.Pointer(&w[2][0])), (*uint16)(unsafe.Pointer(&w[3][0])), n)
+		}
+		if n < len(y) {
+			for r := range w {
+				ref(y[n:], a[r], w[r][2*n:])
+			}
+		}
 	}
 }
 

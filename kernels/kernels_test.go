@@ -121,6 +121,43 @@ func TestFastMatchesReference(t *testing.T) {
 			}
 		}
 	}
+	// The decode FFN's fused kernels of the 16-bit types: the gate/up pair
+	// of dots and the four-row axpy.
+	for _, dt := range []format.DType{format.BF16, format.F16} {
+		for _, n := range lengths {
+			a, af := randRow(rng, dt, n)
+			b, bf := randRow(rng, dt, n)
+			next, _ := randRow(rng, dt, 3*n)
+			x := randVec(rng, n)
+			var o [2]float32
+			dot2For(dt)(a, b, x, &o, next)
+			if d := math.Abs(float64(o[0] - refDot(dt, a, x))); d > tol(af, x) {
+				t.Errorf("%v dot2 n=%d row a: %g vs %g", dt, n, o[0], refDot(dt, a, x))
+			}
+			if d := math.Abs(float64(o[1] - refDot(dt, b, x))); d > tol(bf, x) {
+				t.Errorf("%v dot2 n=%d row b: %g vs %g", dt, n, o[1], refDot(dt, b, x))
+			}
+			var w [4][]byte
+			var wf [4][]float32
+			for r := range w {
+				w[r], wf[r] = randRow(rng, dt, n)
+			}
+			coef := [4]float32{0.37, -1.25, 2.5, 0.01}
+			y1 := randVec(rng, n)
+			y0 := append([]float32(nil), y1...)
+			axpy4For(dt)(y1, &coef, &w)
+			for i := range y1 {
+				want, mag := float64(y0[i]), math.Abs(float64(y0[i]))
+				for r := range w {
+					want += float64(coef[r]) * float64(wf[r][i])
+					mag += math.Abs(float64(coef[r]) * float64(wf[r][i]))
+				}
+				if d := math.Abs(float64(y1[i]) - want); d > 6e-7*mag+1e-7 {
+					t.Fatalf("%v axpy4 n=%d [%d]: %g vs %g", dt, n, i, y1[i], want)
+				}
+			}
+		}
+	}
 	b := make([]byte, 1000)
 	for i := range b {
 		b[i] = byte(i * 7)
@@ -162,7 +199,11 @@ func TestMatMulAndFFNMatchReference(t *testing.T) {
 			for _, fs := range []struct {
 				H, T   int
 				counts []int
-			}{{40, 3, []int{5, 1, 7}}, {64, 9, []int{20, 3, 17}}, {48, 16, []int{33}}, {32, 5, []int{1, 1, 1, 16, 2}}} {
+			}{{40, 3, []int{5, 1, 7}}, {64, 9, []int{20, 3, 17}}, {48, 16, []int{33}}, {32, 5, []int{1, 1, 1, 16, 2}},
+				// One token: the decode path (fused gate/up dots prefetching
+				// the next record, the four-record down projection), with a
+				// ragged H, groups of four across blocks and H = 2048.
+				{100, 1, []int{9, 3, 6}}, {64, 1, []int{1, 1, 1, 16, 2}}, {2048, 1, []int{13}}} {
 				H, T, counts := fs.H, fs.T, fs.counts
 				var blocks [][]byte
 				var recs [][]float32

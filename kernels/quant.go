@@ -158,8 +158,13 @@ var axpy4Q40 = axpy4Q40Ref
 
 // axpy4For is the four-row axpy of a dtype that has one, or nil.
 func axpy4For(dt format.DType) func(y []float32, a *[4]float32, w *[4][]byte) {
-	if dt == format.Q4_0 {
+	switch dt {
+	case format.Q4_0:
 		return axpy4Q40
+	case format.BF16:
+		return axpy4BF16
+	case format.F16:
+		return axpy4F16
 	}
 	return nil
 }
