@@ -133,39 +133,40 @@ func gemmDownF16Ref(acc []float32, accStride int, h []float32, hStride int, down
 
 var gemmDownBF16, gemmDownF16 = gemmDownBF16Ref, gemmDownF16Ref
 
-// dot2BF16Ref is the reference of the decode gate·x and up·x pair:
-// out = [Σ bf16(a[i])·x[i], Σ bf16(b[i])·x[i]]. next, the record to be
-// computed after this one, is only a hint: fast paths prefetch it while
-// they compute (gathered records are not where a hardware prefetcher
-// looks, and one that tracks a stream per 4 KiB page loses it at every
-// row of a BF16 record of H = 2048).
-func dot2BF16Ref(a, b []byte, x []float32, out *[2]float32, _ []byte) {
-	*out = [2]float32{dotBF16Ref(a, x), dotBF16Ref(b, x)}
+// dot2BF16Rows is the decode gate·x and up·x pair, one row kernel of the
+// chosen path at a time: out = [Σ bf16(a[i])·x[i], Σ bf16(b[i])·x[i]]. It
+// is the default where an architecture has no fused kernel. next, the
+// record to be computed after this one, is only a hint: fused kernels
+// prefetch it while they compute (gathered records are not where a
+// hardware prefetcher looks, and one that tracks a stream per 4 KiB page
+// loses it at every row of a BF16 record of H = 2048).
+func dot2BF16Rows(a, b []byte, x []float32, out *[2]float32, _ []byte) {
+	*out = [2]float32{dotBF16(a, x), dotBF16(b, x)}
 }
 
-// dot2F16Ref is dot2BF16Ref for F16 rows.
-func dot2F16Ref(a, b []byte, x []float32, out *[2]float32, _ []byte) {
-	*out = [2]float32{dotF16Ref(a, x), dotF16Ref(b, x)}
+// dot2F16Rows is dot2BF16Rows for F16 rows.
+func dot2F16Rows(a, b []byte, x []float32, out *[2]float32, _ []byte) {
+	*out = [2]float32{dotF16(a, x), dotF16(b, x)}
 }
 
-// axpy4BF16Ref is the reference of the decode down projection of four
-// records: y[i] += Σ_r a[r]·bf16(w[r][i]), row by row.
-func axpy4BF16Ref(y []float32, a *[4]float32, w *[4][]byte) {
+// axpy4BF16Rows is the decode down projection of four records, one row
+// kernel at a time: y[i] += Σ_r a[r]·bf16(w[r][i]).
+func axpy4BF16Rows(y []float32, a *[4]float32, w *[4][]byte) {
 	for r := range w {
-		axpyBF16Ref(y, a[r], w[r])
+		axpyBF16(y, a[r], w[r])
 	}
 }
 
-// axpy4F16Ref is axpy4BF16Ref for F16 rows.
-func axpy4F16Ref(y []float32, a *[4]float32, w *[4][]byte) {
+// axpy4F16Rows is axpy4BF16Rows for F16 rows.
+func axpy4F16Rows(y []float32, a *[4]float32, w *[4][]byte) {
 	for r := range w {
-		axpyF16Ref(y, a[r], w[r])
+		axpyF16(y, a[r], w[r])
 	}
 }
 
 var (
-	dot2BF16, dot2F16   = dot2BF16Ref, dot2F16Ref
-	axpy4BF16, axpy4F16 = axpy4BF16Ref, axpy4F16Ref
+	dot2BF16, dot2F16   = dot2BF16Rows, dot2F16Rows
+	axpy4BF16, axpy4F16 = axpy4BF16Rows, axpy4F16Rows
 )
 
 // dot2For is the fused gate/up dot of a dtype that has one, or nil.

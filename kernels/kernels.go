@@ -379,7 +379,7 @@ func UseGeneric() (restore func()) {
 	savedAxpy4, savedDot4F16, savedGemmF16 := axpy4Q40, dot4F16, gemmDownF16
 	axpy4Q40, dot4F16, gemmDownF16 = axpy4Q40Ref, dot4F16Ref, gemmDownF16Ref
 	savedDot2BF16, savedDot2F16, savedAxpy4BF16, savedAxpy4F16 := dot2BF16, dot2F16, axpy4BF16, axpy4F16
-	dot2BF16, dot2F16, axpy4BF16, axpy4F16 = dot2BF16Ref, dot2F16Ref, axpy4BF16Ref, axpy4F16Ref
+	dot2BF16, dot2F16, axpy4BF16, axpy4F16 = dot2BF16Rows, dot2F16Rows, axpy4BF16Rows, axpy4F16Rows
 	return func() {
 		axpy4Q40, dot4F16, gemmDownF16 = savedAxpy4, savedDot4F16, savedGemmF16
 		dot2BF16, dot2F16, axpy4BF16, axpy4F16 = savedDot2BF16, savedDot2F16, savedAxpy4BF16, savedAxpy4F16
