@@ -232,7 +232,7 @@ func (c *recordCursor) at(j int) []byte {
 // up dots per record, then the down axpys, four records at a time where
 // the dtype has a four-row axpy (y loaded and stored once per four).
 func ffnDecode(acc []float32, records *recordCursor, dt format.DType, rowBytes, lo, hi int, x []float32, acts []Q8Act, act []float32) {
-	axpy4, dot2 := axpy4For(dt), dot2For(dt)
+	axpy4, dot2, dot2q := axpy4For(dt), dot2For(dt), dot2Q8For(dt)
 	var h [4]float32
 	var gu [2]float32
 	var down [4][]byte
@@ -250,6 +250,9 @@ func ffnDecode(acc []float32, records *recordCursor, dt format.DType, rowBytes, 
 			gate, up := rec[:rowBytes], rec[rowBytes:2*rowBytes]
 			var g, u float32
 			switch {
+			case acts != nil && dot2q != nil:
+				dot2q(gate, up, &acts[0], &gu, next)
+				g, u = gu[0], gu[1]
 			case acts != nil:
 				g, u = DotQ8Act(gate, dt, &acts[0]), DotQ8Act(up, dt, &acts[0])
 			case dot2 != nil:

@@ -94,6 +94,9 @@ func axpy4BF16AVX2(y *float32, a *[4]float32, w0, w1, w2, w3 *uint16, n int)
 func axpy4F16AVX2(y *float32, a *[4]float32, w0, w1, w2, w3 *uint16, n int)
 
 //go:noescape
+func dot2Q40Q8VNNI(a, b *byte, xq *int8, xd *float32, nb int, out *[2]float32, next *byte)
+
+//go:noescape
 func fmaPeakAVX2(iters int) float32
 
 //go:noescape
@@ -219,6 +222,24 @@ func init() {
 				s += dotQ40Q8AVX2(&w[18*full], &a.Q[32*full], &a.D[full], &a.S[full], nb-full)
 			}
 			return s
+		}
+		dot2Q40Q8 = func(a, b []byte, act *Q8Act, out *[2]float32, next []byte) {
+			nb, full := len(act.D), 0
+			if len(act.Paired) > 0 {
+				full = nb &^ 15
+			}
+			*out = [2]float32{}
+			if full > 0 {
+				pf := &a[0]
+				if len(next) > 0 {
+					pf = &next[0]
+				}
+				dot2Q40Q8VNNI(&a[0], &b[0], (*int8)(unsafe.Pointer(&act.Paired[0])), &act.D[0], full, out, pf)
+			}
+			if full < nb {
+				out[0] += dotQ40Q8AVX2(&a[18*full], &act.Q[32*full], &act.D[full], &act.S[full], nb-full)
+				out[1] += dotQ40Q8AVX2(&b[18*full], &act.Q[32*full], &act.D[full], &act.S[full], nb-full)
+			}
 		}
 	}
 	// AVX-512F BF16 decode kernels, opt-in with SIPACK_KERNELS=avx512. On

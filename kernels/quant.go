@@ -276,6 +276,19 @@ func DotQ8Act(w []byte, dt format.DType, a *Q8Act) float32 {
 	return dotQ80Q8(w, a)
 }
 
+// dot2Q40Q8 is the decode FFN's gate and up integer dots of one Q4_0
+// record in one call, prefetching the next record (as dot2BF16Rows); nil
+// where there is no fused kernel, and then ffnDecode takes DotQ8Act twice.
+var dot2Q40Q8 func(a, b []byte, act *Q8Act, out *[2]float32, next []byte)
+
+// dot2Q8For is the fused integer gate/up dot of a block type, or nil.
+func dot2Q8For(dt format.DType) func(a, b []byte, act *Q8Act, out *[2]float32, next []byte) {
+	if dt == format.Q4_0 {
+		return dot2Q40Q8
+	}
+	return nil
+}
+
 // IntegerDot says, per block type, whether matvecs and FFN dots quantise
 // the activations to Q8 per block and use integer dots (as llama.cpp does)
 // instead of widening the weights to float32. The default is what measured
