@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sipack/sipack/kernels"
@@ -41,41 +41,56 @@ func (m *Model) MatrixParams() float64 {
 	return n + float64(m.Output.Rows*m.Output.Cols)
 }
 
-// MeasureBandwidth times a streaming read of a buffer of size bytes (larger
-// than the caches) split over threads, repeated reps times after one warm-up
-// pass; it returns bytes per second (the best repetition).
-func MeasureBandwidth(size, threads, reps int) float64 {
+// BandwidthProbe measures the machine's read bandwidth: a streaming read of
+// a buffer larger than the caches, split over a pool's workers. It keeps
+// its buffer so that a benchmark can measure beside every figure: on a
+// shared VM the bandwidth moved between 38 and 76 GB/s within minutes, so a
+// bound measured once at the start made the fractions of it meaningless.
+type BandwidthProbe struct {
+	buf  []byte
+	pool *kernels.Pool
+	sink atomic.Uint64
+}
+
+// NewBandwidthProbe allocates and touches a buffer of size bytes.
+func NewBandwidthProbe(size int, pool *kernels.Pool) *BandwidthProbe {
 	buf := make([]byte, size)
 	for i := 0; i < len(buf); i += 4096 {
-		buf[i] = byte(i)
+		buf[i] = byte(i >> 12)
 	}
-	pool := kernels.NewPool(threads)
-	defer pool.Close()
-	chunk := (size / threads) &^ 4095
-	var sink uint64
-	var mu sync.Mutex
+	return &BandwidthProbe{buf: buf, pool: pool}
+}
+
+// Measure reads the buffer once to warm up, then reps times, and returns
+// bytes per second of the best repetition.
+func (b *BandwidthProbe) Measure(reps int) float64 {
+	threads := b.pool.Workers()
+	chunk := (len(b.buf) / (16 * threads)) &^ 4095
+	n := 16 * threads // 16 chunks per worker: a slowed worker takes fewer
 	run := func() time.Duration {
 		start := time.Now()
-		pool.Run(threads, func(lo, hi, _ int) {
+		b.pool.Run(n, func(lo, hi, _ int) {
 			var s uint64
 			for w := lo; w < hi; w++ {
-				s += kernels.SumBytes(buf[w*chunk : (w+1)*chunk])
+				s += kernels.SumBytes(b.buf[w*chunk : (w+1)*chunk])
 			}
-			mu.Lock()
-			sink += s
-			mu.Unlock()
+			b.sink.Add(s)
 		})
 		return time.Since(start)
 	}
 	run()
 	best := time.Duration(1 << 62)
-	for r := 0; r < reps; r++ {
+	for r := 0; r < max(1, reps); r++ {
 		best = min(best, run())
 	}
-	runtime.KeepAlive(sink)
-	buf = nil
-	runtime.GC()
-	return float64(chunk*threads) / best.Seconds()
+	return float64(chunk*n) / best.Seconds()
+}
+
+// MeasureBandwidth is a one-off BandwidthProbe of size bytes on threads threads.
+func MeasureBandwidth(size, threads, reps int) float64 {
+	pool := kernels.NewPool(threads)
+	defer pool.Close()
+	return NewBandwidthProbe(size, pool).Measure(reps)
 }
 
 // MeasureFMAPeak returns the FLOP/s of the register-only FMA loop on threads threads.
