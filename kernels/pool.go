@@ -26,6 +26,7 @@ type Pool struct {
 	pending atomic.Int32 // helpers still on the current job
 	closed  atomic.Bool
 	buf     []float32
+	acts    []Q8Act // quantizeTokens' storage
 }
 
 type helper struct {

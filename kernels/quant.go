@@ -188,14 +188,17 @@ type Q8Act struct {
 var pairedActivations = false
 
 // QuantizeAct quantises x (a multiple of 32) into a (reusing its storage).
+// Each value is rounded half away from zero, as math.Round does: t + ±0.5
+// is exact in float64 for |t| ≤ 127, so truncating it rounds.
 func QuantizeAct(a *Q8Act, x []float32) {
 	nb := len(x) / format.QK
-	if cap(a.Q) < len(x) {
+	if cap(a.Q) < len(x) || cap(a.D) < nb {
 		a.Q, a.D, a.S = make([]int8, len(x)), make([]float32, nb), make([]int32, nb)
 	}
 	a.Q, a.D, a.S = a.Q[:len(x)], a.D[:nb], a.S[:nb]
 	for b := 0; b < nb; b++ {
 		xs := x[b*format.QK : (b+1)*format.QK]
+		qs := a.Q[b*format.QK : (b+1)*format.QK]
 		d := absMax(xs) / 127
 		id := float32(0)
 		if d != 0 {
@@ -203,9 +206,10 @@ func QuantizeAct(a *Q8Act, x []float32) {
 		}
 		var s int32
 		for i, v := range xs {
-			q := int8(math.Round(float64(v * id)))
-			a.Q[b*format.QK+i] = q
-			s += int32(q)
+			t := float64(v * id)
+			q := int32(t + math.Copysign(0.5, t))
+			qs[i] = int8(q)
+			s += q
 		}
 		a.D[b], a.S[b] = d, s
 	}
@@ -215,23 +219,25 @@ func QuantizeAct(a *Q8Act, x []float32) {
 	}
 }
 
-// pairActivations appends the Paired layout of q (whole pairs of blocks).
+// pairActivations writes the Paired layout of q (whole pairs of blocks)
+// into dst's storage, 128 bytes a pair.
 func pairActivations(dst []byte, q []int8) []byte {
 	const half = format.QK / 2
-	for p := 0; p < len(q)/(2*format.QK); p++ {
-		b0, b1 := q[2*p*format.QK:], q[(2*p+1)*format.QK:]
-		start := len(dst)
-		for _, part := range [][]int8{b0[:half], b1[:half], b0[half:format.QK], b1[half:format.QK]} {
-			for _, v := range part {
-				dst = append(dst, byte(v))
-			}
+	pairs := len(q) / (2 * format.QK)
+	if cap(dst) < 128*pairs {
+		dst = make([]byte, 128*pairs)
+	}
+	dst = dst[:128*pairs]
+	for p := 0; p < pairs; p++ {
+		b0, b1 := q[2*p*format.QK:(2*p+1)*format.QK], q[(2*p+1)*format.QK:(2*p+2)*format.QK]
+		out := dst[128*p : 128*(p+1)]
+		for i := 0; i < half; i++ {
+			out[i], out[half+i] = byte(b0[i]), byte(b1[i])
+			out[2*half+i], out[3*half+i] = byte(b0[half+i]), byte(b1[half+i])
 		}
 		for i := 0; i < 16; i++ {
-			var s int32
-			for _, v := range dst[start+4*i : start+4*i+4] {
-				s += int32(int8(v))
-			}
-			dst = binary.LittleEndian.AppendUint32(dst, uint32(-8*s))
+			s := int32(int8(out[4*i])) + int32(int8(out[4*i+1])) + int32(int8(out[4*i+2])) + int32(int8(out[4*i+3]))
+			binary.LittleEndian.PutUint32(out[64+4*i:], uint32(-8*s))
 		}
 	}
 	return dst

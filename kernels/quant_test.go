@@ -266,3 +266,40 @@ func TestMatMulSharedEqualsMatMul(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantizeActRoundsAsMathRound: the activation quantiser rounds half
+// away from zero (math.Round) on random blocks and on exact halves, and its
+// block sums and paired layout agree with the values.
+func TestQuantizeActRoundsAsMathRound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	x := randVec(rng, 4*format.QK)
+	// Block 1: 127 sets d = 1, so these land exactly on halves.
+	for i, v := range []float32{127, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 63.5, -126.5, 0.49999997} {
+		x[format.QK+i] = v
+	}
+	var a Q8Act
+	QuantizeAct(&a, x)
+	for b := 0; b < 4; b++ {
+		xs := x[b*format.QK : (b+1)*format.QK]
+		d := absMax(xs) / 127
+		var s int32
+		for i, v := range xs {
+			want := int8(math.Round(float64(v * (1 / d))))
+			if a.Q[b*format.QK+i] != want {
+				t.Fatalf("block %d [%d]: %g quantised to %d, math.Round gives %d", b, i, v, a.Q[b*format.QK+i], want)
+			}
+			s += int32(want)
+		}
+		if a.S[b] != s || a.D[b] != d {
+			t.Fatalf("block %d: sum %d scale %g, want %d %g", b, a.S[b], a.D[b], s, d)
+		}
+	}
+	p := pairActivations(nil, a.Q)
+	for pr := 0; pr < 2; pr++ {
+		for i := 0; i < 16; i++ {
+			if int8(p[128*pr+i]) != a.Q[2*pr*format.QK+i] || int8(p[128*pr+48+i]) != a.Q[(2*pr+1)*format.QK+16+i] {
+				t.Fatalf("pair %d: layout differs at %d", pr, i)
+			}
+		}
+	}
+}
