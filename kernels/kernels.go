@@ -255,15 +255,15 @@ func matMulInteger(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 		starts[i+1] = starts[i] + w.Rows
 	}
 	p.Run(starts[len(ws)], func(lo, hi, _ int) {
-		i := 0
-		for g := lo; g < hi; g++ {
-			for g >= starts[i+1] {
-				i++
-			}
-			w, r := ws[i], g-starts[i]
-			row := w.Row(r)
-			for t := 0; t < T; t++ {
-				outs[i][t*w.Rows+r] = DotQ8Act(row, dt, &acts[t])
+		for i, w := range ws {
+			// This weight's rows within [lo, hi).
+			r0, r1 := max(lo, starts[i])-starts[i], min(hi, starts[i+1])-starts[i]
+			rb, _ := dt.RowBytes(w.Cols)
+			for r := r0; r < r1; r++ {
+				row := w.Data[r*rb : (r+1)*rb]
+				for t := 0; t < T; t++ {
+					outs[i][t*w.Rows+r] = DotQ8Act(row, dt, &acts[t])
+				}
 			}
 		}
 	})
