@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -34,7 +35,8 @@ var benchCmd = &cli.Command{
 		&cli.StringFlag{Name: "plot", Usage: "draw tok/s against φ with the bound to this PNG `FILE`"},
 		&cli.StringFlag{Name: "dir", Value: filepath.Join(os.TempDir(), "sipack-bench"), Usage: "where the synthetic checkpoint and packs are kept"},
 		&cli.StringFlag{Name: "dtypes", Value: "bf16,f16", Usage: "synthetic pack dtypes"},
-		&cli.IntFlag{Name: "tokens", Value: 8, Usage: "decode tokens timed per figure"},
+		&cli.IntFlag{Name: "tokens", Value: 8, Usage: "decode tokens timed per figure (the figure is 1 / the median step)"},
+		&cli.IntFlag{Name: "rounds", Value: 3, Usage: "measure every decode figure this many times, interleaved, and report medians"},
 		&cli.IntFlag{Name: "prefill", Value: 256, Usage: "prompt tokens of the prefill figure"},
 		&cli.BoolFlag{Name: "quick", Usage: "dense and γ 0.7 × φ 0.4 only, shorter prefill"},
 		&cli.StringFlag{Name: "cpuprofile", Usage: "write a Go CPU profile of the whole benchmark to `FILE` (go tool pprof)"},
@@ -43,6 +45,9 @@ var benchCmd = &cli.Command{
 		threads := c.Int("threads")
 		if threads < 1 {
 			return fmt.Errorf("--threads must be ≥ 1, got %d", threads)
+		}
+		if c.Int("rounds") < 1 || c.Int("tokens") < 1 {
+			return fmt.Errorf("--rounds and --tokens must be ≥ 1, got %d and %d", c.Int("rounds"), c.Int("tokens"))
 		}
 		packs := c.Args().Slice()
 		if len(packs) == 0 {
@@ -170,20 +175,21 @@ type benchReport struct {
 	PrefillPeakFrac    float64     `json:"prefill_peak_fraction"`
 	TTFTms             float64     `json:"ttft_ms"`
 	PeakRSSBytes       uint64      `json:"peak_rss_bytes"`
+	Rounds             int         `json:"rounds"`
 	Grid               []gridPoint `json:"grid"`
 }
 
+// benchFigure is one decode figure of the grid (the dense one first) and
+// what each round measured of it.
+type benchFigure struct {
+	gamma, phi float64
+	sel        *runner.Selection
+	tokS, bw   []float64 // per round: tok/s, and the bandwidth beside it
+	bytes      uint64
+}
+
 func benchPack(c *cli.Context, path string, pool *kernels.Pool, probe *runner.BandwidthProbe, peak float64) (*benchReport, error) {
-	r := &benchReport{Pack: path, Kernels: kernels.Path, Threads: pool.Workers(), FMAPeakGFlops: peak / 1e9}
-	// Each decode figure's bound is the read bandwidth measured right
-	// before and right after it, the higher of the two (the stricter bound).
-	decode := func(m *runner.Model, sel *runner.Selection, seed uint64) (*runner.DecodeResult, float64, error) {
-		before := probe.Measure(3)
-		res, err := m.BenchDecode(pool, sel, 16, c.Int("tokens"), seed)
-		bw := max(before, probe.Measure(3))
-		r.BandwidthGBs = max(r.BandwidthGBs, bw/1e9)
-		return res, bw, err
-	}
+	r := &benchReport{Pack: path, Kernels: kernels.Path, Threads: pool.Workers(), FMAPeakGFlops: peak / 1e9, Rounds: c.Int("rounds")}
 	open := func(gamma float64) (*format.Pack, *runner.Model, error) {
 		p, err := format.Open(path, format.OpenOptions{Gamma: gamma})
 		if err != nil {
@@ -201,21 +207,22 @@ func benchPack(c *cli.Context, path string, pool *kernels.Pool, probe *runner.Ba
 	if c.Bool("quick") {
 		gammas, phis, prefill = []float64{0.7}, []float64{0.4}, min(prefill, 64)
 	}
-	// Dense decode and prefill at γ = 1.
 	p, m, err := open(1)
 	if err != nil {
 		return nil, err
 	}
 	r.DType = p.Index.RecordDType.String()
-	fmt.Fprintf(os.Stderr, "sirun bench: %s: dense decode\n", filepath.Base(path))
-	d, bw, err := decode(m, nil, 1)
-	if err != nil {
+	base := 0.3
+	if b := float64(p.Index.BaseFraction); b > 0 {
+		base = b
+	}
+	// Prefill once, at γ = 1, after a token that maps every page (a first
+	// touch of the pack's pages is not prefill's cost).
+	fmt.Fprintf(os.Stderr, "sirun bench: %s: prefill of %d tokens\n", filepath.Base(path), prefill)
+	if _, err := m.BenchDecode(pool, nil, 1, 1, 2); err != nil {
 		p.Close()
 		return nil, err
 	}
-	r.DenseTokS, r.DenseBytesPerToken, r.DenseBandwidthGBs = d.TokS, d.BytesPerToken, bw/1e9
-	r.DenseBoundFraction = d.TokS / (bw / float64(d.BytesPerToken))
-	fmt.Fprintf(os.Stderr, "sirun bench: %s: prefill of %d tokens\n", filepath.Base(path), prefill)
 	pf, err := m.BenchDecode(pool, nil, prefill, 1, 2)
 	if err != nil {
 		p.Close()
@@ -226,42 +233,92 @@ func benchPack(c *cli.Context, path string, pool *kernels.Pool, probe *runner.Ba
 	r.PrefillGFlops = 2 * m.MatrixParams() * pf.PrefillTokS / 1e9
 	r.PrefillPeakFrac = r.PrefillGFlops * 1e9 / peak
 	p.Close()
-	base := 0.3
+
+	figures := []*benchFigure{{gamma: 1, phi: 1}}
 	for _, g := range gammas {
-		p, m, err := open(g)
-		if err != nil {
-			return nil, err
-		}
-		if b := float64(p.Index.BaseFraction); b > 0 {
-			base = b
-		}
 		for _, phi := range phis {
 			if phi > g+1e-9 || phi < base-1e-6 {
 				continue
 			}
-			fmt.Fprintf(os.Stderr, "sirun bench: %s: γ %.1f φ %.1f\n", filepath.Base(path), g, phi)
-			sel := &runner.Selection{Phi: phi, Alpha: 0.2, Base: base, Compact: true}
+			f := &benchFigure{gamma: g, phi: phi, sel: &runner.Selection{Phi: phi, Alpha: 0.2, Base: base, Compact: true}}
 			if phi >= g-1e-9 {
-				sel = nil
+				f.sel = nil
 			}
-			res, bw, err := decode(m, sel, 3)
+			figures = append(figures, f)
+		}
+	}
+	// The figures are measured in rounds, the dense one first in each, and
+	// every figure's bound is the read bandwidth measured right before and
+	// right after it (the higher of the two: the stricter bound). On a
+	// shared VM the bandwidth jumps between regimes (50 and 90 GB/s were
+	// both seen within a minute here), so a ratio of two figures is taken
+	// within a round, and every reported value is the median over rounds.
+	for round := 0; round < r.Rounds; round++ {
+		var p *format.Pack
+		var m *runner.Model
+		for i, f := range figures {
+			if i == 0 || f.gamma != figures[i-1].gamma {
+				if p != nil {
+					p.Close()
+				}
+				if p, m, err = open(f.gamma); err != nil {
+					return nil, err
+				}
+			}
+			name := "dense decode"
+			if i > 0 {
+				name = fmt.Sprintf("γ %.1f φ %.1f", f.gamma, f.phi)
+			}
+			fmt.Fprintf(os.Stderr, "sirun bench: %s: %s (round %d of %d)\n", filepath.Base(path), name, round+1, r.Rounds)
+			before := probe.Measure(3)
+			res, err := m.BenchDecode(pool, f.sel, 16, c.Int("tokens"), uint64(1+round))
 			if err != nil {
 				p.Close()
 				return nil, err
 			}
-			bound := bw / float64(res.BytesPerToken)
-			r.Grid = append(r.Grid, gridPoint{Gamma: g, Phi: phi, TokS: res.TokS, BytesPerToken: res.BytesPerToken,
-				BoundTokS: bound, BoundFraction: res.TokS / bound, SpeedupDense: res.TokS / r.DenseTokS, BandwidthGBs: bw / 1e9})
+			bw := max(before, probe.Measure(3))
+			f.tokS, f.bw, f.bytes = append(f.tokS, res.TokS), append(f.bw, bw), res.BytesPerToken
+			r.BandwidthGBs = max(r.BandwidthGBs, bw/1e9)
 		}
 		p.Close()
+	}
+	dense := figures[0]
+	fraction := func(f *benchFigure) float64 {
+		var v []float64
+		for i := range f.tokS {
+			v = append(v, f.tokS[i]*float64(f.bytes)/f.bw[i])
+		}
+		return median(v)
+	}
+	r.DenseTokS, r.DenseBytesPerToken, r.DenseBandwidthGBs = median(dense.tokS), dense.bytes, median(dense.bw)/1e9
+	r.DenseBoundFraction = fraction(dense)
+	for _, f := range figures[1:] {
+		var speedup []float64
+		for i := range f.tokS {
+			speedup = append(speedup, f.tokS[i]/dense.tokS[i])
+		}
+		bw := median(f.bw)
+		r.Grid = append(r.Grid, gridPoint{Gamma: f.gamma, Phi: f.phi, TokS: median(f.tokS), BytesPerToken: f.bytes,
+			BoundTokS: bw / float64(f.bytes), BoundFraction: fraction(f), SpeedupDense: median(speedup), BandwidthGBs: bw / 1e9})
 	}
 	r.PeakRSSBytes = runner.PeakRSS()
 	return r, nil
 }
 
+// median of a non-empty list (the mean of the middle two for an even count).
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
 func (r *benchReport) markdown(w io.Writer) {
 	fmt.Fprintf(w, "\n### %s (%s, kernels %s, %d threads)\n\n", filepath.Base(r.Pack), r.DType, r.Kernels, r.Threads)
-	fmt.Fprintf(w, "read bandwidth up to %.2f GB/s (measured before and after every decode figure); FMA peak %.1f GFLOP/s; peak RSS %s (with the %d MiB probe buffer)\n\n", r.BandwidthGBs, r.FMAPeakGFlops, cliutil.HumanBytes(r.PeakRSSBytes), probeBytes>>20)
+	fmt.Fprintf(w, "read bandwidth measured before and after every decode figure, up to %.2f GB/s; medians of %d interleaved rounds; FMA peak %.1f GFLOP/s; peak RSS %s (with the %d MiB probe buffer)\n\n", r.BandwidthGBs, r.Rounds, r.FMAPeakGFlops, cliutil.HumanBytes(r.PeakRSSBytes), probeBytes>>20)
 	fmt.Fprintf(w, "| run | γ | φ | tok/s | MB read / token | bandwidth GB/s | bound tok/s | of bound | vs dense |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	fmt.Fprintf(w, "| dense decode | 1.0 | 1.0 | %.2f | %.0f | %.1f | %.2f | %.0f %% | 1.00× |\n", r.DenseTokS, float64(r.DenseBytesPerToken)/1e6, r.DenseBandwidthGBs, r.DenseBandwidthGBs*1e9/float64(r.DenseBytesPerToken), 100*r.DenseBoundFraction)
 	for _, g := range r.Grid {

@@ -230,3 +230,46 @@ func TestReadsStayInThePrefix(t *testing.T) {
 		t.Fatalf("cut pack at γ 0.7 (%d): %s", code, errOut)
 	}
 }
+
+// TestBenchRunsOnAPack: `sirun bench --json PACK` prints one JSON object
+// with the fields the design names, consistent with each other; bad flags
+// are refused. (Speed is never asserted: this only checks that it runs.)
+func TestBenchRunsOnAPack(t *testing.T) {
+	out, errOut, code := run(t, "", "bench", "--quick", "--json", "--rounds", "2", "--tokens", "2", "--prefill", "8", "--threads", "2", pack)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r struct {
+		BandwidthGBs       float64 `json:"bandwidth_gbs"`
+		Threads            int     `json:"threads"`
+		DenseTokS          float64 `json:"dense_tok_s"`
+		DenseBoundFraction float64 `json:"dense_bound_fraction"`
+		DenseBytes         uint64  `json:"dense_bytes_per_token"`
+		PrefillTokS        float64 `json:"prefill_tok_s"`
+		Rounds             int     `json:"rounds"`
+		Grid               []struct {
+			Gamma, Phi    float64
+			TokS          float64 `json:"tok_s"`
+			BytesPerToken uint64  `json:"bytes_per_token"`
+			BoundFraction float64 `json:"bound_fraction"`
+			BandwidthGBs  float64 `json:"bandwidth_gbs"`
+		} `json:"grid"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("bench --json output %q: %v", out, err)
+	}
+	if r.Threads != 2 || r.Rounds != 2 || r.BandwidthGBs <= 0 || r.DenseTokS <= 0 || r.DenseBoundFraction <= 0 || r.PrefillTokS <= 0 {
+		t.Fatalf("implausible report: %+v", r)
+	}
+	if len(r.Grid) != 1 || r.Grid[0].Gamma != 0.7 || r.Grid[0].Phi != 0.4 {
+		t.Fatalf("quick grid: %+v", r.Grid)
+	}
+	if g := r.Grid[0]; g.TokS <= 0 || g.BytesPerToken == 0 || g.BytesPerToken >= r.DenseBytes || g.BandwidthGBs <= 0 || g.BandwidthGBs > r.BandwidthGBs+1e-9 {
+		t.Fatalf("grid point %+v against dense bytes %d, bandwidth %g", g, r.DenseBytes, r.BandwidthGBs)
+	}
+	for _, bad := range [][]string{{"--rounds", "0"}, {"--tokens", "0"}, {"--threads", "0"}} {
+		if _, errOut, code := run(t, "", append([]string{"bench", "--quick"}, append(bad, pack)...)...); code == 0 || !strings.Contains(errOut, strings.TrimPrefix(bad[0], "--")) {
+			t.Errorf("bench %v: exit %d, %q", bad, code, errOut)
+		}
+	}
+}
