@@ -97,6 +97,12 @@ func axpy4F16AVX2(y *float32, a *[4]float32, w0, w1, w2, w3 *uint16, n int)
 func dot2Q40Q8VNNI(a, b *byte, xq *int8, xd *float32, nb int, out *[2]float32, next *byte)
 
 //go:noescape
+func dotQ80Q8VNNI(w *byte, xq *int8, xd *float32, xs *int32, nb int) float32
+
+//go:noescape
+func dot2Q80Q8VNNI(a, b *byte, xq *int8, xd *float32, xs *int32, nb int, out *[2]float32, next *byte)
+
+//go:noescape
 func fmaPeakAVX2(iters int) float32
 
 //go:noescape
@@ -239,6 +245,36 @@ func init() {
 			if full < nb {
 				out[0] += dotQ40Q8AVX2(&a[18*full], &act.Q[32*full], &act.D[full], &act.S[full], nb-full)
 				out[1] += dotQ40Q8AVX2(&b[18*full], &act.Q[32*full], &act.D[full], &act.S[full], nb-full)
+			}
+		}
+		// Q8_0 integer dots: weights' sign bits flipped for VPDPBUSD.
+		IntegerDot[format.Q8_0] = true
+		dotQ80Q8 = func(w []byte, a *Q8Act) float32 {
+			nb := len(a.D)
+			full := nb &^ 15
+			var s float32
+			if full > 0 {
+				s = dotQ80Q8VNNI(&w[0], &a.Q[0], &a.D[0], &a.S[0], full)
+			}
+			if full < nb {
+				s += dotQ80Q8AVX2(&w[34*full], &a.Q[32*full], &a.D[full], nb-full)
+			}
+			return s
+		}
+		dot2Q80Q8 = func(a, b []byte, act *Q8Act, out *[2]float32, next []byte) {
+			nb := len(act.D)
+			full := nb &^ 15
+			*out = [2]float32{}
+			if full > 0 {
+				pf := &a[0]
+				if len(next) > 0 {
+					pf = &next[0]
+				}
+				dot2Q80Q8VNNI(&a[0], &b[0], &act.Q[0], &act.D[0], &act.S[0], full, out, pf)
+			}
+			if full < nb {
+				out[0] += dotQ80Q8AVX2(&a[34*full], &act.Q[32*full], &act.D[full], nb-full)
+				out[1] += dotQ80Q8AVX2(&b[34*full], &act.Q[32*full], &act.D[full], nb-full)
 			}
 		}
 	}
