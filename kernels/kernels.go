@@ -418,13 +418,13 @@ func UseGeneric() (restore func()) {
 	dot4BF16, fmaPeak, sumBytes = dot4BF16Ref, fmaPeakRef, sumBytesRef
 	dotQ80, dotQ40, axpyQ80, axpyQ40 = dotQ80Ref, dotQ40Ref, axpyQ80Ref, axpyQ40Ref
 	dotQ80Q8, dotQ40Q8 = dotQ80Q8Ref, dotQ40Q8Ref
-	savedAxpy4, savedDot4F16, savedGemmF16 := axpy4Q40, dot4F16, gemmDownF16
-	axpy4Q40, dot4F16, gemmDownF16 = axpy4Q40Ref, dot4F16Ref, gemmDownF16Ref
+	savedAxpy4, savedAxpy4Q80, savedDot4F16, savedGemmF16 := axpy4Q40, axpy4Q80, dot4F16, gemmDownF16
+	axpy4Q40, axpy4Q80, dot4F16, gemmDownF16 = axpy4Q40Ref, axpy4Q80Ref, dot4F16Ref, gemmDownF16Ref
 	savedDot2BF16, savedDot2F16, savedAxpy4BF16, savedAxpy4F16, savedDot2Q40, savedDot2Q80 := dot2BF16, dot2F16, axpy4BF16, axpy4F16, dot2Q40Q8, dot2Q80Q8
 	dot2BF16, dot2F16, axpy4BF16, axpy4F16, dot2Q40Q8, dot2Q80Q8 = dot2BF16Rows, dot2F16Rows, axpy4BF16Rows, axpy4F16Rows, nil, nil
 	return func() {
 		dot2Q40Q8, dot2Q80Q8 = savedDot2Q40, savedDot2Q80
-		axpy4Q40, dot4F16, gemmDownF16 = savedAxpy4, savedDot4F16, savedGemmF16
+		axpy4Q40, axpy4Q80, dot4F16, gemmDownF16 = savedAxpy4, savedAxpy4Q80, savedDot4F16, savedGemmF16
 		dot2BF16, dot2F16, axpy4BF16, axpy4F16 = savedDot2BF16, savedDot2F16, savedAxpy4BF16, savedAxpy4F16
 		dotQ80Q8, dotQ40Q8 = saved[14].(func([]byte, *Q8Act) float32), saved[15].(func([]byte, *Q8Act) float32)
 		dotQ80, dotQ40 = saved[10].(func([]byte, []float32) float32), saved[11].(func([]byte, []float32) float32)

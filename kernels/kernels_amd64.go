@@ -103,6 +103,9 @@ func dotQ80Q8VNNI(w *byte, xq *int8, xd *float32, xs *int32, nb int) float32
 func dot2Q80Q8VNNI(a, b *byte, xq *int8, xd *float32, xs *int32, nb int, out *[2]float32, next *byte)
 
 //go:noescape
+func axpy4Q80AVX512(y *float32, a *[4]float32, w0, w1, w2, w3 *byte, nb int)
+
+//go:noescape
 func fmaPeakAVX2(iters int) float32
 
 //go:noescape
@@ -208,6 +211,14 @@ func init() {
 			return
 		}
 		axpy4Q40AVX512(&y[0], a, &w[0][0], &w[1][0], &w[2][0], &w[3][0], nb)
+	}
+	axpy4Q80 = func(y []float32, a *[4]float32, w *[4][]byte) {
+		nb := len(y) / format.QK
+		if nb%16 != 0 {
+			axpy4Q80Ref(y, a, w)
+			return
+		}
+		axpy4Q80AVX512(&y[0], a, &w[0][0], &w[1][0], &w[2][0], &w[3][0], nb)
 	}
 	// The integer Q4_0 dot with VNNI, used for rows of whole chunks of 16
 	// blocks, and then the default for Q4_0 (see IntegerDot).

@@ -112,30 +112,36 @@ func TestVNNIQ4DotMatchesReference(t *testing.T) {
 	}
 }
 
-// TestAxpy4Q40MatchesReference: four Q4_0 rows into one y at once equals
-// four single-row reference axpys.
-func TestAxpy4Q40MatchesReference(t *testing.T) {
+// TestAxpy4MatchesReference: four Q4_0 or Q8_0 rows into one y at once
+// equals four single-row reference axpys.
+func TestAxpy4MatchesReference(t *testing.T) {
 	if !cpu.X86.HasAVX512F {
-		t.Log("CPU without AVX-512F: this kernel cannot run here")
+		t.Log("CPU without AVX-512F: these kernels cannot run here")
 		return
 	}
 	rng := rand.New(rand.NewPCG(19, 20))
-	for _, nb := range []int{16, 64, 256} {
-		n := nb * format.QK
-		var w [4][]byte
-		for r := range w {
-			w[r], _ = randRow(rng, format.Q4_0, n)
-		}
-		a := [4]float32{0.5, -1.25, 3, -0.01}
-		y1 := randVec(rng, n)
-		y2 := append([]float32(nil), y1...)
-		axpy4Q40AVX512(&y1[0], &a, &w[0][0], &w[1][0], &w[2][0], &w[3][0], nb)
-		for r := range w {
-			axpyQ40Ref(y2, a[r], w[r])
-		}
-		for i := range y1 {
-			if d := math.Abs(float64(y1[i] - y2[i])); d > 1e-5*(1+math.Abs(float64(y2[i]))) {
-				t.Fatalf("nb=%d [%d]: %g vs reference %g", nb, i, y1[i], y2[i])
+	for _, c := range []struct {
+		dt     format.DType
+		kernel func(y *float32, a *[4]float32, w0, w1, w2, w3 *byte, nb int)
+		ref    func([]float32, float32, []byte)
+	}{{format.Q4_0, axpy4Q40AVX512, axpyQ40Ref}, {format.Q8_0, axpy4Q80AVX512, axpyQ80Ref}} {
+		for _, nb := range []int{16, 64, 256} {
+			n := nb * format.QK
+			var w [4][]byte
+			for r := range w {
+				w[r], _ = randRow(rng, c.dt, n)
+			}
+			a := [4]float32{0.5, -1.25, 3, -0.01}
+			y1 := randVec(rng, n)
+			y2 := append([]float32(nil), y1...)
+			c.kernel(&y1[0], &a, &w[0][0], &w[1][0], &w[2][0], &w[3][0], nb)
+			for r := range w {
+				c.ref(y2, a[r], w[r])
+			}
+			for i := range y1 {
+				if d := math.Abs(float64(y1[i] - y2[i])); d > 1e-5*(1+math.Abs(float64(y2[i]))) {
+					t.Fatalf("%v nb=%d [%d]: %g vs reference %g", c.dt, nb, i, y1[i], y2[i])
+				}
 			}
 		}
 	}

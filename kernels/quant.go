@@ -156,11 +156,22 @@ func axpy4Q40Ref(y []float32, a *[4]float32, w *[4][]byte) {
 
 var axpy4Q40 = axpy4Q40Ref
 
+// axpy4Q80Ref is four Q8_0 axpys into one y, one row at a time.
+func axpy4Q80Ref(y []float32, a *[4]float32, w *[4][]byte) {
+	for r := range w {
+		axpyQ80(y, a[r], w[r])
+	}
+}
+
+var axpy4Q80 = axpy4Q80Ref
+
 // axpy4For is the four-row axpy of a dtype that has one, or nil.
 func axpy4For(dt format.DType) func(y []float32, a *[4]float32, w *[4][]byte) {
 	switch dt {
 	case format.Q4_0:
 		return axpy4Q40
+	case format.Q8_0:
+		return axpy4Q80
 	case format.BF16:
 		return axpy4BF16
 	case format.F16:
