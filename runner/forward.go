@@ -23,7 +23,10 @@ type State struct {
 	ffnOut []float32 // (T, hidden)
 	cos    []float32 // (hd/2)
 	sin    []float32 // (hd/2)
-	act    []float32 // (T, ranks) FFN activations h, only when a hook wants them
+	// ropePos is the position cos/sin hold (−1: none): a decode step needs
+	// them once, not once per layer.
+	ropePos int
+	act     []float32 // (T, ranks) FFN activations h, only when a hook wants them
 
 	keyCache []float32 // (layer, ctx, kv*hd)
 	valCache []float32 // (layer, ctx, kv*hd)
@@ -48,7 +51,7 @@ func (m *Model) NewState(pool *kernels.Pool, ctx int) (*State, error) {
 	kv := c.NumKVHeads * c.HeadDim
 	return &State{
 		m: m, pool: pool, Ctx: ctx,
-		cos: make([]float32, c.HeadDim/2), sin: make([]float32, c.HeadDim/2),
+		cos: make([]float32, c.HeadDim/2), sin: make([]float32, c.HeadDim/2), ropePos: -1,
 		keyCache: make([]float32, c.NumLayers*ctx*kv),
 		valCache: make([]float32, c.NumLayers*ctx*kv),
 	}, nil
@@ -197,6 +200,10 @@ func addBias(x, b []float32) {
 // ropeAngles fills cos/sin for position pos. The angle is computed in float32
 // from float32 frequencies, as the HF reference does.
 func (s *State) ropeAngles(pos int) {
+	if pos == s.ropePos {
+		return
+	}
+	s.ropePos = pos
 	for i, f := range s.m.invFreq {
 		a := float32(pos) * float32(f)
 		s.cos[i] = float32(math.Cos(float64(a)))
