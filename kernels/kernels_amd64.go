@@ -224,16 +224,16 @@ func init() {
 	// blocks, and then the default for Q4_0 (see IntegerDot).
 	if cpu.X86.HasAVX512VNNI && cpu.X86.HasF16C {
 		Path += "+vnni"
-		pairedActivations = true
+		quadActivations = true
 		IntegerDot[format.Q4_0] = true
 		dotQ40Q8 = func(w []byte, a *Q8Act) float32 {
 			nb, full := len(a.D), 0
-			if len(a.Paired) > 0 {
+			if len(a.Quad) > 0 {
 				full = nb &^ 15 // whole chunks of 16 blocks
 			}
 			var s float32
 			if full > 0 {
-				s = dotQ40Q8VNNI(&w[0], (*int8)(unsafe.Pointer(&a.Paired[0])), &a.D[0], full)
+				s = dotQ40Q8VNNI(&w[0], (*int8)(unsafe.Pointer(&a.Quad[0])), &a.D[0], full)
 			}
 			if full < nb { // the blocks after the last whole chunk
 				s += dotQ40Q8AVX2(&w[18*full], &a.Q[32*full], &a.D[full], &a.S[full], nb-full)
@@ -242,7 +242,7 @@ func init() {
 		}
 		dot2Q40Q8 = func(a, b []byte, act *Q8Act, out *[2]float32, next []byte) {
 			nb, full := len(act.D), 0
-			if len(act.Paired) > 0 {
+			if len(act.Quad) > 0 {
 				full = nb &^ 15
 			}
 			*out = [2]float32{}
@@ -251,7 +251,7 @@ func init() {
 				if len(next) > 0 {
 					pf = &next[0]
 				}
-				dot2Q40Q8VNNI(&a[0], &b[0], (*int8)(unsafe.Pointer(&act.Paired[0])), &act.D[0], full, out, pf)
+				dot2Q40Q8VNNI(&a[0], &b[0], (*int8)(unsafe.Pointer(&act.Quad[0])), &act.D[0], full, out, pf)
 			}
 			if full < nb {
 				out[0] += dotQ40Q8AVX2(&a[18*full], &act.Q[32*full], &act.D[full], &act.S[full], nb-full)

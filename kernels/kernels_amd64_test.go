@@ -87,9 +87,9 @@ func TestVNNIQ4DotMatchesReference(t *testing.T) {
 		t.Log("CPU without AVX-512 VNNI: this kernel cannot run here")
 		return
 	}
-	saved := pairedActivations
-	pairedActivations = true // also under SIPACK_KERNELS=generic
-	defer func() { pairedActivations = saved }()
+	saved := quadActivations
+	quadActivations = true // also under SIPACK_KERNELS=generic
+	defer func() { quadActivations = saved }()
 	rng := rand.New(rand.NewPCG(15, 16))
 	for _, nb := range []int{16, 32, 64, 256} {
 		n := nb * format.QK
@@ -97,10 +97,10 @@ func TestVNNIQ4DotMatchesReference(t *testing.T) {
 		x := randVec(rng, n)
 		var a Q8Act
 		QuantizeAct(&a, x)
-		if len(a.Paired) != n*2 {
-			t.Fatalf("nb=%d: paired activations %d bytes, want %d", nb, len(a.Paired), n*2)
+		if len(a.Quad) != n*3/2 {
+			t.Fatalf("nb=%d: quad activations %d bytes, want %d", nb, len(a.Quad), n*3/2)
 		}
-		got := dotQ40Q8VNNI(&wb[0], (*int8)(unsafe.Pointer(&a.Paired[0])), &a.D[0], nb)
+		got := dotQ40Q8VNNI(&wb[0], (*int8)(unsafe.Pointer(&a.Quad[0])), &a.D[0], nb)
 		want := dotQ40Q8Ref(wb, &a)
 		var mag float64
 		for b := range a.D {

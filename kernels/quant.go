@@ -186,17 +186,18 @@ type Q8Act struct {
 	Q []int8    // 32 per block
 	D []float32 // scale per block
 	S []int32   // Σ Q per block (Q4_0's −8 offset)
-	// Paired is Q laid out for the AVX-512 VNNI Q4_0 kernel, built only
-	// where that kernel is in use: per pair of blocks (2p, 2p+1), 64 bytes
-	// x_2p[0:16] | x_2p+1[0:16] | x_2p[16:32] | x_2p+1[16:32] (the order
-	// of the weights' nibbles once two blocks are split), then 16
-	// little-endian int32 c_i = −8 · (the sum of the four bytes of dword i).
-	Paired []byte
+	// Quad is Q laid out for the AVX-512 VNNI Q4_0 kernels, built only
+	// where they are in use: per four blocks 4q..4q+3, 192 bytes: their
+	// x[0:16] side by side, their x[16:32] side by side (the order of the
+	// weights' low and high nibbles once four blocks are split), then 16
+	// little-endian int32 c_i = −8 · (the sum of the four bytes of dword i
+	// of each of the two halves).
+	Quad []byte
 }
 
-// pairedActivations makes QuantizeAct build Q8Act.Paired (set at start
-// when the VNNI kernel is chosen).
-var pairedActivations = false
+// quadActivations makes QuantizeAct build Q8Act.Quad (set at start when
+// the VNNI kernels are chosen).
+var quadActivations = false
 
 // QuantizeAct quantises x (a multiple of 32) into a (reusing its storage).
 // Each value is rounded half away from zero, as math.Round does: t + ±0.5
@@ -224,31 +225,35 @@ func QuantizeAct(a *Q8Act, x []float32) {
 		}
 		a.D[b], a.S[b] = d, s
 	}
-	a.Paired = a.Paired[:0]
-	if pairedActivations && nb%2 == 0 {
-		a.Paired = pairActivations(a.Paired, a.Q)
+	a.Quad = a.Quad[:0]
+	if quadActivations {
+		a.Quad = quadLayout(a.Quad, a.Q)
 	}
 }
 
-// pairActivations writes the Paired layout of q (whole pairs of blocks)
-// into dst's storage, 128 bytes a pair.
-func pairActivations(dst []byte, q []int8) []byte {
+// quadLayout writes the Quad layout of q (whole groups of four blocks)
+// into dst's storage, 192 bytes a group.
+func quadLayout(dst []byte, q []int8) []byte {
 	const half = format.QK / 2
-	pairs := len(q) / (2 * format.QK)
-	if cap(dst) < 128*pairs {
-		dst = make([]byte, 128*pairs)
+	quads := len(q) / (4 * format.QK)
+	if cap(dst) < 192*quads {
+		dst = make([]byte, 192*quads)
 	}
-	dst = dst[:128*pairs]
-	for p := 0; p < pairs; p++ {
-		b0, b1 := q[2*p*format.QK:(2*p+1)*format.QK], q[(2*p+1)*format.QK:(2*p+2)*format.QK]
-		out := dst[128*p : 128*(p+1)]
-		for i := 0; i < half; i++ {
-			out[i], out[half+i] = byte(b0[i]), byte(b1[i])
-			out[2*half+i], out[3*half+i] = byte(b0[half+i]), byte(b1[half+i])
+	dst = dst[:192*quads]
+	for g := 0; g < quads; g++ {
+		out := dst[192*g : 192*(g+1)]
+		for k := 0; k < 4; k++ {
+			blk := q[(4*g+k)*format.QK : (4*g+k+1)*format.QK]
+			for i := 0; i < half; i++ {
+				out[half*k+i], out[64+half*k+i] = byte(blk[i]), byte(blk[half+i])
+			}
 		}
 		for i := 0; i < 16; i++ {
-			s := int32(int8(out[4*i])) + int32(int8(out[4*i+1])) + int32(int8(out[4*i+2])) + int32(int8(out[4*i+3]))
-			binary.LittleEndian.PutUint32(out[64+4*i:], uint32(-8*s))
+			var s int32
+			for _, off := range [...]int{4 * i, 64 + 4*i} {
+				s += int32(int8(out[off])) + int32(int8(out[off+1])) + int32(int8(out[off+2])) + int32(int8(out[off+3]))
+			}
+			binary.LittleEndian.PutUint32(out[128+4*i:], uint32(-8*s))
 		}
 	}
 	return dst

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -269,7 +270,7 @@ func TestMatMulSharedEqualsMatMul(t *testing.T) {
 
 // TestQuantizeActRoundsAsMathRound: the activation quantiser rounds half
 // away from zero (math.Round) on random blocks and on exact halves, and its
-// block sums and paired layout agree with the values.
+// block sums and four-block (Quad) layout agree with the values.
 func TestQuantizeActRoundsAsMathRound(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	x := randVec(rng, 4*format.QK)
@@ -294,12 +295,22 @@ func TestQuantizeActRoundsAsMathRound(t *testing.T) {
 			t.Fatalf("block %d: sum %d scale %g, want %d %g", b, a.S[b], a.D[b], s, d)
 		}
 	}
-	p := pairActivations(nil, a.Q)
-	for pr := 0; pr < 2; pr++ {
+	g := quadLayout(nil, a.Q)
+	for k := 0; k < 4; k++ {
 		for i := 0; i < 16; i++ {
-			if int8(p[128*pr+i]) != a.Q[2*pr*format.QK+i] || int8(p[128*pr+48+i]) != a.Q[(2*pr+1)*format.QK+16+i] {
-				t.Fatalf("pair %d: layout differs at %d", pr, i)
+			if int8(g[16*k+i]) != a.Q[k*format.QK+i] || int8(g[64+16*k+i]) != a.Q[k*format.QK+16+i] {
+				t.Fatalf("quad layout differs at block %d, %d", k, i)
 			}
+		}
+	}
+	for i := 0; i < 16; i++ {
+		k, j := i/4, 4*(i%4)
+		var s int32
+		for _, v := range append(slices.Clone(a.Q[k*format.QK+j:k*format.QK+j+4]), a.Q[k*format.QK+16+j:k*format.QK+16+j+4]...) {
+			s += int32(v)
+		}
+		if got := int32(binary.LittleEndian.Uint32(g[128+4*i:])); got != -8*s {
+			t.Fatalf("quad offset %d: %d, want %d", i, got, -8*s)
 		}
 	}
 }
