@@ -941,6 +941,147 @@ GLOBL q4scaleidx<>(SB), RODATA|NOPTR, $192
 // in z (Z26, Z30 and Z31 are scratch).
 #define SCALES16Q4(base, z) VMOVDQU16 0(base), Z30; VPERMT2W 64(base), Z27, Z30; VMOVDQU16 128(base), Z26; VPERMT2W 192(base), Z28, Z26; VMOVDQU16 Z26, K2, Z30; VMOVDQU16 256(base), Y31; VPERMW Z31, Z29, K3, Z30; VCVTPH2PS Y30, z
 
+// The 16 scales of a chunk of 16 Q8_0 blocks (34 bytes each: block k's
+// scale is word 17k) by word permutes, as for Q4_0: four blocks from each
+// 128 bytes. q8scaleidx holds the four index vectors.
+DATA q8scaleidx<>+0(SB)/2, $0
+DATA q8scaleidx<>+2(SB)/2, $17
+DATA q8scaleidx<>+4(SB)/2, $34
+DATA q8scaleidx<>+6(SB)/2, $51
+DATA q8scaleidx<>+8(SB)/2, $0
+DATA q8scaleidx<>+10(SB)/2, $0
+DATA q8scaleidx<>+12(SB)/2, $0
+DATA q8scaleidx<>+14(SB)/2, $0
+DATA q8scaleidx<>+16(SB)/2, $0
+DATA q8scaleidx<>+18(SB)/2, $0
+DATA q8scaleidx<>+20(SB)/2, $0
+DATA q8scaleidx<>+22(SB)/2, $0
+DATA q8scaleidx<>+24(SB)/2, $0
+DATA q8scaleidx<>+26(SB)/2, $0
+DATA q8scaleidx<>+28(SB)/2, $0
+DATA q8scaleidx<>+30(SB)/2, $0
+DATA q8scaleidx<>+32(SB)/2, $0
+DATA q8scaleidx<>+34(SB)/2, $0
+DATA q8scaleidx<>+36(SB)/2, $0
+DATA q8scaleidx<>+38(SB)/2, $0
+DATA q8scaleidx<>+40(SB)/2, $0
+DATA q8scaleidx<>+42(SB)/2, $0
+DATA q8scaleidx<>+44(SB)/2, $0
+DATA q8scaleidx<>+46(SB)/2, $0
+DATA q8scaleidx<>+48(SB)/2, $0
+DATA q8scaleidx<>+50(SB)/2, $0
+DATA q8scaleidx<>+52(SB)/2, $0
+DATA q8scaleidx<>+54(SB)/2, $0
+DATA q8scaleidx<>+56(SB)/2, $0
+DATA q8scaleidx<>+58(SB)/2, $0
+DATA q8scaleidx<>+60(SB)/2, $0
+DATA q8scaleidx<>+62(SB)/2, $0
+DATA q8scaleidx<>+64(SB)/2, $0
+DATA q8scaleidx<>+66(SB)/2, $0
+DATA q8scaleidx<>+68(SB)/2, $0
+DATA q8scaleidx<>+70(SB)/2, $0
+DATA q8scaleidx<>+72(SB)/2, $4
+DATA q8scaleidx<>+74(SB)/2, $21
+DATA q8scaleidx<>+76(SB)/2, $38
+DATA q8scaleidx<>+78(SB)/2, $55
+DATA q8scaleidx<>+80(SB)/2, $0
+DATA q8scaleidx<>+82(SB)/2, $0
+DATA q8scaleidx<>+84(SB)/2, $0
+DATA q8scaleidx<>+86(SB)/2, $0
+DATA q8scaleidx<>+88(SB)/2, $0
+DATA q8scaleidx<>+90(SB)/2, $0
+DATA q8scaleidx<>+92(SB)/2, $0
+DATA q8scaleidx<>+94(SB)/2, $0
+DATA q8scaleidx<>+96(SB)/2, $0
+DATA q8scaleidx<>+98(SB)/2, $0
+DATA q8scaleidx<>+100(SB)/2, $0
+DATA q8scaleidx<>+102(SB)/2, $0
+DATA q8scaleidx<>+104(SB)/2, $0
+DATA q8scaleidx<>+106(SB)/2, $0
+DATA q8scaleidx<>+108(SB)/2, $0
+DATA q8scaleidx<>+110(SB)/2, $0
+DATA q8scaleidx<>+112(SB)/2, $0
+DATA q8scaleidx<>+114(SB)/2, $0
+DATA q8scaleidx<>+116(SB)/2, $0
+DATA q8scaleidx<>+118(SB)/2, $0
+DATA q8scaleidx<>+120(SB)/2, $0
+DATA q8scaleidx<>+122(SB)/2, $0
+DATA q8scaleidx<>+124(SB)/2, $0
+DATA q8scaleidx<>+126(SB)/2, $0
+DATA q8scaleidx<>+128(SB)/2, $0
+DATA q8scaleidx<>+130(SB)/2, $0
+DATA q8scaleidx<>+132(SB)/2, $0
+DATA q8scaleidx<>+134(SB)/2, $0
+DATA q8scaleidx<>+136(SB)/2, $0
+DATA q8scaleidx<>+138(SB)/2, $0
+DATA q8scaleidx<>+140(SB)/2, $0
+DATA q8scaleidx<>+142(SB)/2, $0
+DATA q8scaleidx<>+144(SB)/2, $8
+DATA q8scaleidx<>+146(SB)/2, $25
+DATA q8scaleidx<>+148(SB)/2, $42
+DATA q8scaleidx<>+150(SB)/2, $59
+DATA q8scaleidx<>+152(SB)/2, $0
+DATA q8scaleidx<>+154(SB)/2, $0
+DATA q8scaleidx<>+156(SB)/2, $0
+DATA q8scaleidx<>+158(SB)/2, $0
+DATA q8scaleidx<>+160(SB)/2, $0
+DATA q8scaleidx<>+162(SB)/2, $0
+DATA q8scaleidx<>+164(SB)/2, $0
+DATA q8scaleidx<>+166(SB)/2, $0
+DATA q8scaleidx<>+168(SB)/2, $0
+DATA q8scaleidx<>+170(SB)/2, $0
+DATA q8scaleidx<>+172(SB)/2, $0
+DATA q8scaleidx<>+174(SB)/2, $0
+DATA q8scaleidx<>+176(SB)/2, $0
+DATA q8scaleidx<>+178(SB)/2, $0
+DATA q8scaleidx<>+180(SB)/2, $0
+DATA q8scaleidx<>+182(SB)/2, $0
+DATA q8scaleidx<>+184(SB)/2, $0
+DATA q8scaleidx<>+186(SB)/2, $0
+DATA q8scaleidx<>+188(SB)/2, $0
+DATA q8scaleidx<>+190(SB)/2, $0
+DATA q8scaleidx<>+192(SB)/2, $0
+DATA q8scaleidx<>+194(SB)/2, $0
+DATA q8scaleidx<>+196(SB)/2, $0
+DATA q8scaleidx<>+198(SB)/2, $0
+DATA q8scaleidx<>+200(SB)/2, $0
+DATA q8scaleidx<>+202(SB)/2, $0
+DATA q8scaleidx<>+204(SB)/2, $0
+DATA q8scaleidx<>+206(SB)/2, $0
+DATA q8scaleidx<>+208(SB)/2, $0
+DATA q8scaleidx<>+210(SB)/2, $0
+DATA q8scaleidx<>+212(SB)/2, $0
+DATA q8scaleidx<>+214(SB)/2, $0
+DATA q8scaleidx<>+216(SB)/2, $12
+DATA q8scaleidx<>+218(SB)/2, $29
+DATA q8scaleidx<>+220(SB)/2, $46
+DATA q8scaleidx<>+222(SB)/2, $63
+DATA q8scaleidx<>+224(SB)/2, $0
+DATA q8scaleidx<>+226(SB)/2, $0
+DATA q8scaleidx<>+228(SB)/2, $0
+DATA q8scaleidx<>+230(SB)/2, $0
+DATA q8scaleidx<>+232(SB)/2, $0
+DATA q8scaleidx<>+234(SB)/2, $0
+DATA q8scaleidx<>+236(SB)/2, $0
+DATA q8scaleidx<>+238(SB)/2, $0
+DATA q8scaleidx<>+240(SB)/2, $0
+DATA q8scaleidx<>+242(SB)/2, $0
+DATA q8scaleidx<>+244(SB)/2, $0
+DATA q8scaleidx<>+246(SB)/2, $0
+DATA q8scaleidx<>+248(SB)/2, $0
+DATA q8scaleidx<>+250(SB)/2, $0
+DATA q8scaleidx<>+252(SB)/2, $0
+DATA q8scaleidx<>+254(SB)/2, $0
+GLOBL q8scaleidx<>(SB), RODATA|NOPTR, $256
+
+// Q8SCALESETUP loads SCALES16Q8's index vectors (Z24, Z25, Z27, Z28) and
+// merge masks (K4-K6: lanes 4-7, 8-11, 12-15).
+#define Q8SCALESETUP VMOVDQU16 q8scaleidx<>+0(SB), Z24; VMOVDQU16 q8scaleidx<>+64(SB), Z25; VMOVDQU16 q8scaleidx<>+128(SB), Z27; VMOVDQU16 q8scaleidx<>+192(SB), Z28; MOVL $0xf0, AX; KMOVW AX, K4; MOVL $0xf00, AX; KMOVW AX, K5; MOVL $0xf000, AX; KMOVW AX, K6
+
+// SCALES16Q8(base, z): the chunk's 16 scales at base, widened to float32
+// in z (Z26 and Z30 are scratch).
+#define SCALES16Q8(base, z) VMOVDQU16 0(base), Z30; VPERMT2W 64(base), Z24, Z30; VMOVDQU16 128(base), Z26; VPERMT2W 192(base), Z25, Z26; VMOVDQU16 Z26, K4, Z30; VMOVDQU16 256(base), Z26; VPERMT2W 320(base), Z27, Z26; VMOVDQU16 Z26, K5, Z30; VMOVDQU16 384(base), Z26; VPERMT2W 448(base), Z28, Z26; VMOVDQU16 Z26, K6, Z30; VCVTPH2PS Y30, z
+
 // Block at off(SI) into lo (elements 0-15) and hi (16-31), table in Z2.
 #define Q4Z(off, lo, hi) VPMOVZXBD off+2(SI), lo; VPSRLD $4, lo, hi; VPERMPS Z2, lo, lo; VPERMPS Z2, hi, hi
 #define Q8Z(off, lo, hi) VPMOVSXBD off+2(SI), lo; VPMOVSXBD off+18(SI), hi; VCVTDQ2PS lo, lo; VCVTDQ2PS hi, hi
@@ -971,42 +1112,11 @@ TEXT ·dotQ40AVX512(SB), NOSPLIT, $96-28
 	VPXORD Z1, Z1, Z1
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
+	Q4SCALESETUP
 q4zchunk:
 	CMPQ CX, $16
 	JL   q4ztail
-	MOVWLZX 0(SI), AX
-	MOVW AX, 64(SP)
-	MOVWLZX 18(SI), AX
-	MOVW AX, 66(SP)
-	MOVWLZX 36(SI), AX
-	MOVW AX, 68(SP)
-	MOVWLZX 54(SI), AX
-	MOVW AX, 70(SP)
-	MOVWLZX 72(SI), AX
-	MOVW AX, 72(SP)
-	MOVWLZX 90(SI), AX
-	MOVW AX, 74(SP)
-	MOVWLZX 108(SI), AX
-	MOVW AX, 76(SP)
-	MOVWLZX 126(SI), AX
-	MOVW AX, 78(SP)
-	MOVWLZX 144(SI), AX
-	MOVW AX, 80(SP)
-	MOVWLZX 162(SI), AX
-	MOVW AX, 82(SP)
-	MOVWLZX 180(SI), AX
-	MOVW AX, 84(SP)
-	MOVWLZX 198(SI), AX
-	MOVW AX, 86(SP)
-	MOVWLZX 216(SI), AX
-	MOVW AX, 88(SP)
-	MOVWLZX 234(SI), AX
-	MOVW AX, 90(SP)
-	MOVWLZX 252(SI), AX
-	MOVW AX, 92(SP)
-	MOVWLZX 270(SI), AX
-	MOVW AX, 94(SP)
-	VCVTPH2PS 64(SP), Z3
+	SCALES16Q4(SI, Z3)
 	VMOVUPS Z3, 0(SP)
 	VPMOVZXBD 2(SI), Z4
 	VPSRLD $4, Z4, Z5
@@ -1151,42 +1261,11 @@ TEXT ·dotQ80AVX512(SB), NOSPLIT, $96-28
 	VPXORD Z1, Z1, Z1
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
+	Q8SCALESETUP
 q8zchunk:
 	CMPQ CX, $16
 	JL   q8ztail
-	MOVWLZX 0(SI), AX
-	MOVW AX, 64(SP)
-	MOVWLZX 34(SI), AX
-	MOVW AX, 66(SP)
-	MOVWLZX 68(SI), AX
-	MOVW AX, 68(SP)
-	MOVWLZX 102(SI), AX
-	MOVW AX, 70(SP)
-	MOVWLZX 136(SI), AX
-	MOVW AX, 72(SP)
-	MOVWLZX 170(SI), AX
-	MOVW AX, 74(SP)
-	MOVWLZX 204(SI), AX
-	MOVW AX, 76(SP)
-	MOVWLZX 238(SI), AX
-	MOVW AX, 78(SP)
-	MOVWLZX 272(SI), AX
-	MOVW AX, 80(SP)
-	MOVWLZX 306(SI), AX
-	MOVW AX, 82(SP)
-	MOVWLZX 340(SI), AX
-	MOVW AX, 84(SP)
-	MOVWLZX 374(SI), AX
-	MOVW AX, 86(SP)
-	MOVWLZX 408(SI), AX
-	MOVW AX, 88(SP)
-	MOVWLZX 442(SI), AX
-	MOVW AX, 90(SP)
-	MOVWLZX 476(SI), AX
-	MOVW AX, 92(SP)
-	MOVWLZX 510(SI), AX
-	MOVW AX, 94(SP)
-	VCVTPH2PS 64(SP), Z3
+	SCALES16Q8(SI, Z3)
 	VMOVUPS Z3, 0(SP)
 	VPMOVSXBD 2(SI), Z4
 	VPMOVSXBD 18(SI), Z5
@@ -1332,42 +1411,11 @@ TEXT ·axpyQ40AVX512(SB), NOSPLIT, $96-32
 	MOVQ w+16(FP), SI
 	MOVQ nb+24(FP), CX
 	VMOVUPS q4values<>(SB), Z2
+	Q4SCALESETUP
 aq4zchunk:
 	CMPQ CX, $16
 	JL   aq4ztail
-	MOVWLZX 0(SI), AX
-	MOVW AX, 64(SP)
-	MOVWLZX 18(SI), AX
-	MOVW AX, 66(SP)
-	MOVWLZX 36(SI), AX
-	MOVW AX, 68(SP)
-	MOVWLZX 54(SI), AX
-	MOVW AX, 70(SP)
-	MOVWLZX 72(SI), AX
-	MOVW AX, 72(SP)
-	MOVWLZX 90(SI), AX
-	MOVW AX, 74(SP)
-	MOVWLZX 108(SI), AX
-	MOVW AX, 76(SP)
-	MOVWLZX 126(SI), AX
-	MOVW AX, 78(SP)
-	MOVWLZX 144(SI), AX
-	MOVW AX, 80(SP)
-	MOVWLZX 162(SI), AX
-	MOVW AX, 82(SP)
-	MOVWLZX 180(SI), AX
-	MOVW AX, 84(SP)
-	MOVWLZX 198(SI), AX
-	MOVW AX, 86(SP)
-	MOVWLZX 216(SI), AX
-	MOVW AX, 88(SP)
-	MOVWLZX 234(SI), AX
-	MOVW AX, 90(SP)
-	MOVWLZX 252(SI), AX
-	MOVW AX, 92(SP)
-	MOVWLZX 270(SI), AX
-	MOVW AX, 94(SP)
-	VCVTPH2PS 64(SP), Z3
+	SCALES16Q4(SI, Z3)
 	VMULPS Z15, Z3, Z3
 	VMOVUPS Z3, 0(SP)
 	VPMOVZXBD 2(SI), Z4
@@ -1555,42 +1603,11 @@ TEXT ·axpyQ80AVX512(SB), NOSPLIT, $96-32
 	VBROADCASTSS a+8(FP), Z15
 	MOVQ w+16(FP), SI
 	MOVQ nb+24(FP), CX
+	Q8SCALESETUP
 aq8zchunk:
 	CMPQ CX, $16
 	JL   aq8ztail
-	MOVWLZX 0(SI), AX
-	MOVW AX, 64(SP)
-	MOVWLZX 34(SI), AX
-	MOVW AX, 66(SP)
-	MOVWLZX 68(SI), AX
-	MOVW AX, 68(SP)
-	MOVWLZX 102(SI), AX
-	MOVW AX, 70(SP)
-	MOVWLZX 136(SI), AX
-	MOVW AX, 72(SP)
-	MOVWLZX 170(SI), AX
-	MOVW AX, 74(SP)
-	MOVWLZX 204(SI), AX
-	MOVW AX, 76(SP)
-	MOVWLZX 238(SI), AX
-	MOVW AX, 78(SP)
-	MOVWLZX 272(SI), AX
-	MOVW AX, 80(SP)
-	MOVWLZX 306(SI), AX
-	MOVW AX, 82(SP)
-	MOVWLZX 340(SI), AX
-	MOVW AX, 84(SP)
-	MOVWLZX 374(SI), AX
-	MOVW AX, 86(SP)
-	MOVWLZX 408(SI), AX
-	MOVW AX, 88(SP)
-	MOVWLZX 442(SI), AX
-	MOVW AX, 90(SP)
-	MOVWLZX 476(SI), AX
-	MOVW AX, 92(SP)
-	MOVWLZX 510(SI), AX
-	MOVW AX, 94(SP)
-	VCVTPH2PS 64(SP), Z3
+	SCALES16Q8(SI, Z3)
 	VMULPS Z15, Z3, Z3
 	VMOVUPS Z3, 0(SP)
 	VPMOVSXBD 2(SI), Z4
@@ -2905,146 +2922,6 @@ DATA q8pairidx<>+500(SB)/4, $15
 DATA q8pairidx<>+504(SB)/4, $15
 DATA q8pairidx<>+508(SB)/4, $15
 GLOBL q8pairidx<>(SB), RODATA|NOPTR, $512
-// The 16 scales of a chunk of 16 Q8_0 blocks (34 bytes each: block k's
-// scale is word 17k) by word permutes, as for Q4_0: four blocks from each
-// 128 bytes. q8scaleidx holds the four index vectors.
-DATA q8scaleidx<>+0(SB)/2, $0
-DATA q8scaleidx<>+2(SB)/2, $17
-DATA q8scaleidx<>+4(SB)/2, $34
-DATA q8scaleidx<>+6(SB)/2, $51
-DATA q8scaleidx<>+8(SB)/2, $0
-DATA q8scaleidx<>+10(SB)/2, $0
-DATA q8scaleidx<>+12(SB)/2, $0
-DATA q8scaleidx<>+14(SB)/2, $0
-DATA q8scaleidx<>+16(SB)/2, $0
-DATA q8scaleidx<>+18(SB)/2, $0
-DATA q8scaleidx<>+20(SB)/2, $0
-DATA q8scaleidx<>+22(SB)/2, $0
-DATA q8scaleidx<>+24(SB)/2, $0
-DATA q8scaleidx<>+26(SB)/2, $0
-DATA q8scaleidx<>+28(SB)/2, $0
-DATA q8scaleidx<>+30(SB)/2, $0
-DATA q8scaleidx<>+32(SB)/2, $0
-DATA q8scaleidx<>+34(SB)/2, $0
-DATA q8scaleidx<>+36(SB)/2, $0
-DATA q8scaleidx<>+38(SB)/2, $0
-DATA q8scaleidx<>+40(SB)/2, $0
-DATA q8scaleidx<>+42(SB)/2, $0
-DATA q8scaleidx<>+44(SB)/2, $0
-DATA q8scaleidx<>+46(SB)/2, $0
-DATA q8scaleidx<>+48(SB)/2, $0
-DATA q8scaleidx<>+50(SB)/2, $0
-DATA q8scaleidx<>+52(SB)/2, $0
-DATA q8scaleidx<>+54(SB)/2, $0
-DATA q8scaleidx<>+56(SB)/2, $0
-DATA q8scaleidx<>+58(SB)/2, $0
-DATA q8scaleidx<>+60(SB)/2, $0
-DATA q8scaleidx<>+62(SB)/2, $0
-DATA q8scaleidx<>+64(SB)/2, $0
-DATA q8scaleidx<>+66(SB)/2, $0
-DATA q8scaleidx<>+68(SB)/2, $0
-DATA q8scaleidx<>+70(SB)/2, $0
-DATA q8scaleidx<>+72(SB)/2, $4
-DATA q8scaleidx<>+74(SB)/2, $21
-DATA q8scaleidx<>+76(SB)/2, $38
-DATA q8scaleidx<>+78(SB)/2, $55
-DATA q8scaleidx<>+80(SB)/2, $0
-DATA q8scaleidx<>+82(SB)/2, $0
-DATA q8scaleidx<>+84(SB)/2, $0
-DATA q8scaleidx<>+86(SB)/2, $0
-DATA q8scaleidx<>+88(SB)/2, $0
-DATA q8scaleidx<>+90(SB)/2, $0
-DATA q8scaleidx<>+92(SB)/2, $0
-DATA q8scaleidx<>+94(SB)/2, $0
-DATA q8scaleidx<>+96(SB)/2, $0
-DATA q8scaleidx<>+98(SB)/2, $0
-DATA q8scaleidx<>+100(SB)/2, $0
-DATA q8scaleidx<>+102(SB)/2, $0
-DATA q8scaleidx<>+104(SB)/2, $0
-DATA q8scaleidx<>+106(SB)/2, $0
-DATA q8scaleidx<>+108(SB)/2, $0
-DATA q8scaleidx<>+110(SB)/2, $0
-DATA q8scaleidx<>+112(SB)/2, $0
-DATA q8scaleidx<>+114(SB)/2, $0
-DATA q8scaleidx<>+116(SB)/2, $0
-DATA q8scaleidx<>+118(SB)/2, $0
-DATA q8scaleidx<>+120(SB)/2, $0
-DATA q8scaleidx<>+122(SB)/2, $0
-DATA q8scaleidx<>+124(SB)/2, $0
-DATA q8scaleidx<>+126(SB)/2, $0
-DATA q8scaleidx<>+128(SB)/2, $0
-DATA q8scaleidx<>+130(SB)/2, $0
-DATA q8scaleidx<>+132(SB)/2, $0
-DATA q8scaleidx<>+134(SB)/2, $0
-DATA q8scaleidx<>+136(SB)/2, $0
-DATA q8scaleidx<>+138(SB)/2, $0
-DATA q8scaleidx<>+140(SB)/2, $0
-DATA q8scaleidx<>+142(SB)/2, $0
-DATA q8scaleidx<>+144(SB)/2, $8
-DATA q8scaleidx<>+146(SB)/2, $25
-DATA q8scaleidx<>+148(SB)/2, $42
-DATA q8scaleidx<>+150(SB)/2, $59
-DATA q8scaleidx<>+152(SB)/2, $0
-DATA q8scaleidx<>+154(SB)/2, $0
-DATA q8scaleidx<>+156(SB)/2, $0
-DATA q8scaleidx<>+158(SB)/2, $0
-DATA q8scaleidx<>+160(SB)/2, $0
-DATA q8scaleidx<>+162(SB)/2, $0
-DATA q8scaleidx<>+164(SB)/2, $0
-DATA q8scaleidx<>+166(SB)/2, $0
-DATA q8scaleidx<>+168(SB)/2, $0
-DATA q8scaleidx<>+170(SB)/2, $0
-DATA q8scaleidx<>+172(SB)/2, $0
-DATA q8scaleidx<>+174(SB)/2, $0
-DATA q8scaleidx<>+176(SB)/2, $0
-DATA q8scaleidx<>+178(SB)/2, $0
-DATA q8scaleidx<>+180(SB)/2, $0
-DATA q8scaleidx<>+182(SB)/2, $0
-DATA q8scaleidx<>+184(SB)/2, $0
-DATA q8scaleidx<>+186(SB)/2, $0
-DATA q8scaleidx<>+188(SB)/2, $0
-DATA q8scaleidx<>+190(SB)/2, $0
-DATA q8scaleidx<>+192(SB)/2, $0
-DATA q8scaleidx<>+194(SB)/2, $0
-DATA q8scaleidx<>+196(SB)/2, $0
-DATA q8scaleidx<>+198(SB)/2, $0
-DATA q8scaleidx<>+200(SB)/2, $0
-DATA q8scaleidx<>+202(SB)/2, $0
-DATA q8scaleidx<>+204(SB)/2, $0
-DATA q8scaleidx<>+206(SB)/2, $0
-DATA q8scaleidx<>+208(SB)/2, $0
-DATA q8scaleidx<>+210(SB)/2, $0
-DATA q8scaleidx<>+212(SB)/2, $0
-DATA q8scaleidx<>+214(SB)/2, $0
-DATA q8scaleidx<>+216(SB)/2, $12
-DATA q8scaleidx<>+218(SB)/2, $29
-DATA q8scaleidx<>+220(SB)/2, $46
-DATA q8scaleidx<>+222(SB)/2, $63
-DATA q8scaleidx<>+224(SB)/2, $0
-DATA q8scaleidx<>+226(SB)/2, $0
-DATA q8scaleidx<>+228(SB)/2, $0
-DATA q8scaleidx<>+230(SB)/2, $0
-DATA q8scaleidx<>+232(SB)/2, $0
-DATA q8scaleidx<>+234(SB)/2, $0
-DATA q8scaleidx<>+236(SB)/2, $0
-DATA q8scaleidx<>+238(SB)/2, $0
-DATA q8scaleidx<>+240(SB)/2, $0
-DATA q8scaleidx<>+242(SB)/2, $0
-DATA q8scaleidx<>+244(SB)/2, $0
-DATA q8scaleidx<>+246(SB)/2, $0
-DATA q8scaleidx<>+248(SB)/2, $0
-DATA q8scaleidx<>+250(SB)/2, $0
-DATA q8scaleidx<>+252(SB)/2, $0
-DATA q8scaleidx<>+254(SB)/2, $0
-GLOBL q8scaleidx<>(SB), RODATA|NOPTR, $256
-
-// Q8SCALESETUP loads SCALES16Q8's index vectors (Z24, Z25, Z27, Z28) and
-// merge masks (K4-K6: lanes 4-7, 8-11, 12-15).
-#define Q8SCALESETUP VMOVDQU16 q8scaleidx<>+0(SB), Z24; VMOVDQU16 q8scaleidx<>+64(SB), Z25; VMOVDQU16 q8scaleidx<>+128(SB), Z27; VMOVDQU16 q8scaleidx<>+192(SB), Z28; MOVL $0xf0, AX; KMOVW AX, K4; MOVL $0xf00, AX; KMOVW AX, K5; MOVL $0xf000, AX; KMOVW AX, K6
-
-// SCALES16Q8(base, z): the chunk's 16 scales at base, widened to float32
-// in z (Z26 and Z30 are scratch).
-#define SCALES16Q8(base, z) VMOVDQU16 0(base), Z30; VPERMT2W 64(base), Z24, Z30; VMOVDQU16 128(base), Z26; VPERMT2W 192(base), Z25, Z26; VMOVDQU16 Z26, K4, Z30; VMOVDQU16 256(base), Z26; VPERMT2W 320(base), Z27, Z26; VMOVDQU16 Z26, K5, Z30; VMOVDQU16 384(base), Z26; VPERMT2W 448(base), Z28, Z26; VMOVDQU16 Z26, K6, Z30; VCVTPH2PS Y30, z
 
 // func dotQ80Q8VNNI(w *byte, xq *int8, xd *float32, xs *int32, nb int) float32
 TEXT ·dotQ80Q8VNNI(SB), NOSPLIT, $0-44
