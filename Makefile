@@ -5,7 +5,7 @@ BIN     ?= bin
 FUZZTIME ?= 30s
 SYNTH   ?= /tmp/sipack-synth-1b
 
-.PHONY: all build test demo generate fuzz bench synth clean vet accuracy test-arm64
+.PHONY: all build test demo generate fuzz bench synth clean vet accuracy accuracy-quant test-arm64
 
 all: build
 
@@ -95,6 +95,23 @@ accuracy: build
 	mkdir -p docs
 	$(GO) run ./testdata/accuracy $(ACC)/results.jsonl > docs/accuracy.md.tmp && mv docs/accuracy.md.tmp docs/accuracy.md
 	cat docs/accuracy.md
+
+# Accuracy of the quantised packs: translate and lm, each pack ranked by
+# its own task's profile, at bf16 / q8_0 / q4_0, dense and γ0.7 φ0.4
+# (one JSON line per eval in $(ACC)/quant.jsonl).
+accuracy-quant: build
+	mkdir -p $(ACC)
+	for t in translate qa lm; do \
+	  test -f $(ACC)/$$t.prof || $(BIN)/sipack profile -q --task $$t testdata/tinyllama -o $(ACC)/$$t.prof --max-prompts 150 || exit 1; \
+	done
+	rm -f $(ACC)/quant.jsonl
+	S=$(ACC)/translate.prof,$(ACC)/qa.prof,$(ACC)/lm.prof; \
+	for t in translate lm; do for d in bf16 q8_0 q4_0; do \
+	  $(BIN)/sipack convert -q testdata/tinyllama --profile $(ACC)/$$t.prof --secondary $$S --dtype $$d -o $(ACC)/$$t-$$d.sip || exit 1; \
+	  $(BIN)/sirun eval -q --json --task $$t $(ACC)/$$t-$$d.sip | sed "s/^{/{\"dtype\":\"$$d\",/" >> $(ACC)/quant.jsonl || exit 1; \
+	  $(BIN)/sirun eval -q --json --task $$t $(ACC)/$$t-$$d.sip --gamma 0.7 --phi 0.4 | sed "s/^{/{\"dtype\":\"$$d\",/" >> $(ACC)/quant.jsonl || exit 1; \
+	done; done
+	cat $(ACC)/quant.jsonl
 
 # Kernel benchmarks (GB/s of weights streamed; fast path and reference in one
 # run), then the 1B-shape decode/prefill benchmark with 1 and 2 threads.
