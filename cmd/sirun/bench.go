@@ -72,13 +72,11 @@ var benchCmd = &cli.Command{
 		pool := kernels.NewPool(threads)
 		defer pool.Close()
 		probe := runner.NewBandwidthProbe(probeBytes, pool)
-		var reports []*benchReport
-		for _, p := range packs {
-			r, err := benchPack(c, p, pool, probe, peak)
-			if err != nil {
-				return err
-			}
-			reports = append(reports, r)
+		reports, err := benchPacks(c, packs, pool, probe, peak)
+		if err != nil {
+			return err
+		}
+		for _, r := range reports {
 			if c.Bool("json") {
 				b, _ := json.Marshal(r)
 				fmt.Println(string(b))
@@ -155,7 +153,10 @@ type gridPoint struct {
 	BoundTokS     float64 `json:"bound_tok_s"`
 	BoundFraction float64 `json:"bound_fraction"`
 	SpeedupDense  float64 `json:"speedup_vs_dense"`
-	BandwidthGBs  float64 `json:"bandwidth_gbs"` // measured beside this figure
+	// SpeedupFirstDense is against the dense decode of the run's first
+	// pack (e.g. q4_0 against bf16 with --dtypes bf16,q4_0).
+	SpeedupFirstDense float64 `json:"speedup_vs_first_dense"`
+	BandwidthGBs      float64 `json:"bandwidth_gbs"` // measured beside this figure
 }
 
 type benchReport struct {
@@ -176,11 +177,13 @@ type benchReport struct {
 	TTFTms             float64     `json:"ttft_ms"`
 	PeakRSSBytes       uint64      `json:"peak_rss_bytes"`
 	Rounds             int         `json:"rounds"`
+	FirstPack          string      `json:"first_pack"`
+	DenseVsFirst       float64     `json:"dense_vs_first_dense"`
 	Grid               []gridPoint `json:"grid"`
 }
 
-// benchFigure is one decode figure of the grid (the dense one first) and
-// what each round measured of it.
+// benchFigure is one decode figure of a pack's grid (the dense one first)
+// and what each round measured of it.
 type benchFigure struct {
 	gamma, phi float64
 	sel        *runner.Selection
@@ -188,101 +191,140 @@ type benchFigure struct {
 	bytes      uint64
 }
 
-func benchPack(c *cli.Context, path string, pool *kernels.Pool, probe *runner.BandwidthProbe, peak float64) (*benchReport, error) {
-	r := &benchReport{Pack: path, Kernels: kernels.Path, Threads: pool.Workers(), FMAPeakGFlops: peak / 1e9, Rounds: c.Int("rounds")}
-	open := func(gamma float64) (*format.Pack, *runner.Model, error) {
-		p, err := format.Open(path, format.OpenOptions{Gamma: gamma})
-		if err != nil {
-			return nil, nil, err
-		}
-		m, err := runner.Load(p)
-		if err != nil {
-			p.Close()
-			return nil, nil, err
-		}
-		return p, m, nil
+// packBench is one pack's report in the making.
+type packBench struct {
+	path    string
+	r       *benchReport
+	figures []*benchFigure
+}
+
+func openModel(path string, gamma float64) (*format.Pack, *runner.Model, error) {
+	p, err := format.Open(path, format.OpenOptions{Gamma: gamma})
+	if err != nil {
+		return nil, nil, err
 	}
+	m, err := runner.Load(p)
+	if err != nil {
+		p.Close()
+		return nil, nil, err
+	}
+	return p, m, nil
+}
+
+// benchPacks measures every pack: prefill once each, then the decode
+// figures of all packs in rounds. Each figure's bound is the read bandwidth
+// measured right before and right after it (the higher of the two: the
+// stricter bound). On a shared VM the bandwidth jumps between regimes (50
+// and 90 GB/s were both seen within a minute here), so ratios of two
+// figures, within a pack or across packs, are taken within a round, and
+// every reported value is the median over rounds.
+func benchPacks(c *cli.Context, paths []string, pool *kernels.Pool, probe *runner.BandwidthProbe, peak float64) ([]*benchReport, error) {
 	gammas, phis := []float64{0.5, 0.7, 1.0}, []float64{0.2, 0.3, 0.4, 0.6}
 	prefill := c.Int("prefill")
 	if c.Bool("quick") {
 		gammas, phis, prefill = []float64{0.7}, []float64{0.4}, min(prefill, 64)
 	}
-	p, m, err := open(1)
-	if err != nil {
-		return nil, err
-	}
-	r.DType = p.Index.RecordDType.String()
-	base := 0.3
-	if b := float64(p.Index.BaseFraction); b > 0 {
-		base = b
-	}
-	// Prefill once, at γ = 1, after a token that maps every page (a first
-	// touch of the pack's pages is not prefill's cost).
-	fmt.Fprintf(os.Stderr, "sirun bench: %s: prefill of %d tokens\n", filepath.Base(path), prefill)
-	if _, err := m.BenchDecode(pool, nil, 1, 1, 2); err != nil {
-		p.Close()
-		return nil, err
-	}
-	pf, err := m.BenchDecode(pool, nil, prefill, 1, 2)
-	if err != nil {
-		p.Close()
-		return nil, err
-	}
-	r.PrefillTokens, r.PrefillTokS, r.TTFTms = prefill, pf.PrefillTokS, float64(pf.TTFT.Microseconds())/1000
-	// 2 FLOPs per weight per token for every matrix (the embedding lookup excluded).
-	r.PrefillGFlops = 2 * m.MatrixParams() * pf.PrefillTokS / 1e9
-	r.PrefillPeakFrac = r.PrefillGFlops * 1e9 / peak
-	p.Close()
-
-	figures := []*benchFigure{{gamma: 1, phi: 1}}
-	for _, g := range gammas {
-		for _, phi := range phis {
-			if phi > g+1e-9 || phi < base-1e-6 {
-				continue
-			}
-			f := &benchFigure{gamma: g, phi: phi, sel: &runner.Selection{Phi: phi, Alpha: 0.2, Base: base, Compact: true}}
-			if phi >= g-1e-9 {
-				f.sel = nil
-			}
-			figures = append(figures, f)
+	var benches []*packBench
+	for _, path := range paths {
+		pb := &packBench{path: path, r: &benchReport{Pack: path, Kernels: kernels.Path, Threads: pool.Workers(), FMAPeakGFlops: peak / 1e9, Rounds: c.Int("rounds")}}
+		p, m, err := openModel(path, 1)
+		if err != nil {
+			return nil, err
 		}
+		pb.r.DType = p.Index.RecordDType.String()
+		base := 0.3
+		if b := float64(p.Index.BaseFraction); b > 0 {
+			base = b
+		}
+		// Prefill at γ = 1, after a token that maps every page (a first
+		// touch of the pack's pages is not prefill's cost).
+		fmt.Fprintf(os.Stderr, "sirun bench: %s: prefill of %d tokens\n", filepath.Base(path), prefill)
+		_, err = m.BenchDecode(pool, nil, 1, 1, 2)
+		var pf *runner.DecodeResult
+		if err == nil {
+			pf, err = m.BenchDecode(pool, nil, prefill, 1, 2)
+		}
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		r := pb.r
+		r.PrefillTokens, r.PrefillTokS, r.TTFTms = prefill, pf.PrefillTokS, float64(pf.TTFT.Microseconds())/1000
+		// 2 FLOPs per weight per token for every matrix (the embedding lookup excluded).
+		r.PrefillGFlops = 2 * m.MatrixParams() * pf.PrefillTokS / 1e9
+		r.PrefillPeakFrac = r.PrefillGFlops * 1e9 / peak
+		p.Close()
+		pb.figures = []*benchFigure{{gamma: 1, phi: 1}}
+		for _, g := range gammas {
+			for _, phi := range phis {
+				if phi > g+1e-9 || phi < base-1e-6 {
+					continue
+				}
+				f := &benchFigure{gamma: g, phi: phi, sel: &runner.Selection{Phi: phi, Alpha: 0.2, Base: base, Compact: true}}
+				if phi >= g-1e-9 {
+					f.sel = nil
+				}
+				pb.figures = append(pb.figures, f)
+			}
+		}
+		benches = append(benches, pb)
 	}
-	// The figures are measured in rounds, the dense one first in each, and
-	// every figure's bound is the read bandwidth measured right before and
-	// right after it (the higher of the two: the stricter bound). On a
-	// shared VM the bandwidth jumps between regimes (50 and 90 GB/s were
-	// both seen within a minute here), so a ratio of two figures is taken
-	// within a round, and every reported value is the median over rounds.
-	for round := 0; round < r.Rounds; round++ {
-		var p *format.Pack
-		var m *runner.Model
-		for i, f := range figures {
-			if i == 0 || f.gamma != figures[i-1].gamma {
-				if p != nil {
-					p.Close()
-				}
-				if p, m, err = open(f.gamma); err != nil {
-					return nil, err
-				}
-			}
-			name := "dense decode"
-			if i > 0 {
-				name = fmt.Sprintf("γ %.1f φ %.1f", f.gamma, f.phi)
-			}
-			fmt.Fprintf(os.Stderr, "sirun bench: %s: %s (round %d of %d)\n", filepath.Base(path), name, round+1, r.Rounds)
-			before := probe.Measure(3)
-			res, err := m.BenchDecode(pool, f.sel, 16, c.Int("tokens"), uint64(1+round))
-			if err != nil {
-				p.Close()
+	rounds := c.Int("rounds")
+	for round := 0; round < rounds; round++ {
+		for _, pb := range benches {
+			if err := pb.measureRound(c, pool, probe, round, rounds); err != nil {
 				return nil, err
 			}
-			bw := max(before, probe.Measure(3))
-			f.tokS, f.bw, f.bytes = append(f.tokS, res.TokS), append(f.bw, bw), res.BytesPerToken
-			r.BandwidthGBs = max(r.BandwidthGBs, bw/1e9)
 		}
-		p.Close()
 	}
-	dense := figures[0]
+	var reports []*benchReport
+	for _, pb := range benches {
+		pb.finish(benches[0])
+		reports = append(reports, pb.r)
+	}
+	return reports, nil
+}
+
+// measureRound measures every decode figure of the pack once.
+func (pb *packBench) measureRound(c *cli.Context, pool *kernels.Pool, probe *runner.BandwidthProbe, round, rounds int) error {
+	var p *format.Pack
+	var m *runner.Model
+	defer func() {
+		if p != nil {
+			p.Close()
+		}
+	}()
+	for i, f := range pb.figures {
+		if i == 0 || f.gamma != pb.figures[i-1].gamma {
+			if p != nil {
+				p.Close()
+			}
+			var err error
+			if p, m, err = openModel(pb.path, f.gamma); err != nil {
+				return err
+			}
+		}
+		name := "dense decode"
+		if i > 0 {
+			name = fmt.Sprintf("γ %.1f φ %.1f", f.gamma, f.phi)
+		}
+		fmt.Fprintf(os.Stderr, "sirun bench: %s: %s (round %d of %d)\n", filepath.Base(pb.path), name, round+1, rounds)
+		before := probe.Measure(3)
+		res, err := m.BenchDecode(pool, f.sel, 16, c.Int("tokens"), uint64(1+round))
+		if err != nil {
+			return fmt.Errorf("%s: %w", pb.path, err)
+		}
+		bw := max(before, probe.Measure(3))
+		f.tokS, f.bw, f.bytes = append(f.tokS, res.TokS), append(f.bw, bw), res.BytesPerToken
+		pb.r.BandwidthGBs = max(pb.r.BandwidthGBs, bw/1e9)
+	}
+	return nil
+}
+
+// finish turns the rounds into the report; ratios to first's dense decode
+// (the first pack of the run) are taken within each round.
+func (pb *packBench) finish(first *packBench) {
+	r, dense := pb.r, pb.figures[0]
 	fraction := func(f *benchFigure) float64 {
 		var v []float64
 		for i := range f.tokS {
@@ -290,19 +332,23 @@ func benchPack(c *cli.Context, path string, pool *kernels.Pool, probe *runner.Ba
 		}
 		return median(v)
 	}
+	ratio := func(f, to *benchFigure) float64 {
+		var v []float64
+		for i := range f.tokS {
+			v = append(v, f.tokS[i]/to.tokS[i])
+		}
+		return median(v)
+	}
 	r.DenseTokS, r.DenseBytesPerToken, r.DenseBandwidthGBs = median(dense.tokS), dense.bytes, median(dense.bw)/1e9
 	r.DenseBoundFraction = fraction(dense)
-	for _, f := range figures[1:] {
-		var speedup []float64
-		for i := range f.tokS {
-			speedup = append(speedup, f.tokS[i]/dense.tokS[i])
-		}
+	r.FirstPack, r.DenseVsFirst = first.path, ratio(dense, first.figures[0])
+	for _, f := range pb.figures[1:] {
 		bw := median(f.bw)
 		r.Grid = append(r.Grid, gridPoint{Gamma: f.gamma, Phi: f.phi, TokS: median(f.tokS), BytesPerToken: f.bytes,
-			BoundTokS: bw / float64(f.bytes), BoundFraction: fraction(f), SpeedupDense: median(speedup), BandwidthGBs: bw / 1e9})
+			BoundTokS: bw / float64(f.bytes), BoundFraction: fraction(f), SpeedupDense: ratio(f, dense),
+			SpeedupFirstDense: ratio(f, first.figures[0]), BandwidthGBs: bw / 1e9})
 	}
 	r.PeakRSSBytes = runner.PeakRSS()
-	return r, nil
 }
 
 // median of a non-empty list (the mean of the middle two for an even count).
@@ -319,10 +365,21 @@ func median(v []float64) float64 {
 func (r *benchReport) markdown(w io.Writer) {
 	fmt.Fprintf(w, "\n### %s (%s, kernels %s, %d threads)\n\n", filepath.Base(r.Pack), r.DType, r.Kernels, r.Threads)
 	fmt.Fprintf(w, "read bandwidth measured before and after every decode figure, up to %.2f GB/s; medians of %d interleaved rounds; FMA peak %.1f GFLOP/s; peak RSS %s (with the %d MiB probe buffer)\n\n", r.BandwidthGBs, r.Rounds, r.FMAPeakGFlops, cliutil.HumanBytes(r.PeakRSSBytes), probeBytes>>20)
-	fmt.Fprintf(w, "| run | γ | φ | tok/s | MB read / token | bandwidth GB/s | bound tok/s | of bound | vs dense |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	fmt.Fprintf(w, "| dense decode | 1.0 | 1.0 | %.2f | %.0f | %.1f | %.2f | %.0f %% | 1.00× |\n", r.DenseTokS, float64(r.DenseBytesPerToken)/1e6, r.DenseBandwidthGBs, r.DenseBandwidthGBs*1e9/float64(r.DenseBytesPerToken), 100*r.DenseBoundFraction)
+	// Against the first pack's dense decode too, when this is another pack.
+	cross := r.FirstPack != r.Pack
+	head, rule, denseCross := "", "", ""
+	if cross {
+		head, rule = fmt.Sprintf(" vs %s dense |", filepath.Base(r.FirstPack)), "---:|"
+		denseCross = fmt.Sprintf(" %.2f× |", r.DenseVsFirst)
+	}
+	fmt.Fprintf(w, "| run | γ | φ | tok/s | MB read / token | bandwidth GB/s | bound tok/s | of bound | vs dense |%s\n|---|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", head, rule)
+	fmt.Fprintf(w, "| dense decode | 1.0 | 1.0 | %.2f | %.0f | %.1f | %.2f | %.0f %% | 1.00× |%s\n", r.DenseTokS, float64(r.DenseBytesPerToken)/1e6, r.DenseBandwidthGBs, r.DenseBandwidthGBs*1e9/float64(r.DenseBytesPerToken), 100*r.DenseBoundFraction, denseCross)
 	for _, g := range r.Grid {
-		fmt.Fprintf(w, "| decode | %.1f | %.1f | %.2f | %.0f | %.1f | %.2f | %.0f %% | %.2f× |\n", g.Gamma, g.Phi, g.TokS, float64(g.BytesPerToken)/1e6, g.BandwidthGBs, g.BoundTokS, 100*g.BoundFraction, g.SpeedupDense)
+		c := ""
+		if cross {
+			c = fmt.Sprintf(" %.2f× |", g.SpeedupFirstDense)
+		}
+		fmt.Fprintf(w, "| decode | %.1f | %.1f | %.2f | %.0f | %.1f | %.2f | %.0f %% | %.2f× |%s\n", g.Gamma, g.Phi, g.TokS, float64(g.BytesPerToken)/1e6, g.BandwidthGBs, g.BoundTokS, 100*g.BoundFraction, g.SpeedupDense, c)
 	}
 	fmt.Fprintf(w, "\nprefill %d tokens: %.1f tok/s (%.1f GFLOP/s, %.0f %% of FMA peak), time to first token %.0f ms\n", r.PrefillTokens, r.PrefillTokS, r.PrefillGFlops, 100*r.PrefillPeakFrac, r.TTFTms)
 }

@@ -235,10 +235,30 @@ func TestReadsStayInThePrefix(t *testing.T) {
 // with the fields the design names, consistent with each other; bad flags
 // are refused. (Speed is never asserted: this only checks that it runs.)
 func TestBenchRunsOnAPack(t *testing.T) {
-	out, errOut, code := run(t, "", "bench", "--quick", "--json", "--rounds", "2", "--tokens", "2", "--prefill", "8", "--threads", "2", pack)
+	// The pack twice: the second report compares itself with the first's
+	// dense decode, round by round.
+	out, errOut, code := run(t, "", "bench", "--quick", "--json", "--rounds", "2", "--tokens", "2", "--prefill", "8", "--threads", "2", pack, pack)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("want one JSON line per pack, got %q", out)
+	}
+	var second struct {
+		FirstPack    string  `json:"first_pack"`
+		DenseVsFirst float64 `json:"dense_vs_first_dense"`
+		Grid         []struct {
+			VsFirst float64 `json:"speedup_vs_first_dense"`
+		} `json:"grid"`
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &second); err != nil {
+		t.Fatal(err)
+	}
+	if second.FirstPack != pack || second.DenseVsFirst <= 0 || len(second.Grid) != 1 || second.Grid[0].VsFirst <= 0 {
+		t.Fatalf("cross-pack ratios missing: %+v", second)
+	}
+	out = lines[0]
 	var r struct {
 		BandwidthGBs       float64 `json:"bandwidth_gbs"`
 		Threads            int     `json:"threads"`
