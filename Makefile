@@ -114,11 +114,13 @@ accuracy-quant: build
 	cat $(ACC)/quant.jsonl
 
 # Kernel benchmarks (GB/s of weights streamed; fast path and reference in one
-# run), then the 1B-shape decode/prefill benchmark with 1 and 2 threads.
+# run), then the 1B-shape decode/prefill benchmark with 1 and 2 threads, and
+# the quantised packs against dense bf16.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./kernels
 	$(BIN)/sirun bench --threads 1 --plot $(BIN)/bench-1t.png
 	$(BIN)/sirun bench --threads 2 --plot $(BIN)/bench-2t.png
+	$(BIN)/sirun bench --quick --dtypes bf16,q4_0,q8_0 --threads 2 --rounds 5
 
 # The kernels and the golden runner tests on arm64 (the NEON path), under
 # qemu user emulation (installs Debian's qemu-user when missing).

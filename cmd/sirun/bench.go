@@ -363,7 +363,11 @@ func median(v []float64) float64 {
 }
 
 func (r *benchReport) markdown(w io.Writer) {
-	fmt.Fprintf(w, "\n### %s (%s, kernels %s, %d threads)\n\n", filepath.Base(r.Pack), r.DType, r.Kernels, r.Threads)
+	threads := fmt.Sprintf("%d threads", r.Threads)
+	if r.Threads == 1 {
+		threads = "1 thread"
+	}
+	fmt.Fprintf(w, "\n### %s (%s, kernels %s, %s)\n\n", filepath.Base(r.Pack), r.DType, r.Kernels, threads)
 	fmt.Fprintf(w, "read bandwidth measured before and after every decode figure, up to %.2f GB/s; medians of %d interleaved rounds; FMA peak %.1f GFLOP/s; peak RSS %s (with the %d MiB probe buffer)\n\n", r.BandwidthGBs, r.Rounds, r.FMAPeakGFlops, cliutil.HumanBytes(r.PeakRSSBytes), probeBytes>>20)
 	// Against the first pack's dense decode too, when this is another pack.
 	cross := r.FirstPack != r.Pack
