@@ -204,22 +204,7 @@ func init() {
 	Path += "+avx512f"
 	dotQ40, dotQ80 = blockDot(dotQ40AVX512), blockDot(dotQ80AVX512)
 	axpyQ40, axpyQ80 = blockAxpy(axpyQ40AVX512), blockAxpy(axpyQ80AVX512)
-	axpy4Q40 = func(y []float32, a *[4]float32, w *[4][]byte) {
-		nb := len(y) / format.QK
-		if nb%16 != 0 {
-			axpy4Q40Ref(y, a, w)
-			return
-		}
-		axpy4Q40AVX512(&y[0], a, &w[0][0], &w[1][0], &w[2][0], &w[3][0], nb)
-	}
-	axpy4Q80 = func(y []float32, a *[4]float32, w *[4][]byte) {
-		nb := len(y) / format.QK
-		if nb%16 != 0 {
-			axpy4Q80Ref(y, a, w)
-			return
-		}
-		axpy4Q80AVX512(&y[0], a, &w[0][0], &w[1][0], &w[2][0], &w[3][0], nb)
-	}
+	axpy4Q40, axpy4Q80 = blockAxpy4(axpy4Q40AVX512, axpy4Q40Ref), blockAxpy4(axpy4Q80AVX512, axpy4Q80Ref)
 	// The integer Q4_0 dot with VNNI, used for rows of whole chunks of 16
 	// blocks, and then the default for Q4_0 (see IntegerDot).
 	if cpu.X86.HasAVX512VNNI && cpu.X86.HasF16C {

@@ -25,6 +25,19 @@ func blockAxpy(k func(y *float32, a float32, w *byte, nb int)) func([]float32, f
 	}
 }
 
+// blockAxpy4 adapts a four-row block-type axpy over whole chunks of 16
+// blocks; rows of other lengths take ref.
+func blockAxpy4(k func(y *float32, a *[4]float32, w0, w1, w2, w3 *byte, nb int), ref func([]float32, *[4]float32, *[4][]byte)) func([]float32, *[4]float32, *[4][]byte) {
+	return func(y []float32, a *[4]float32, w *[4][]byte) {
+		nb := len(y) / format.QK
+		if nb == 0 || nb%16 != 0 {
+			ref(y, a, w)
+			return
+		}
+		k(&y[0], a, &w[0][0], &w[1][0], &w[2][0], &w[3][0], nb)
+	}
+}
+
 // q8ActDot adapts an integer dot against Q8 activations (quantised values
 // and block scales).
 func q8ActDot(k func(w *byte, xq *int8, xd *float32, nb int) float32) func([]byte, *Q8Act) float32 {
