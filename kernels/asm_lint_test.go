@@ -102,6 +102,10 @@ func TestAMD64AssemblyAvoidsSSETransitions(t *testing.T) {
 				if ins = strings.TrimSpace(ins); ins != "" {
 					macros[name] = append(macros[name], ins)
 				}
+				// A call of another macro is checked in that macro's definition.
+				if m := call.FindStringSubmatch(ins); m != nil && macros[m[1]] != nil {
+					continue
+				}
 				if legacy(ins) {
 					t.Errorf("dot_amd64.s:%d: legacy SSE %q in a macro", first+1, ins)
 				}
