@@ -185,7 +185,7 @@ func axpy4For(dt format.DType) func(y []float32, a *[4]float32, w *[4][]byte) {
 type Q8Act struct {
 	Q []int8    // 32 per block
 	D []float32 // scale per block
-	S []int32   // Σ Q per block (Q4_0's −8 offset)
+	S []int32   // Σ Q per block (for Q4_0's −8 offset, and Q8_0's +128 on VNNI)
 	// Quad is Q laid out for the AVX-512 VNNI Q4_0 kernels, built only
 	// where they are in use: per four blocks 4q..4q+3, 192 bytes: their
 	// x[0:16] side by side, their x[16:32] side by side (the order of the
