@@ -135,11 +135,11 @@ var gemmDownBF16, gemmDownF16 = gemmDownBF16Ref, gemmDownF16Ref
 
 // dot2BF16Rows is the decode gate·x and up·x pair, one row kernel of the
 // chosen path at a time: out = [Σ bf16(a[i])·x[i], Σ bf16(b[i])·x[i]]. It
-// is the default where an architecture has no fused kernel. next, the
-// record to be computed after this one, is only a hint: fused kernels
-// prefetch it while they compute (gathered records are not where a
-// hardware prefetcher looks, and one that tracks a stream per 4 KiB page
-// loses it at every row of a BF16 record of H = 2048).
+// is the default where an architecture has no fused kernel. next, a record
+// to be computed soon (or nil), is only a hint: fused kernels prefetch it
+// while they compute (gathered records are not where a hardware prefetcher
+// looks, and one that tracks a stream per 4 KiB page loses it at every row
+// of a BF16 record of H = 2048).
 func dot2BF16Rows(a, b []byte, x []float32, out *[2]float32, _ []byte) {
 	*out = [2]float32{dotBF16(a, x), dotBF16(b, x)}
 }
@@ -236,34 +236,37 @@ func ffnDecode(acc []float32, records *recordCursor, dt format.DType, rowBytes, 
 	var h [4]float32
 	var gu [2]float32
 	var down [4][]byte
-	var next []byte
-	if lo < hi {
-		next = records.at(lo)
-	}
 	for j0 := lo; j0 < hi; j0 += 4 {
 		n := min(4, hi-j0)
 		for q := 0; q < n; q++ {
-			rec := next
-			if j0+q+1 < hi {
-				next = records.at(j0 + q + 1)
+			j := j0 + q
+			rec := records.at(j)
+			// The fused dots prefetch the record two ahead: with the next
+			// one, the last lines of its gate and up rows are requested
+			// only a third of a record before their use. In alternating
+			// runs at 60-80 GB/s dense BF16 decode reached 68-77 % of the
+			// bound two ahead against 61-66 % one ahead (the same at 50).
+			var ahead []byte
+			if j+2 < hi {
+				ahead = records.at(j + 2)
 			}
 			gate, up := rec[:rowBytes], rec[rowBytes:2*rowBytes]
 			var g, u float32
 			switch {
 			case acts != nil && dot2q != nil:
-				dot2q(gate, up, &acts[0], &gu, next)
+				dot2q(gate, up, &acts[0], &gu, ahead)
 				g, u = gu[0], gu[1]
 			case acts != nil:
 				g, u = DotQ8Act(gate, dt, &acts[0]), DotQ8Act(up, dt, &acts[0])
 			case dot2 != nil:
-				dot2(gate, up, x, &gu, next)
+				dot2(gate, up, x, &gu, ahead)
 				g, u = gu[0], gu[1]
 			default:
 				g, u = Dot(gate, dt, x), Dot(up, dt, x)
 			}
 			h[q] = SiLU(g) * u
 			if act != nil {
-				act[j0+q] = h[q]
+				act[j] = h[q]
 			}
 			down[q] = rec[2*rowBytes:]
 		}
