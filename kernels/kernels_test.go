@@ -314,3 +314,77 @@ func TestSiLUMatchesFloat64(t *testing.T) {
 		}
 	}
 }
+
+// FuzzFFNDecode: the one-token FFN over records (the fused gate/up dots
+// with their prefetch, the four-record down projections, the integer paths)
+// against the pure-Go reference path, on fuzzed widths, record counts,
+// block splits and seeds. The two paths round differently, and SiLU's
+// exponential tail magnifies a dot's rounding (its first seed failed a
+// plain relative tolerance by 1.5e-3 with g near −8), so the bound carries
+// each dot's worst-case rounding, 2(n+2)·2⁻²⁴·Σ|w·x|, through SiLU(g)·u and
+// the down projection.
+func FuzzFFNDecode(f *testing.F) {
+	f.Add(uint8(0), uint8(3), uint8(2), uint64(1))
+	f.Add(uint8(1), uint8(9), uint8(5), uint64(2))
+	f.Add(uint8(3), uint8(4), uint8(1), uint64(3))
+	f.Add(uint8(19), uint8(4), uint8(0), uint64(0xe3236fc3))
+	f.Fuzz(func(t *testing.T, shape, recs, split uint8, seed uint64) {
+		types := []format.DType{format.BF16, format.F16, format.Q8_0, format.Q4_0}
+		widths := []int{64, 96, 512, 544, 2048}
+		dt, H := types[int(shape)%len(types)], widths[int(shape/4)%len(widths)]
+		if !dt.Quantized() && shape&0x80 != 0 {
+			H += 8 // a ragged width for the 16-bit types
+		}
+		n := 1 + int(recs)%13
+		rng := rand.New(rand.NewPCG(seed, uint64(shape)))
+		var blocks [][]byte
+		var rows [][]float32 // per record: gate, up, down
+		for left := n; left > 0; {
+			c := min(left, 1+int(split)%5)
+			b, vals := randRow(rng, dt, c*3*H)
+			blocks = append(blocks, b)
+			for j := 0; j < c; j++ {
+				rows = append(rows, vals[3*j*H:(3*j+3)*H])
+			}
+			left -= c
+		}
+		x := randVec(rng, H)
+		p := NewPool(2)
+		defer p.Close()
+		fast := make([]float32, H)
+		FFNRecords(p, fast, blocks, dt, H, x, nil)
+		restore := UseGeneric()
+		ref := make([]float32, H)
+		FFNRecords(p, ref, blocks, dt, H, x, nil)
+		restore()
+		// Δh_j from the dots' rounding, then each y[i]'s bound.
+		eps := 2 * float64(H+2) * 6e-8
+		dh := make([]float64, n)
+		for j, r := range rows {
+			var g, u, gAbs, uAbs float64
+			for i := 0; i < H; i++ {
+				g += float64(r[i]) * float64(x[i])
+				u += float64(r[H+i]) * float64(x[i])
+				gAbs += math.Abs(float64(r[i]) * float64(x[i]))
+				uAbs += math.Abs(float64(r[H+i]) * float64(x[i]))
+			}
+			if dt.Quantized() {
+				// Each activation is rounded to its block's Q8 step: the
+				// paths share it, but g and u above do not include it.
+				gAbs, uAbs = 1.1*gAbs, 1.1*uAbs
+			}
+			silu := g / (1 + math.Exp(-g))
+			dh[j] = 1.1*eps*gAbs*(math.Abs(u)+eps*uAbs) + math.Abs(silu)*eps*uAbs + 1e-6*math.Abs(silu*u)
+		}
+		for i := range ref {
+			var bound, mag float64
+			for j, r := range rows {
+				bound += dh[j] * math.Abs(float64(r[2*H+i]))
+				mag += math.Abs(float64(r[2*H+i]))
+			}
+			if d := math.Abs(float64(fast[i] - ref[i])); d > 2*bound+1e-5*(1+mag) {
+				t.Fatalf("%v H=%d records=%d [%d]: fast %g, reference %g (bound %g)", dt, H, n, i, fast[i], ref[i], 2*bound)
+			}
+		}
+	})
+}
