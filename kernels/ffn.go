@@ -30,7 +30,7 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 	clear(partial)
 	var acts []Q8Act
 	if dt.Quantized() && IntegerDot[dt] {
-		acts = quantizeTokens(p, x, H, T)
+		acts = quantizeTokens(p, dt, x, H, T)
 	}
 	p.Run(total, func(lo, hi, worker int) {
 		acc := partial[worker*T*H : (worker+1)*T*H]

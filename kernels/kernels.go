@@ -249,7 +249,7 @@ func MatMulShared(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 func matMulInteger(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 	dt, cols := ws[0].DType, ws[0].Cols
 	T := len(x) / cols
-	acts := quantizeTokens(p, x, cols, T)
+	acts := quantizeTokens(p, dt, x, cols, T)
 	starts := make([]int, len(ws)+1)
 	for i, w := range ws {
 		starts[i+1] = starts[i] + w.Rows
@@ -269,10 +269,11 @@ func matMulInteger(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 	})
 }
 
-// quantizeTokens quantises each of T rows of x to Q8 activations, in
-// storage the pool keeps for the next call (a decode step quantises about
-// fifty vectors; allocating them each time showed in the profile).
-func quantizeTokens(p *Pool, x []float32, cols, T int) []Q8Act {
+// quantizeTokens quantises each of T rows of x to Q8 activations for
+// weights of dtype dt, in storage the pool keeps for the next call (a
+// decode step quantises about fifty vectors; allocating them each time
+// showed in the profile).
+func quantizeTokens(p *Pool, dt format.DType, x []float32, cols, T int) []Q8Act {
 	var acts []Q8Act
 	if p == nil {
 		acts = make([]Q8Act, T)
@@ -283,7 +284,7 @@ func quantizeTokens(p *Pool, x []float32, cols, T int) []Q8Act {
 		acts = p.acts[:T]
 	}
 	for t := range acts {
-		QuantizeAct(&acts[t], x[t*cols:(t+1)*cols])
+		quantizeAct(&acts[t], x[t*cols:(t+1)*cols], quadActivations && dt == format.Q4_0)
 	}
 	return acts
 }

@@ -211,67 +211,59 @@ func init() {
 		Path += "+vnni"
 		quadActivations = true
 		IntegerDot[format.Q4_0] = true
-		dotQ40Q8 = func(w []byte, a *Q8Act) float32 {
-			nb, full := len(a.D), 0
-			if len(a.Quad) > 0 {
-				full = nb &^ 15 // whole chunks of 16 blocks
+		// Both block types: whole chunks of 16 blocks through VNNI, the
+		// blocks after the last chunk through the AVX2 integer dot.
+		q40Full := func(a *Q8Act) int {
+			if len(a.Quad) == 0 {
+				return 0
 			}
-			var s float32
+			return len(a.D) &^ 15
+		}
+		q40Tail := func(w []byte, a *Q8Act, from int) float32 {
+			if from == len(a.D) {
+				return 0
+			}
+			return dotQ40Q8AVX2(&w[18*from], &a.Q[32*from], &a.D[from], &a.S[from], len(a.D)-from)
+		}
+		dotQ40Q8 = func(w []byte, a *Q8Act) float32 {
+			full, s := q40Full(a), float32(0)
 			if full > 0 {
 				s = dotQ40Q8VNNI(&w[0], (*int8)(unsafe.Pointer(&a.Quad[0])), &a.D[0], full)
 			}
-			if full < nb { // the blocks after the last whole chunk
-				s += dotQ40Q8AVX2(&w[18*full], &a.Q[32*full], &a.D[full], &a.S[full], nb-full)
-			}
-			return s
+			return s + q40Tail(w, a, full)
 		}
 		dot2Q40Q8 = func(a, b []byte, act *Q8Act, out *[2]float32, next []byte) {
-			nb, full := len(act.D), 0
-			if len(act.Quad) > 0 {
-				full = nb &^ 15
-			}
+			full := q40Full(act)
 			*out = [2]float32{}
 			if full > 0 {
-				pf := &a[0]
-				if len(next) > 0 {
-					pf = &next[0]
-				}
-				dot2Q40Q8VNNI(&a[0], &b[0], (*int8)(unsafe.Pointer(&act.Quad[0])), &act.D[0], full, out, pf)
+				dot2Q40Q8VNNI(&a[0], &b[0], (*int8)(unsafe.Pointer(&act.Quad[0])), &act.D[0], full, out, prefetchFrom(a, next))
 			}
-			if full < nb {
-				out[0] += dotQ40Q8AVX2(&a[18*full], &act.Q[32*full], &act.D[full], &act.S[full], nb-full)
-				out[1] += dotQ40Q8AVX2(&b[18*full], &act.Q[32*full], &act.D[full], &act.S[full], nb-full)
-			}
+			out[0] += q40Tail(a, act, full)
+			out[1] += q40Tail(b, act, full)
 		}
 		// Q8_0 integer dots: weights' sign bits flipped for VPDPBUSD.
 		IntegerDot[format.Q8_0] = true
+		q80Tail := func(w []byte, a *Q8Act, from int) float32 {
+			if from == len(a.D) {
+				return 0
+			}
+			return dotQ80Q8AVX2(&w[34*from], &a.Q[32*from], &a.D[from], len(a.D)-from)
+		}
 		dotQ80Q8 = func(w []byte, a *Q8Act) float32 {
-			nb := len(a.D)
-			full := nb &^ 15
-			var s float32
+			full, s := len(a.D)&^15, float32(0)
 			if full > 0 {
 				s = dotQ80Q8VNNI(&w[0], &a.Q[0], &a.D[0], &a.S[0], full)
 			}
-			if full < nb {
-				s += dotQ80Q8AVX2(&w[34*full], &a.Q[32*full], &a.D[full], nb-full)
-			}
-			return s
+			return s + q80Tail(w, a, full)
 		}
 		dot2Q80Q8 = func(a, b []byte, act *Q8Act, out *[2]float32, next []byte) {
-			nb := len(act.D)
-			full := nb &^ 15
+			full := len(act.D) &^ 15
 			*out = [2]float32{}
 			if full > 0 {
-				pf := &a[0]
-				if len(next) > 0 {
-					pf = &next[0]
-				}
-				dot2Q80Q8VNNI(&a[0], &b[0], &act.Q[0], &act.D[0], &act.S[0], full, out, pf)
+				dot2Q80Q8VNNI(&a[0], &b[0], &act.Q[0], &act.D[0], &act.S[0], full, out, prefetchFrom(a, next))
 			}
-			if full < nb {
-				out[0] += dotQ80Q8AVX2(&a[34*full], &act.Q[32*full], &act.D[full], nb-full)
-				out[1] += dotQ80Q8AVX2(&b[34*full], &act.Q[32*full], &act.D[full], nb-full)
-			}
+			out[0] += q80Tail(a, act, full)
+			out[1] += q80Tail(b, act, full)
 		}
 	}
 	// AVX-512F BF16 decode kernels, opt-in with SIPACK_KERNELS=avx512. On
@@ -320,17 +312,23 @@ func dot4Of(k func(w *uint16, x0, x1, x2, x3 *float32, n int, out *[4]float32), 
 	}
 }
 
+// prefetchFrom is where a fused dot prefetches: next, or, when there is no
+// record to come, the row it reads anyway (a prefetch never faults, so
+// the kernels need no branch for it).
+func prefetchFrom(cur, next []byte) *byte {
+	if len(next) > 0 {
+		return &next[0]
+	}
+	return &cur[0]
+}
+
 // dot2Of adapts a two-row dot over a multiple of 32 elements, finishing
 // the ragged tail with the row reference.
 func dot2Of(k func(a, b *uint16, x *float32, n int, out *[2]float32, next *byte), ref func([]byte, []float32) float32) func([]byte, []byte, []float32, *[2]float32, []byte) {
 	return func(a, b []byte, x []float32, out *[2]float32, next []byte) {
 		n := len(x) &^ 31
 		if n > 0 {
-			pf := &a[0]
-			if len(next) >= 3*2*n {
-				pf = &next[0]
-			}
-			k((*uint16)(unsafe.Pointer(&a[0])), (*uint16)(unsafe.Pointer(&b[0])), &x[0], n, out, pf)
+			k((*uint16)(unsafe.Pointer(&a[0])), (*uint16)(unsafe.Pointer(&b[0])), &x[0], n, out, prefetchFrom(a, next))
 		} else {
 			*out = [2]float32{}
 		}

@@ -199,10 +199,15 @@ type Q8Act struct {
 // the VNNI kernels are chosen).
 var quadActivations = false
 
-// QuantizeAct quantises x (a multiple of 32) into a (reusing its storage).
-// Each value is rounded half away from zero, as math.Round does: t + ±0.5
-// is exact in float64 for |t| ≤ 127, so truncating it rounds.
-func QuantizeAct(a *Q8Act, x []float32) {
+// QuantizeAct quantises x (a multiple of 32) into a (reusing its storage),
+// with the Quad layout where the VNNI Q4_0 kernels are in use.
+func QuantizeAct(a *Q8Act, x []float32) { quantizeAct(a, x, quadActivations) }
+
+// quantizeAct is QuantizeAct, building the Quad layout only if quad is set
+// (only the Q4_0 kernels read it). Each value is rounded half away from
+// zero, as math.Round does: t + ±0.5 is exact in float64 for |t| ≤ 127, so
+// truncating it rounds.
+func quantizeAct(a *Q8Act, x []float32, quad bool) {
 	nb := len(x) / format.QK
 	if cap(a.Q) < len(x) || cap(a.D) < nb {
 		a.Q, a.D, a.S = make([]int8, len(x)), make([]float32, nb), make([]int32, nb)
@@ -226,7 +231,7 @@ func QuantizeAct(a *Q8Act, x []float32) {
 		a.D[b], a.S[b] = d, s
 	}
 	a.Quad = a.Quad[:0]
-	if quadActivations {
+	if quad {
 		a.Quad = quadLayout(a.Quad, a.Q)
 	}
 }

@@ -86,13 +86,6 @@ func (b *BandwidthProbe) Measure(reps int) float64 {
 	return float64(chunk*n) / best.Seconds()
 }
 
-// MeasureBandwidth is a one-off BandwidthProbe of size bytes on threads threads.
-func MeasureBandwidth(size, threads, reps int) float64 {
-	pool := kernels.NewPool(threads)
-	defer pool.Close()
-	return NewBandwidthProbe(size, pool).Measure(reps)
-}
-
 // MeasureFMAPeak returns the FLOP/s of the register-only FMA loop on
 // threads threads: the best of five runs (a run that a neighbour's burst
 // slowed once gave half the peak, and prefill "above the peak").
