@@ -250,6 +250,7 @@ func matMulInteger(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 	dt, cols := ws[0].DType, ws[0].Cols
 	T := len(x) / cols
 	acts := quantizeTokens(p, dt, x, cols, T)
+	rb, _ := dt.RowBytes(cols) // every weight's rows
 	starts := make([]int, len(ws)+1)
 	for i, w := range ws {
 		starts[i+1] = starts[i] + w.Rows
@@ -258,7 +259,6 @@ func matMulInteger(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 		for i, w := range ws {
 			// This weight's rows within [lo, hi).
 			r0, r1 := max(lo, starts[i])-starts[i], min(hi, starts[i+1])-starts[i]
-			rb, _ := dt.RowBytes(w.Cols)
 			for r := r0; r < r1; r++ {
 				row := w.Data[r*rb : (r+1)*rb]
 				for t := 0; t < T; t++ {
