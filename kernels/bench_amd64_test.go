@@ -60,12 +60,9 @@ func BenchmarkMicroBF16AVX512(b *testing.B) {
 func BenchmarkMicroQ40VNNI(b *testing.B) {
 	needCPU(b, cpu.X86.HasAVX512VNNI, "AVX512VNNI")
 	var a Q8Act
-	saved := quadActivations
-	quadActivations = true
-	defer func() { quadActivations = saved }()
 	microDot(b, format.Q4_0, func(w []byte, x []float32) float32 {
 		if len(a.Quad) == 0 {
-			QuantizeAct(&a, x)
+			quantizeAct(&a, x, true)
 		}
 		return dotQ40Q8VNNI(&w[0], (*int8)(unsafe.Pointer(&a.Quad[0])), &a.D[0], microN/32)
 	})

@@ -13,7 +13,7 @@ import (
 //	go test -bench . -run ^$ ./kernels
 func benchMatVec(b *testing.B, dt format.DType, rows, cols, threads int, generic bool) {
 	if generic {
-		defer UseGeneric()()
+		defer Use(&Generic)()
 	}
 	rng := rand.New(rand.NewPCG(1, 1))
 	wb, _ := randRow(rng, dt, rows*cols)
@@ -57,7 +57,7 @@ func benchFFN(b *testing.B, records, threads int, generic bool) {
 
 func benchFFNType(b *testing.B, dt format.DType, records, threads int, generic bool) {
 	if generic {
-		defer UseGeneric()()
+		defer Use(&Generic)()
 	}
 	const H = 2048
 	rng := rand.New(rand.NewPCG(2, 2))

@@ -28,22 +28,23 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 	}
 	partial := p.scratch(p.Workers() * T * H)
 	clear(partial)
+	ops := active.Ops(dt)
 	var acts []Q8Act
-	if dt.Quantized() && IntegerDot[dt] {
-		acts = quantizeTokens(p, dt, x, H, T)
+	if dt.Quantized() && ops.Integer {
+		acts = quantizeTokens(p, ops, x, H, T)
 	}
 	p.Run(total, func(lo, hi, worker int) {
 		acc := partial[worker*T*H : (worker+1)*T*H]
 		records := recordCursor{blocks: blocks, spans: spans, recBytes: recBytes}
 		if T == 1 {
-			ffnDecode(acc, &records, dt, rowBytes, lo, hi, x, acts, act)
+			ffnDecode(acc, &records, ops, rowBytes, lo, hi, x, acts, act)
 			return
 		}
 		// Tiles of 16 records × 16 tokens keep the records, the token inputs
 		// and their accumulators in cache during prefill.
 		const recBlock, tokTile = 16, 16
 		var g, u [4]float32
-		dot4, gemmDown := dot4For(dt), gemmDownFor(dt)
+		dot4, gemmDown := ops.Dot4, ops.GemmDown
 		var hbuf []float32 // h of a tile, token-major, for the prefill GEMM only
 		if gemmDown != nil && T >= 4 {
 			hbuf = make([]float32, tokTile*recBlock)
@@ -74,7 +75,7 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 								if gemm {
 									hbuf[(t-t0+q)*recBlock+(j-j0)] = h
 								} else {
-									Axpy(acc[(t+q)*H:(t+q+1)*H], h, down, dt)
+									ops.Axpy(acc[(t+q)*H:(t+q+1)*H], h, down)
 								}
 							}
 						}
@@ -82,15 +83,15 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 					for ; t < t1; t++ {
 						var h float32
 						if acts != nil {
-							h = SiLU(DotQ8Act(gate, dt, &acts[t])) * DotQ8Act(up, dt, &acts[t])
+							h = SiLU(ops.DotQ8(gate, &acts[t])) * ops.DotQ8(up, &acts[t])
 						} else {
 							xt := x[t*H : (t+1)*H]
-							h = SiLU(Dot(gate, dt, xt)) * Dot(up, dt, xt)
+							h = SiLU(ops.Dot(gate, xt)) * ops.Dot(up, xt)
 						}
 						if act != nil {
 							act[t*total+j] = h
 						}
-						Axpy(acc[t*H:(t+1)*H], h, down, dt)
+						ops.Axpy(acc[t*H:(t+1)*H], h, down)
 					}
 				}
 				if gemm {
@@ -129,66 +130,6 @@ func gemmDownF16Ref(acc []float32, accStride int, h []float32, hStride int, down
 			axpyF16Ref(acc[t*accStride:t*accStride+H], h[t*hStride+j], down[j*recStride:])
 		}
 	}
-}
-
-var gemmDownBF16, gemmDownF16 = gemmDownBF16Ref, gemmDownF16Ref
-
-// dot2BF16Rows is the decode gate·x and up·x pair, one row kernel of the
-// chosen path at a time: out = [Σ bf16(a[i])·x[i], Σ bf16(b[i])·x[i]]. It
-// is the default where an architecture has no fused kernel. next, a record
-// to be computed soon (or nil), is only a hint: fused kernels prefetch it
-// while they compute (gathered records are not where a hardware prefetcher
-// looks, and one that tracks a stream per 4 KiB page loses it at every row
-// of a BF16 record of H = 2048).
-func dot2BF16Rows(a, b []byte, x []float32, out *[2]float32, _ []byte) {
-	*out = [2]float32{dotBF16(a, x), dotBF16(b, x)}
-}
-
-// dot2F16Rows is dot2BF16Rows for F16 rows.
-func dot2F16Rows(a, b []byte, x []float32, out *[2]float32, _ []byte) {
-	*out = [2]float32{dotF16(a, x), dotF16(b, x)}
-}
-
-// axpy4BF16Rows is the decode down projection of four records, one row
-// kernel at a time: y[i] += Σ_r a[r]·bf16(w[r][i]).
-func axpy4BF16Rows(y []float32, a *[4]float32, w *[4][]byte) {
-	for r := range w {
-		axpyBF16(y, a[r], w[r])
-	}
-}
-
-// axpy4F16Rows is axpy4BF16Rows for F16 rows.
-func axpy4F16Rows(y []float32, a *[4]float32, w *[4][]byte) {
-	for r := range w {
-		axpyF16(y, a[r], w[r])
-	}
-}
-
-var (
-	dot2BF16, dot2F16   = dot2BF16Rows, dot2F16Rows
-	axpy4BF16, axpy4F16 = axpy4BF16Rows, axpy4F16Rows
-)
-
-// dot2For is the fused gate/up dot of a dtype that has one, or nil.
-func dot2For(dt format.DType) func(a, b []byte, x []float32, out *[2]float32, next []byte) {
-	switch dt {
-	case format.BF16:
-		return dot2BF16
-	case format.F16:
-		return dot2F16
-	}
-	return nil
-}
-
-// gemmDownFor is the prefill down-projection GEMM of a dtype that has one, or nil.
-func gemmDownFor(dt format.DType) func(acc []float32, accStride int, h []float32, hStride int, down []byte, recStride, K, H int) {
-	switch dt {
-	case format.BF16:
-		return gemmDownBF16
-	case format.F16:
-		return gemmDownF16
-	}
-	return nil
 }
 
 // span places one block of records: first is the global index of its first record.
@@ -231,8 +172,8 @@ func (c *recordCursor) at(j int) []byte {
 // ffnDecode is FFNRecords for one token over records [lo, hi): the gate and
 // up dots per record, then the down axpys, four records at a time where
 // the dtype has a four-row axpy (y loaded and stored once per four).
-func ffnDecode(acc []float32, records *recordCursor, dt format.DType, rowBytes, lo, hi int, x []float32, acts []Q8Act, act []float32) {
-	axpy4, dot2, dot2q := axpy4For(dt), dot2For(dt), dot2Q8For(dt)
+func ffnDecode(acc []float32, records *recordCursor, ops *Ops, rowBytes, lo, hi int, x []float32, acts []Q8Act, act []float32) {
+	axpy4, dot2, dot2q := ops.Axpy4, ops.Dot2, ops.Dot2Q8
 	var h [4]float32
 	var gu [2]float32
 	var down [4][]byte
@@ -257,12 +198,12 @@ func ffnDecode(acc []float32, records *recordCursor, dt format.DType, rowBytes, 
 				dot2q(gate, up, &acts[0], &gu, ahead)
 				g, u = gu[0], gu[1]
 			case acts != nil:
-				g, u = DotQ8Act(gate, dt, &acts[0]), DotQ8Act(up, dt, &acts[0])
+				g, u = ops.DotQ8(gate, &acts[0]), ops.DotQ8(up, &acts[0])
 			case dot2 != nil:
 				dot2(gate, up, x, &gu, ahead)
 				g, u = gu[0], gu[1]
 			default:
-				g, u = Dot(gate, dt, x), Dot(up, dt, x)
+				g, u = ops.Dot(gate, x), ops.Dot(up, x)
 			}
 			h[q] = SiLU(g) * u
 			if act != nil {
@@ -275,7 +216,7 @@ func ffnDecode(acc []float32, records *recordCursor, dt format.DType, rowBytes, 
 			continue
 		}
 		for q := 0; q < n; q++ {
-			Axpy(acc, h[q], down[q], dt)
+			ops.Axpy(acc, h[q], down[q])
 		}
 	}
 }

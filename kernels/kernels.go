@@ -26,55 +26,6 @@ func (w *Weight) Row(r int) []byte {
 	return w.Data[r*n : (r+1)*n]
 }
 
-// Path names the kernels in use: "generic" (the pure-Go reference, also
-// forced by SIPACK_KERNELS=generic) or the fast path chosen at start.
-var Path = "generic"
-
-// The per-dtype kernels. They start as the references and are replaced at
-// init by fast paths the CPU supports.
-var (
-	dotBF16, dotF16, dotF32    = dotBF16Ref, dotF16Ref, dotF32Ref
-	axpyBF16, axpyF16, axpyF32 = axpyBF16Ref, axpyF16Ref, axpyF32Ref
-	dotQ80, dotQ40             = dotQ80Ref, dotQ40Ref
-	axpyQ80, axpyQ40           = axpyQ80Ref, axpyQ40Ref
-	dot4BF16                   = dot4BF16Ref
-	fmaPeak                    = fmaPeakRef
-	sumBytes                   = sumBytesRef
-)
-
-// Dot returns Σ_i w[i]·x[i] for a row w of len(x) elements of dtype dt.
-func Dot(w []byte, dt format.DType, x []float32) float32 {
-	switch dt {
-	case format.BF16:
-		return dotBF16(w, x)
-	case format.F16:
-		return dotF16(w, x)
-	case format.F32:
-		return dotF32(w, x)
-	case format.Q8_0:
-		return dotQ80(w, x)
-	case format.Q4_0:
-		return dotQ40(w, x)
-	}
-	return 0
-}
-
-// Axpy does y[i] += a·w[i] for a row w of len(y) elements of dtype dt.
-func Axpy(y []float32, a float32, w []byte, dt format.DType) {
-	switch dt {
-	case format.BF16:
-		axpyBF16(y, a, w)
-	case format.F16:
-		axpyF16(y, a, w)
-	case format.F32:
-		axpyF32(y, a, w)
-	case format.Q8_0:
-		axpyQ80(y, a, w)
-	case format.Q4_0:
-		axpyQ40(y, a, w)
-	}
-}
-
 // dotBF16Ref is the reference: Σ_i bf16(w[i])·x[i], accumulated in order in float32.
 func dotBF16Ref(w []byte, x []float32) float32 {
 	var s float32
@@ -135,21 +86,7 @@ func dot4F16Ref(w []byte, x0, x1, x2, x3 []float32, out *[4]float32) {
 	*out = [4]float32{dotF16Ref(w, x0), dotF16Ref(w, x1), dotF16Ref(w, x2), dotF16Ref(w, x3)}
 }
 
-var dot4F16 = dot4F16Ref
-
-// dot4For is the four-token dot of a dtype that has one (the prefill
-// kernels), or nil.
-func dot4For(dt format.DType) func(w []byte, x0, x1, x2, x3 []float32, out *[4]float32) {
-	switch dt {
-	case format.BF16:
-		return dot4BF16
-	case format.F16:
-		return dot4F16
-	}
-	return nil
-}
-
-// fmaPeakRef runs iters × 80 multiply-adds in registers.
+// fmaPeakRef runs iters × 10 multiply-adds in registers (one lane).
 func fmaPeakRef(iters int) float32 {
 	var a [10]float32
 	for i := 0; i < iters; i++ {
@@ -209,7 +146,7 @@ func F32s(b []byte) []float32 {
 // computed, and BF16 rows are widened once per four tokens.
 func MatMul(p *Pool, out []float32, w *Weight, x []float32) {
 	T := len(x) / w.Cols
-	if w.DType.Quantized() && IntegerDot[w.DType] {
+	if w.DType.Quantized() && active.ops[w.DType].Integer {
 		matMulInteger(p, [][]float32{out}, []*Weight{w}, x)
 		return
 	}
@@ -234,7 +171,7 @@ func MatMulShared(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 	for _, w := range ws {
 		same = same && w.DType == dt && w.Cols == cols
 	}
-	if !same || !dt.Quantized() || !IntegerDot[dt] {
+	if !same || !dt.Quantized() || !active.ops[dt].Integer {
 		for i, w := range ws {
 			MatMul(p, outs[i], w, x)
 		}
@@ -249,7 +186,7 @@ func MatMulShared(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 func matMulInteger(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 	dt, cols := ws[0].DType, ws[0].Cols
 	T := len(x) / cols
-	acts := quantizeTokens(p, dt, x, cols, T)
+	acts := quantizeTokens(p, active.Ops(dt), x, cols, T)
 	rb, _ := dt.RowBytes(cols) // every weight's rows
 	starts := make([]int, len(ws)+1)
 	for i, w := range ws {
@@ -270,10 +207,10 @@ func matMulInteger(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 }
 
 // quantizeTokens quantises each of T rows of x to Q8 activations for
-// weights of dtype dt, in storage the pool keeps for the next call (a
+// weights taking ops' integer path, in storage the pool keeps for the next call (a
 // decode step quantises about fifty vectors; allocating them each time
 // showed in the profile).
-func quantizeTokens(p *Pool, dt format.DType, x []float32, cols, T int) []Q8Act {
+func quantizeTokens(p *Pool, ops *Ops, x []float32, cols, T int) []Q8Act {
 	var acts []Q8Act
 	if p == nil {
 		acts = make([]Q8Act, T)
@@ -284,7 +221,7 @@ func quantizeTokens(p *Pool, dt format.DType, x []float32, cols, T int) []Q8Act 
 		acts = p.acts[:T]
 	}
 	for t := range acts {
-		quantizeAct(&acts[t], x[t*cols:(t+1)*cols], quadActivations && dt == format.Q4_0)
+		quantizeAct(&acts[t], x[t*cols:(t+1)*cols], ops.Quad)
 	}
 	return acts
 }
@@ -293,7 +230,8 @@ func quantizeTokens(p *Pool, dt format.DType, x []float32, cols, T int) []Q8Act 
 func matTile(out []float32, w *Weight, x []float32, r0, r1, t0, t1 int) {
 	C, R := w.Cols, w.Rows
 	var o [4]float32
-	dot4 := dot4For(w.DType)
+	ops := active.Ops(w.DType)
+	dot4 := ops.Dot4
 	for r := r0; r < r1; r++ {
 		row := w.Row(r)
 		t := t0
@@ -304,7 +242,7 @@ func matTile(out []float32, w *Weight, x []float32, r0, r1, t0, t1 int) {
 			}
 		}
 		for ; t < t1; t++ {
-			out[t*R+r] = Dot(row, w.DType, x[t*C:(t+1)*C])
+			out[t*R+r] = ops.Dot(row, x[t*C:(t+1)*C])
 		}
 	}
 }
@@ -312,18 +250,15 @@ func matTile(out []float32, w *Weight, x []float32, r0, r1, t0, t1 int) {
 // FMAPeak runs a register-only multiply-add loop (FMAPeakFlops(iters)
 // FLOPs) and returns a value to keep it alive; the benchmark times it to
 // measure the peak FLOP/s of one thread.
-func FMAPeak(iters int) float32 { return fmaPeak(iters) }
+func FMAPeak(iters int) float32 { return active.FMAPeak(iters) }
 
 // FMAPeakFlops is the number of floating-point operations FMAPeak(iters) does.
 func FMAPeakFlops(iters int) float64 {
-	if Path == "generic" {
-		return float64(iters) * 10 * 2
-	}
-	return float64(iters) * 10 * 8 * 2
+	return float64(iters) * 10 * float64(active.FMALanes) * 2
 }
 
 // SumBytes reads every byte of b (the bandwidth probe); see sumBytesRef for the value.
-func SumBytes(b []byte) uint64 { return sumBytes(b) }
+func SumBytes(b []byte) uint64 { return active.SumBytes(b) }
 
 // RMSNorm computes out = x / sqrt(mean(x²) + eps) ⊙ weight.
 func RMSNorm(out, x, weight []float32, eps float32) {
@@ -408,36 +343,6 @@ func RoPE(v, cos, sin []float32) {
 	}
 }
 
-// UseGeneric switches every kernel to the pure-Go reference (as
-// SIPACK_KERNELS=generic does at start) and returns a function that restores
-// the previous choice. For tests comparing the two paths; not concurrency-safe.
-func UseGeneric() (restore func()) {
-	saved := []any{Path, dotBF16, dotF16, dotF32, axpyBF16, axpyF16, axpyF32, dot4BF16, fmaPeak, sumBytes, dotQ80, dotQ40, axpyQ80, axpyQ40, dotQ80Q8, dotQ40Q8}
-	Path = "generic"
-	dotBF16, dotF16, dotF32 = dotBF16Ref, dotF16Ref, dotF32Ref
-	axpyBF16, axpyF16, axpyF32 = axpyBF16Ref, axpyF16Ref, axpyF32Ref
-	dot4BF16, fmaPeak, sumBytes = dot4BF16Ref, fmaPeakRef, sumBytesRef
-	dotQ80, dotQ40, axpyQ80, axpyQ40 = dotQ80Ref, dotQ40Ref, axpyQ80Ref, axpyQ40Ref
-	dotQ80Q8, dotQ40Q8 = dotQ80Q8Ref, dotQ40Q8Ref
-	savedAxpy4, savedAxpy4Q80, savedDot4F16, savedGemmF16 := axpy4Q40, axpy4Q80, dot4F16, gemmDownF16
-	axpy4Q40, axpy4Q80, dot4F16, gemmDownF16 = axpy4Q40Ref, axpy4Q80Ref, dot4F16Ref, gemmDownF16Ref
-	savedDot2BF16, savedDot2F16, savedAxpy4BF16, savedAxpy4F16, savedDot2Q40, savedDot2Q80 := dot2BF16, dot2F16, axpy4BF16, axpy4F16, dot2Q40Q8, dot2Q80Q8
-	dot2BF16, dot2F16, axpy4BF16, axpy4F16, dot2Q40Q8, dot2Q80Q8 = dot2BF16Rows, dot2F16Rows, axpy4BF16Rows, axpy4F16Rows, nil, nil
-	return func() {
-		dot2Q40Q8, dot2Q80Q8 = savedDot2Q40, savedDot2Q80
-		axpy4Q40, axpy4Q80, dot4F16, gemmDownF16 = savedAxpy4, savedAxpy4Q80, savedDot4F16, savedGemmF16
-		dot2BF16, dot2F16, axpy4BF16, axpy4F16 = savedDot2BF16, savedDot2F16, savedAxpy4BF16, savedAxpy4F16
-		dotQ80Q8, dotQ40Q8 = saved[14].(func([]byte, *Q8Act) float32), saved[15].(func([]byte, *Q8Act) float32)
-		dotQ80, dotQ40 = saved[10].(func([]byte, []float32) float32), saved[11].(func([]byte, []float32) float32)
-		axpyQ80, axpyQ40 = saved[12].(func([]float32, float32, []byte)), saved[13].(func([]float32, float32, []byte))
-		Path = saved[0].(string)
-		dotBF16, dotF16, dotF32 = saved[1].(func([]byte, []float32) float32), saved[2].(func([]byte, []float32) float32), saved[3].(func([]byte, []float32) float32)
-		axpyBF16, axpyF16, axpyF32 = saved[4].(func([]float32, float32, []byte)), saved[5].(func([]float32, float32, []byte)), saved[6].(func([]float32, float32, []byte))
-		dot4BF16 = saved[7].(func([]byte, []float32, []float32, []float32, []float32, *[4]float32))
-		fmaPeak, sumBytes = saved[8].(func(int) float32), saved[9].(func([]byte) uint64)
-	}
-}
-
 // f32Bytes views a float32 slice as its little-endian bytes.
 func f32Bytes(x []float32) []byte {
 	if len(x) == 0 {
@@ -447,7 +352,9 @@ func f32Bytes(x []float32) []byte {
 }
 
 // DotF32 is Σ a[i]·b[i] over float32 vectors (attention scores).
-func DotF32(a, b []float32) float32 { return dotF32(f32Bytes(a), b[:len(a)]) }
+func DotF32(a, b []float32) float32 { return active.ops[format.F32].Dot(f32Bytes(a), b[:len(a)]) }
 
 // AxpyF32 does y[i] += alpha·x[i] over float32 vectors (attention output).
-func AxpyF32(y []float32, alpha float32, x []float32) { axpyF32(y, alpha, f32Bytes(x[:len(y)])) }
+func AxpyF32(y []float32, alpha float32, x []float32) {
+	active.ops[format.F32].Axpy(y, alpha, f32Bytes(x[:len(y)]))
+}

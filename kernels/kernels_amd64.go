@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"os"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -111,31 +110,44 @@ func fmaPeakAVX2(iters int) float32
 //go:noescape
 func sumBytesAVX2(p *byte, n int) uint64
 
+// The amd64 tables, each extending the one before: "avx2" (AVX2 + FMA +
+// F16C, the baseline every amd64 path has), "avx512" (AVX-512F block-type
+// kernels, plus integer VNNI dots where the CPU has AVX512_VNNI: the default
+// for Q4_0 and Q8_0 there) and, opt-in only, "avx512-bf16" (AVX-512F BF16
+// row kernels: measured no faster, see docs/bench.md "Kernel choices").
 func init() {
-	defer applyQDotEnv()
-	if os.Getenv("SIPACK_KERNELS") == "generic" {
+	if !(cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C) {
+		register()
 		return
 	}
-	if !(cpu.X86.HasAVX2 && cpu.X86.HasFMA) {
+	avx2 := avx2Table()
+	if !cpu.X86.HasAVX512F {
+		register(avx2)
 		return
 	}
-	Path = "avx2+fma"
-	dotBF16 = func(w []byte, x []float32) float32 {
-		n := len(x) &^ 7
-		s := float32(0)
-		if n > 0 {
-			s = dotBF16AVX2((*uint16)(unsafe.Pointer(&w[0])), &x[0], n)
-		}
-		return s + dotBF16Ref(w[2*n:], x[n:])
-	}
-	axpyBF16 = func(y []float32, a float32, w []byte) {
-		n := len(y) &^ 7
-		if n > 0 {
-			axpyBF16AVX2(&y[0], a, (*uint16)(unsafe.Pointer(&w[0])), n)
-		}
-		axpyBF16Ref(y[n:], a, w[2*n:])
-	}
-	dotF32 = func(w []byte, x []float32) float32 {
+	avx512 := avx512Table(avx2)
+	bf16 := derive(avx512, "avx512-bf16")
+	bf16.ops[format.BF16].Dot = rowDot(dotBF16AVX512, dotBF16Ref, 15)
+	bf16.ops[format.BF16].Axpy = rowAxpy(axpyBF16AVX512, axpyBF16Ref, 15)
+	// avx512-bf16 is registered before avx512 so that avx512 stays the
+	// default; SIPACK_KERNELS=avx512-bf16 picks it.
+	register(avx2, bf16, avx512)
+}
+
+// avx2Table is the AVX2 + FMA + F16C table.
+func avx2Table() *Table {
+	t := derive(&Generic, "avx2")
+	bf16, f16, f32 := &t.ops[format.BF16], &t.ops[format.F16], &t.ops[format.F32]
+	q80, q40 := &t.ops[format.Q8_0], &t.ops[format.Q4_0]
+	bf16.Dot, bf16.Axpy = rowDot(dotBF16AVX2, dotBF16Ref, 7), rowAxpy(axpyBF16AVX2, axpyBF16Ref, 7)
+	bf16.Dot4 = dot4Of(dot4BF16AVX2, dotBF16Ref)
+	bf16.Dot2, bf16.Axpy4 = dot2Of(dot2BF16AVX2, dotBF16Ref), axpy4Of(axpy4BF16AVX2, axpyBF16Ref)
+	bf16.GemmDown = gemmDownOf(gemmDownBF16AVX2, gemmDownBF16Ref)
+	f16.Dot, f16.Axpy = rowDot(dotF16AVX2, dotF16Ref, 7), rowAxpy(axpyF16AVX2, axpyF16Ref, 7)
+	f16.Dot4 = dot4Of(dot4F16AVX2, dotF16Ref)
+	f16.Dot2, f16.Axpy4 = dot2Of(dot2F16AVX2, dotF16Ref), axpy4Of(axpy4F16AVX2, axpyF16Ref)
+	f16.GemmDown = gemmDownOf(gemmDownF16AVX2, gemmDownF16Ref)
+	f32.Dot = func(w []byte, x []float32) float32 {
 		n := len(x) &^ 7
 		s := float32(0)
 		if n > 0 {
@@ -143,18 +155,29 @@ func init() {
 		}
 		return s + dotF32Ref(w[4*n:], x[n:])
 	}
-	axpyF32 = func(y []float32, a float32, w []byte) {
+	f32.Axpy = func(y []float32, a float32, w []byte) {
 		n := len(y) &^ 7
 		if n > 0 {
 			axpyF32AVX2(&y[0], a, (*float32)(unsafe.Pointer(&w[0])), n)
 		}
 		axpyF32Ref(y[n:], a, w[4*n:])
 	}
-	dot4BF16 = dot4Of(dot4BF16AVX2, dotBF16Ref)
-	dot2BF16, axpy4BF16 = dot2Of(dot2BF16AVX2, dotBF16Ref), axpy4Of(axpy4BF16AVX2, axpyBF16Ref)
-	gemmDownBF16 = gemmDownOf(gemmDownBF16AVX2, gemmDownBF16Ref)
-	fmaPeak = fmaPeakAVX2
-	sumBytes = func(b []byte) uint64 {
+	q80.Dot, q40.Dot = blockDot(dotQ80AVX2), blockDot(dotQ40AVX2)
+	q80.Axpy, q40.Axpy = blockAxpy(axpyQ80AVX2), blockAxpy(axpyQ40AVX2)
+	// The four-row axpys of the block types exist on AVX-512 only; the
+	// reference composes four of this table's row axpys.
+	q80.Axpy4, q40.Axpy4 = nil, nil
+	if cpu.X86.HasSSSE3 {
+		q80.DotQ8 = q8ActDot(dotQ80Q8AVX2)
+		q40.DotQ8 = func(w []byte, a *Q8Act) float32 {
+			if len(a.D) == 0 {
+				return 0
+			}
+			return dotQ40Q8AVX2(&w[0], &a.Q[0], &a.D[0], &a.S[0], len(a.D))
+		}
+	}
+	t.FMAPeak, t.FMALanes = fmaPeakAVX2, 8
+	t.SumBytes = func(b []byte) uint64 {
 		n := len(b) &^ 127
 		var s uint64
 		if n > 0 {
@@ -162,136 +185,102 @@ func init() {
 		}
 		return s + sumBytesRef(b[n:])
 	}
-	if cpu.X86.HasF16C {
-		Path = "avx2+fma+f16c"
-		dotQ80, dotQ40 = blockDot(dotQ80AVX2), blockDot(dotQ40AVX2)
-		axpyQ80, axpyQ40 = blockAxpy(axpyQ80AVX2), blockAxpy(axpyQ40AVX2)
-		if cpu.X86.HasSSSE3 {
-			dotQ80Q8 = q8ActDot(dotQ80Q8AVX2)
-			dotQ40Q8 = func(w []byte, a *Q8Act) float32 {
-				if len(a.D) == 0 {
-					return 0
-				}
-				return dotQ40Q8AVX2(&w[0], &a.Q[0], &a.D[0], &a.S[0], len(a.D))
-			}
-		}
-		dot4F16 = dot4Of(dot4F16AVX2, dotF16Ref)
-		dot2F16, axpy4F16 = dot2Of(dot2F16AVX2, dotF16Ref), axpy4Of(axpy4F16AVX2, axpyF16Ref)
-		gemmDownF16 = gemmDownOf(gemmDownF16AVX2, gemmDownF16Ref)
-		dotF16 = func(w []byte, x []float32) float32 {
-			n := len(x) &^ 7
-			s := float32(0)
-			if n > 0 {
-				s = dotF16AVX2((*uint16)(unsafe.Pointer(&w[0])), &x[0], n)
-			}
-			return s + dotF16Ref(w[2*n:], x[n:])
-		}
-		axpyF16 = func(y []float32, a float32, w []byte) {
-			n := len(y) &^ 7
-			if n > 0 {
-				axpyF16AVX2(&y[0], a, (*uint16)(unsafe.Pointer(&w[0])), n)
-			}
-			axpyF16Ref(y[n:], a, w[2*n:])
-		}
+	return t
+}
+
+// avx512Table extends avx2 with the AVX-512F block-type kernels (a Q4_0
+// block unpacks in four instructions against fourteen on AVX2, and
+// quantised decode is bound by that unpacking) and, with AVX512_VNNI, the
+// integer dots, then the default path for both block types.
+func avx512Table(avx2 *Table) *Table {
+	t := derive(avx2, "avx512")
+	q80, q40 := &t.ops[format.Q8_0], &t.ops[format.Q4_0]
+	q40.Dot, q80.Dot = blockDot(dotQ40AVX512), blockDot(dotQ80AVX512)
+	q40.Axpy, q80.Axpy = blockAxpy(axpyQ40AVX512), blockAxpy(axpyQ80AVX512)
+	q40.Axpy4, q80.Axpy4 = blockAxpy4(axpy4Q40AVX512, axpy4Q40Ref), blockAxpy4(axpy4Q80AVX512, axpy4Q80Ref)
+	if !cpu.X86.HasAVX512VNNI {
+		return t
 	}
-	if !cpu.X86.HasAVX512F || os.Getenv("SIPACK_KERNELS") == "avx2" {
-		return
+	t.Name = "avx512-vnni"
+	// Whole chunks of 16 blocks through VNNI, the blocks after the last
+	// chunk through the AVX2 integer dot.
+	q40Full := func(a *Q8Act) int {
+		if len(a.Quad) == 0 {
+			return 0
+		}
+		return len(a.D) &^ 15
 	}
-	// AVX-512F block-type kernels, the default where the CPU has them: a
-	// Q4_0 block unpacks in four instructions (a VPERMPS table lookup per
-	// nibble) against fourteen on AVX2, and quantised decode is bound by
-	// that unpacking, not by memory. SIPACK_KERNELS=avx2 keeps the AVX2 ones.
-	Path += "+avx512f"
-	dotQ40, dotQ80 = blockDot(dotQ40AVX512), blockDot(dotQ80AVX512)
-	axpyQ40, axpyQ80 = blockAxpy(axpyQ40AVX512), blockAxpy(axpyQ80AVX512)
-	axpy4Q40, axpy4Q80 = blockAxpy4(axpy4Q40AVX512, axpy4Q40Ref), blockAxpy4(axpy4Q80AVX512, axpy4Q80Ref)
-	// The integer Q4_0 dot with VNNI, used for rows of whole chunks of 16
-	// blocks, and then the default for Q4_0 (see IntegerDot).
-	if cpu.X86.HasAVX512VNNI && cpu.X86.HasF16C {
-		Path += "+vnni"
-		quadActivations = true
-		IntegerDot[format.Q4_0] = true
-		// Both block types: whole chunks of 16 blocks through VNNI, the
-		// blocks after the last chunk through the AVX2 integer dot.
-		q40Full := func(a *Q8Act) int {
-			if len(a.Quad) == 0 {
-				return 0
-			}
-			return len(a.D) &^ 15
+	q40Tail := func(w []byte, a *Q8Act, from int) float32 {
+		if from == len(a.D) {
+			return 0
 		}
-		q40Tail := func(w []byte, a *Q8Act, from int) float32 {
-			if from == len(a.D) {
-				return 0
-			}
-			return dotQ40Q8AVX2(&w[18*from], &a.Q[32*from], &a.D[from], &a.S[from], len(a.D)-from)
-		}
-		dotQ40Q8 = func(w []byte, a *Q8Act) float32 {
-			full, s := q40Full(a), float32(0)
-			if full > 0 {
-				s = dotQ40Q8VNNI(&w[0], (*int8)(unsafe.Pointer(&a.Quad[0])), &a.D[0], full)
-			}
-			return s + q40Tail(w, a, full)
-		}
-		dot2Q40Q8 = func(a, b []byte, act *Q8Act, out *[2]float32, next []byte) {
-			full := q40Full(act)
-			*out = [2]float32{}
-			if full > 0 {
-				dot2Q40Q8VNNI(&a[0], &b[0], (*int8)(unsafe.Pointer(&act.Quad[0])), &act.D[0], full, out, prefetchFrom(a, next))
-			}
-			out[0] += q40Tail(a, act, full)
-			out[1] += q40Tail(b, act, full)
-		}
-		// Q8_0 integer dots: weights' sign bits flipped for VPDPBUSD.
-		IntegerDot[format.Q8_0] = true
-		q80Tail := func(w []byte, a *Q8Act, from int) float32 {
-			if from == len(a.D) {
-				return 0
-			}
-			return dotQ80Q8AVX2(&w[34*from], &a.Q[32*from], &a.D[from], len(a.D)-from)
-		}
-		dotQ80Q8 = func(w []byte, a *Q8Act) float32 {
-			full, s := len(a.D)&^15, float32(0)
-			if full > 0 {
-				s = dotQ80Q8VNNI(&w[0], &a.Q[0], &a.D[0], &a.S[0], full)
-			}
-			return s + q80Tail(w, a, full)
-		}
-		dot2Q80Q8 = func(a, b []byte, act *Q8Act, out *[2]float32, next []byte) {
-			full := len(act.D) &^ 15
-			*out = [2]float32{}
-			if full > 0 {
-				dot2Q80Q8VNNI(&a[0], &b[0], &act.Q[0], &act.D[0], &act.S[0], full, out, prefetchFrom(a, next))
-			}
-			out[0] += q80Tail(a, act, full)
-			out[1] += q80Tail(b, act, full)
-		}
+		return dotQ40Q8AVX2(&w[18*from], &a.Q[32*from], &a.D[from], &a.S[from], len(a.D)-from)
 	}
-	// AVX-512F BF16 decode kernels, opt-in with SIPACK_KERNELS=avx512. On
-	// the AMD EPYC (Zen 4, 512-bit ops split in two) this project was first
-	// measured on they were not faster: `go test -bench MatVecBF16 ./kernels`
-	// gave 17.1/11.8 GB/s (1 thread) and 24.5/25.9 GB/s (2 threads) against
-	// AVX2's 21.1/17.8 and 24.4/32.7 in alternating runs. On an Intel Xeon
-	// (Sapphire Rapids class) the cached dot is 2.5× faster with them, yet
-	// 1B-shape dense decode on 2 threads was slower: 2.61/2.71 tok/s against
-	// AVX2's 3.86/3.68 in alternating `sirun bench --quick --dtypes bf16`
-	// runs. BF16 decode is memory-bound, so AVX2 stays the default for it.
-	if os.Getenv("SIPACK_KERNELS") == "avx512" {
-		Path += "+bf16-avx512"
-		dotBF16 = func(w []byte, x []float32) float32 {
-			n := len(x) &^ 15
-			s := float32(0)
-			if n > 0 {
-				s = dotBF16AVX512((*uint16)(unsafe.Pointer(&w[0])), &x[0], n)
-			}
-			return s + dotBF16Ref(w[2*n:], x[n:])
+	q40.Integer, q40.Quad = true, true
+	q40.DotQ8 = func(w []byte, a *Q8Act) float32 {
+		full, s := q40Full(a), float32(0)
+		if full > 0 {
+			s = dotQ40Q8VNNI(&w[0], (*int8)(unsafe.Pointer(&a.Quad[0])), &a.D[0], full)
 		}
-		axpyBF16 = func(y []float32, a float32, w []byte) {
-			n := len(y) &^ 15
-			if n > 0 {
-				axpyBF16AVX512(&y[0], a, (*uint16)(unsafe.Pointer(&w[0])), n)
-			}
-			axpyBF16Ref(y[n:], a, w[2*n:])
+		return s + q40Tail(w, a, full)
+	}
+	q40.Dot2Q8 = func(a, b []byte, act *Q8Act, out *[2]float32, next []byte) {
+		full := q40Full(act)
+		*out = [2]float32{}
+		if full > 0 {
+			dot2Q40Q8VNNI(&a[0], &b[0], (*int8)(unsafe.Pointer(&act.Quad[0])), &act.D[0], full, out, prefetchFrom(a, next))
 		}
+		out[0] += q40Tail(a, act, full)
+		out[1] += q40Tail(b, act, full)
+	}
+	// Q8_0: weights' sign bits flipped for VPDPBUSD.
+	q80Tail := func(w []byte, a *Q8Act, from int) float32 {
+		if from == len(a.D) {
+			return 0
+		}
+		return dotQ80Q8AVX2(&w[34*from], &a.Q[32*from], &a.D[from], len(a.D)-from)
+	}
+	q80.Integer = true
+	q80.DotQ8 = func(w []byte, a *Q8Act) float32 {
+		full, s := len(a.D)&^15, float32(0)
+		if full > 0 {
+			s = dotQ80Q8VNNI(&w[0], &a.Q[0], &a.D[0], &a.S[0], full)
+		}
+		return s + q80Tail(w, a, full)
+	}
+	q80.Dot2Q8 = func(a, b []byte, act *Q8Act, out *[2]float32, next []byte) {
+		full := len(act.D) &^ 15
+		*out = [2]float32{}
+		if full > 0 {
+			dot2Q80Q8VNNI(&a[0], &b[0], &act.Q[0], &act.D[0], &act.S[0], full, out, prefetchFrom(a, next))
+		}
+		out[0] += q80Tail(a, act, full)
+		out[1] += q80Tail(b, act, full)
+	}
+	return t
+}
+
+// rowDot adapts a 16-bit row dot over a multiple of mask+1 elements,
+// finishing the ragged tail with the reference.
+func rowDot(k func(w *uint16, x *float32, n int) float32, ref func([]byte, []float32) float32, mask int) func([]byte, []float32) float32 {
+	return func(w []byte, x []float32) float32 {
+		n := len(x) &^ mask
+		s := float32(0)
+		if n > 0 {
+			s = k((*uint16)(unsafe.Pointer(&w[0])), &x[0], n)
+		}
+		return s + ref(w[2*n:], x[n:])
+	}
+}
+
+// rowAxpy adapts a 16-bit row axpy over a multiple of mask+1 elements.
+func rowAxpy(k func(y *float32, a float32, w *uint16, n int), ref func([]float32, float32, []byte), mask int) func([]float32, float32, []byte) {
+	return func(y []float32, a float32, w []byte) {
+		n := len(y) &^ mask
+		if n > 0 {
+			k(&y[0], a, (*uint16)(unsafe.Pointer(&w[0])), n)
+		}
+		ref(y[n:], a, w[2*n:])
 	}
 }
 

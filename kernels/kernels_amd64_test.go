@@ -87,16 +87,13 @@ func TestVNNIQ4DotMatchesReference(t *testing.T) {
 		t.Log("CPU without AVX-512 VNNI: this kernel cannot run here")
 		return
 	}
-	saved := quadActivations
-	quadActivations = true // also under SIPACK_KERNELS=generic
-	defer func() { quadActivations = saved }()
 	rng := rand.New(rand.NewPCG(15, 16))
 	for _, nb := range []int{16, 32, 64, 256} {
 		n := nb * format.QK
 		wb, _ := randRow(rng, format.Q4_0, n)
 		x := randVec(rng, n)
 		var a Q8Act
-		QuantizeAct(&a, x)
+		quantizeAct(&a, x, true)
 		if len(a.Quad) != n*3/2 {
 			t.Fatalf("nb=%d: quad activations %d bytes, want %d", nb, len(a.Quad), n*3/2)
 		}

@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"os"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -27,25 +26,29 @@ func dotQ40Q8NEON(w *byte, xq *int8, xd *float32, nb int) float32
 //go:noescape
 func dotQ80Q8NEON(w *byte, xq *int8, xd *float32, nb int) float32
 
-// NEON is part of every arm64 CPU (ASIMD, with its half-precision
-// conversions, is mandatory in ARMv8-A), so the BF16 and F16 kernels need
-// no feature check.
+// The arm64 table "neon": NEON is part of every arm64 CPU (ASIMD, with its
+// half-precision conversions, is mandatory in ARMv8-A), so the BF16 and F16
+// kernels need no feature check. Where the CPU has the dot-product
+// instructions (Cortex-A76/A78, so Jetson Orin), "neon-dotprod" adds
+// integer dots for Q4_0 and Q8_0, then their default path (the float path
+// has no NEON kernel: it runs the Go reference, which SDOT outruns).
 func init() {
-	defer applyQDotEnv()
-	if os.Getenv("SIPACK_KERNELS") == "generic" {
+	neon := derive(&Generic, "neon")
+	bf16, f16 := &neon.ops[format.BF16], &neon.ops[format.F16]
+	bf16.Dot, bf16.Axpy = neonDot(dotBF16NEON, dotBF16Ref), neonAxpy(axpyBF16NEON, axpyBF16Ref)
+	f16.Dot, f16.Axpy = neonDot(dotF16NEON, dotF16Ref), neonAxpy(axpyF16NEON, axpyF16Ref)
+	// The references' four-token dots and GEMM call the reference row
+	// kernels; these compose the NEON rows instead.
+	bf16.Dot4, bf16.GemmDown, f16.Dot4, f16.GemmDown = nil, nil, nil, nil
+	if !cpu.ARM64.HasASIMDDP {
+		register(neon)
 		return
 	}
-	Path = "neon"
-	dotBF16, axpyBF16 = neonDot(dotBF16NEON, dotBF16Ref), neonAxpy(axpyBF16NEON, axpyBF16Ref)
-	dotF16, axpyF16 = neonDot(dotF16NEON, dotF16Ref), neonAxpy(axpyF16NEON, axpyF16Ref)
-	// Q4_0 and Q8_0 through integer dots where the CPU has the dot-product
-	// instructions (the float path has no NEON kernel: it runs the Go
-	// reference, which the integer one outruns by construction).
-	if cpu.ARM64.HasASIMDDP {
-		Path += "+dotprod"
-		IntegerDot[format.Q4_0], IntegerDot[format.Q8_0] = true, true
-		dotQ80Q8, dotQ40Q8 = q8ActDot(dotQ80Q8NEON), q8ActDot(dotQ40Q8NEON)
-	}
+	dp := derive(neon, "neon-dotprod")
+	q80, q40 := &dp.ops[format.Q8_0], &dp.ops[format.Q4_0]
+	q80.Integer, q40.Integer = true, true
+	q80.DotQ8, q40.DotQ8 = q8ActDot(dotQ80Q8NEON), q8ActDot(dotQ40Q8NEON)
+	register(neon, dp)
 }
 
 // neonDot adapts a 16-bit NEON dot over a multiple of 16 elements (four

@@ -2,6 +2,6 @@
 
 package kernels
 
-// No fast kernels on this architecture: the references stay, and only
+// No fast kernels on this architecture: the reference table runs, and only
 // SIPACK_QDOT can change which path the block types take.
-func init() { applyQDotEnv() }
+func init() { register() }

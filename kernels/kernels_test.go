@@ -80,7 +80,10 @@ func refDot(dt format.DType, w []byte, x []float32) float32 {
 // TestFastMatchesReference: every fast path against the pure-Go reference
 // on random lengths, ragged tails (n not a multiple of 8, 32) included.
 func TestFastMatchesReference(t *testing.T) {
-	t.Logf("kernel path: %s", Path)
+	forTables(t, testFastMatchesReference)
+}
+
+func testFastMatchesReference(t *testing.T, tb *Table) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	lengths := []int{0, 1, 7, 8, 9, 31, 32, 33, 63, 100, 256, 1000, 2048, 2051}
 	for _, dt := range dtypes {
@@ -110,27 +113,37 @@ func TestFastMatchesReference(t *testing.T) {
 			}
 		}
 	}
-	for _, n := range lengths {
-		wb, wf := randRow(rng, format.BF16, n)
-		xs := [4][]float32{randVec(rng, n), randVec(rng, n), randVec(rng, n), randVec(rng, n)}
-		var o [4]float32
-		dot4BF16(wb, xs[0], xs[1], xs[2], xs[3], &o)
-		for j := range xs {
-			if d := math.Abs(float64(o[j] - dotBF16Ref(wb, xs[j]))); d > tol(wf, xs[j]) {
-				t.Errorf("dot4 n=%d lane %d: %g vs %g", n, j, o[j], dotBF16Ref(wb, xs[j]))
+	for _, dt := range []format.DType{format.BF16, format.F16} {
+		dot4 := tb.Ops(dt).Dot4
+		if dot4 == nil {
+			continue
+		}
+		for _, n := range lengths {
+			wb, wf := randRow(rng, dt, n)
+			xs := [4][]float32{randVec(rng, n), randVec(rng, n), randVec(rng, n), randVec(rng, n)}
+			var o [4]float32
+			dot4(wb, xs[0], xs[1], xs[2], xs[3], &o)
+			for j := range xs {
+				if d := math.Abs(float64(o[j] - refDot(dt, wb, xs[j]))); d > tol(wf, xs[j]) {
+					t.Errorf("%v dot4 n=%d lane %d: %g vs %g", dt, n, j, o[j], refDot(dt, wb, xs[j]))
+				}
 			}
 		}
 	}
 	// The decode FFN's fused kernels of the 16-bit types: the gate/up pair
 	// of dots and the four-row axpy.
 	for _, dt := range []format.DType{format.BF16, format.F16} {
+		dot2, axpy4 := tb.Ops(dt).Dot2, tb.Ops(dt).Axpy4
+		if dot2 == nil || axpy4 == nil {
+			continue // composed from Dot and Axpy, tested above
+		}
 		for _, n := range lengths {
 			a, af := randRow(rng, dt, n)
 			b, bf := randRow(rng, dt, n)
 			next, _ := randRow(rng, dt, 3*n)
 			x := randVec(rng, n)
 			var o [2]float32
-			dot2For(dt)(a, b, x, &o, next)
+			dot2(a, b, x, &o, next)
 			if d := math.Abs(float64(o[0] - refDot(dt, a, x))); d > tol(af, x) {
 				t.Errorf("%v dot2 n=%d row a: %g vs %g", dt, n, o[0], refDot(dt, a, x))
 			}
@@ -145,7 +158,7 @@ func TestFastMatchesReference(t *testing.T) {
 			coef := [4]float32{0.37, -1.25, 2.5, 0.01}
 			y1 := randVec(rng, n)
 			y0 := append([]float32(nil), y1...)
-			axpy4For(dt)(y1, &coef, &w)
+			axpy4(y1, &coef, &w)
 			for i := range y1 {
 				want, mag := float64(y0[i]), math.Abs(float64(y0[i]))
 				for r := range w {
@@ -353,7 +366,7 @@ func FuzzFFNDecode(f *testing.F) {
 		defer p.Close()
 		fast := make([]float32, H)
 		FFNRecords(p, fast, blocks, dt, H, x, nil)
-		restore := UseGeneric()
+		restore := Use(referenceOf(Active()))
 		ref := make([]float32, H)
 		FFNRecords(p, ref, blocks, dt, H, x, nil)
 		restore()

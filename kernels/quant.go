@@ -3,7 +3,6 @@ package kernels
 import (
 	"encoding/binary"
 	"math"
-	"os"
 
 	"github.com/sipack/sipack/format"
 )
@@ -150,34 +149,15 @@ func axpyQ40Ref(y []float32, a float32, w []byte) {
 // axpy4Q40Ref is y += Σ_r a[r]·w[r] over four Q4_0 rows, as four axpys.
 func axpy4Q40Ref(y []float32, a *[4]float32, w *[4][]byte) {
 	for r := range w {
-		axpyQ40(y, a[r], w[r])
+		axpyQ40Ref(y, a[r], w[r])
 	}
 }
-
-var axpy4Q40 = axpy4Q40Ref
 
 // axpy4Q80Ref is four Q8_0 axpys into one y, one row at a time.
 func axpy4Q80Ref(y []float32, a *[4]float32, w *[4][]byte) {
 	for r := range w {
-		axpyQ80(y, a[r], w[r])
+		axpyQ80Ref(y, a[r], w[r])
 	}
-}
-
-var axpy4Q80 = axpy4Q80Ref
-
-// axpy4For is the four-row axpy of a dtype that has one, or nil.
-func axpy4For(dt format.DType) func(y []float32, a *[4]float32, w *[4][]byte) {
-	switch dt {
-	case format.Q4_0:
-		return axpy4Q40
-	case format.Q8_0:
-		return axpy4Q80
-	case format.BF16:
-		return axpy4BF16
-	case format.F16:
-		return axpy4F16
-	}
-	return nil
 }
 
 // Q8Act is an activation vector quantised to Q8 per block of 32, for the
@@ -195,13 +175,10 @@ type Q8Act struct {
 	Quad []byte
 }
 
-// quadActivations makes QuantizeAct build Q8Act.Quad (set at start when
-// the VNNI kernels are chosen).
-var quadActivations = false
-
-// QuantizeAct quantises x (a multiple of 32) into a (reusing its storage),
-// with the Quad layout where the VNNI Q4_0 kernels are in use.
-func QuantizeAct(a *Q8Act, x []float32) { quantizeAct(a, x, quadActivations) }
+// QuantizeAct quantises x (a multiple of 32) into a (reusing its storage)
+// for the integer dots of the active table against weights of dtype dt
+// (with the Quad layout where those read it).
+func QuantizeAct(a *Q8Act, x []float32, dt format.DType) { quantizeAct(a, x, active.ops[dt].Quad) }
 
 // quantizeAct is QuantizeAct, building the Quad layout only if quad is set
 // (only the Q4_0 kernels read it). Each value is rounded half away from
@@ -291,57 +268,4 @@ func dotQ40Q8Ref(w []byte, a *Q8Act) float32 {
 		s += F16ToF32(binary.LittleEndian.Uint16(blk)) * a.D[b] * float32(acc)
 	}
 	return s
-}
-
-var dotQ80Q8, dotQ40Q8 = dotQ80Q8Ref, dotQ40Q8Ref
-
-// DotQ8Act is the integer dot of a quantised row with quantised activations.
-func DotQ8Act(w []byte, dt format.DType, a *Q8Act) float32 {
-	if dt == format.Q4_0 {
-		return dotQ40Q8(w, a)
-	}
-	return dotQ80Q8(w, a)
-}
-
-// dot2Q40Q8 is the decode FFN's gate and up integer dots of one Q4_0
-// record in one call, prefetching the next record (as dot2BF16Rows); nil
-// where there is no fused kernel, and then ffnDecode takes DotQ8Act twice.
-var dot2Q40Q8, dot2Q80Q8 func(a, b []byte, act *Q8Act, out *[2]float32, next []byte)
-
-// dot2Q8For is the fused integer gate/up dot of a block type, or nil.
-func dot2Q8For(dt format.DType) func(a, b []byte, act *Q8Act, out *[2]float32, next []byte) {
-	switch dt {
-	case format.Q4_0:
-		return dot2Q40Q8
-	case format.Q8_0:
-		return dot2Q80Q8
-	}
-	return nil
-}
-
-// IntegerDot says, per block type, whether matvecs and FFN dots quantise
-// the activations to Q8 per block and use integer dots (as llama.cpp does)
-// instead of widening the weights to float32. The default is what measured
-// faster: Q4_0 takes the integer path where the CPU has AVX-512 VNNI
-// (`go test -bench Q4_0Big ./kernels` with SIPACK_QDOT=int against
-// =float: 12.2 against 8.8 GB/s on 2 threads, 1B-shape dense decode 7.6-8.5
-// against 6.8-7.1 tok/s on an Intel Xeon), and so does Q8_0 (AMD EPYC
-// Zen 5, `SIPACK_QDOT=int|float sirun bench --quick --dtypes q8_0`: dense
-// decode 24.0 against 12.0 tok/s, γ0.7 φ0.4 43.1 against 25.1); everywhere
-// else the float path,
-// which adds no activation rounding, measured as fast or faster (AVX2 on
-// Zen 4: 13.6 vs 12.0 tok/s dense q4_0). On arm64 with the dot-product
-// instructions both block types take the integer path (SDOT; the float
-// path there is the Go reference). SIPACK_QDOT=int or =float forces
-// one path for both types.
-var IntegerDot = map[format.DType]bool{}
-
-// applyQDotEnv applies SIPACK_QDOT after the CPU's defaults are set.
-func applyQDotEnv() {
-	switch os.Getenv("SIPACK_QDOT") {
-	case "int":
-		IntegerDot[format.Q4_0], IntegerDot[format.Q8_0] = true, true
-	case "float":
-		IntegerDot[format.Q4_0], IntegerDot[format.Q8_0] = false, false
-	}
 }

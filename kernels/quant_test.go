@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"encoding/binary"
-	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -96,16 +95,14 @@ func TestQuantKernelsMatchReference(t *testing.T) {
 // against reference exactly (integer sums; one float product per block),
 // and both within the activation quantisation error of the float dot.
 func TestIntegerDotsMatchReference(t *testing.T) {
-	saved := maps.Clone(IntegerDot)
-	IntegerDot[format.Q4_0], IntegerDot[format.Q8_0] = true, true
-	defer func() { IntegerDot = saved }()
+	defer Use(Active().WithIntegerPath(true))()
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, dt := range []format.DType{format.Q8_0, format.Q4_0} {
 		for _, n := range []int{32, 64, 256, 2048} {
 			q, _ := randRow(rng, dt, n)
 			x := randVec(rng, n)
 			var a Q8Act
-			QuantizeAct(&a, x)
+			QuantizeAct(&a, x, dt)
 			ref := dotQ80Q8Ref
 			if dt == format.Q4_0 {
 				ref = dotQ40Q8Ref
@@ -135,9 +132,7 @@ func TestIntegerDotsMatchReference(t *testing.T) {
 // blocks after the last chunk, and one with an odd number of blocks;
 // one token (decode: four records at a time) and two.
 func TestIntegerPathMatVecAndFFN(t *testing.T) {
-	saved := maps.Clone(IntegerDot)
-	IntegerDot[format.Q4_0], IntegerDot[format.Q8_0] = true, true
-	defer func() { IntegerDot = saved }()
+	defer Use(Active().WithIntegerPath(true))()
 	rng := rand.New(rand.NewPCG(17, 18))
 	p := NewPool(2)
 	defer p.Close()
@@ -159,7 +154,7 @@ func TestIntegerPathMatVecAndFFN(t *testing.T) {
 				return out, y
 			}
 			out, y := run()
-			restore := UseGeneric()
+			restore := Use(referenceOf(Active()))
 			wantOut, wantY := run()
 			restore()
 			// Outputs are sums of many large terms that cancel; the float
@@ -190,9 +185,7 @@ func TestIntegerPathMatVecAndFFN(t *testing.T) {
 // records across two blocks, 1 and 2 workers) on the float path against
 // float64 over the dequantised weights.
 func TestFFNDecodeQ40Float64(t *testing.T) {
-	saved := maps.Clone(IntegerDot)
-	IntegerDot[format.Q4_0] = false
-	defer func() { IntegerDot = saved }()
+	defer Use(Active().WithIntegerPath(false))()
 	rng := rand.New(rand.NewPCG(21, 22))
 	for _, c := range []struct{ H, records, threads int }{{512, 23, 1}, {512, 23, 2}, {2048, 9, 2}, {96, 6, 1}} {
 		H := c.H
@@ -238,13 +231,12 @@ func TestFFNDecodeQ40Float64(t *testing.T) {
 // once, give exactly what one MatMul per weight gives (integer path), and
 // the float path (and mixed dtypes) falls back to MatMul.
 func TestMatMulSharedEqualsMatMul(t *testing.T) {
-	saved := maps.Clone(IntegerDot)
-	defer func() { IntegerDot = saved }()
 	rng := rand.New(rand.NewPCG(23, 24))
 	p := NewPool(2)
 	defer p.Close()
 	for _, intDot := range []bool{true, false} {
-		IntegerDot[format.Q4_0], IntegerDot[format.Q8_0] = intDot, intDot
+		restore := Use(Active().WithIntegerPath(intDot))
+		defer restore()
 		for _, dts := range [][3]format.DType{{format.Q4_0, format.Q4_0, format.Q4_0}, {format.Q8_0, format.Q8_0, format.Q8_0}, {format.Q4_0, format.BF16, format.Q4_0}} {
 			const H, T = 512, 3
 			rows := []int{37, 8, 8}
@@ -279,7 +271,7 @@ func TestQuantizeActRoundsAsMathRound(t *testing.T) {
 		x[format.QK+i] = v
 	}
 	var a Q8Act
-	QuantizeAct(&a, x)
+	QuantizeAct(&a, x, format.Q8_0)
 	for b := 0; b < 4; b++ {
 		xs := x[b*format.QK : (b+1)*format.QK]
 		d := absMax(xs) / 127

@@ -1,12 +1,10 @@
 package runner
 
 import (
-	"maps"
 	"slices"
 	"testing"
 
 	"github.com/sipack/sipack/convert"
-	"github.com/sipack/sipack/format"
 	"github.com/sipack/sipack/kernels"
 )
 
@@ -21,8 +19,7 @@ func TestQuantizedGreedy(t *testing.T) {
 		minMatch     int
 	}{{"q8_0", "", 4}, {"q4_0", "", 0}, {"q4_0", "bf16", 0}} {
 		for _, intDot := range []bool{false, true} {
-			saved := maps.Clone(kernels.IntegerDot)
-			kernels.IntegerDot[format.Q4_0], kernels.IntegerDot[format.Q8_0] = intDot, intDot
+			restore := kernels.Use(kernels.Active().WithIntegerPath(intDot))
 			m := loadModel(t, packOf(t, "../testdata/tinyllama", convert.Options{DType: c.dtype, DenseDType: c.dense}), 1)
 			matched, prefix := 0, 0
 			for _, g := range cases {
@@ -37,7 +34,7 @@ func TestQuantizedGreedy(t *testing.T) {
 					prefix++
 				}
 			}
-			kernels.IntegerDot = saved
+			restore()
 			t.Logf("%s (dense %q, integer dots %v): %d of %d golden prompts match bf16 for 16 greedy tokens; %d of %d tokens before the first divergence",
 				c.dtype, c.dense, intDot, matched, len(cases), prefix, 16*len(cases))
 			if matched < c.minMatch {

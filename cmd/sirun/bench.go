@@ -67,7 +67,7 @@ var benchCmd = &cli.Command{
 			}
 			defer pprof.StopCPUProfile()
 		}
-		fmt.Fprintf(os.Stderr, "sirun bench: kernels %s, %d threads; measuring the FMA peak\n", kernels.Path, threads)
+		fmt.Fprintf(os.Stderr, "sirun bench: kernels %s, %d threads; measuring the FMA peak\n", kernels.Active().Name, threads)
 		peak := runner.MeasureFMAPeak(threads)
 		pool := kernels.NewPool(threads)
 		defer pool.Close()
@@ -226,7 +226,7 @@ func benchPacks(c *cli.Context, paths []string, pool *kernels.Pool, probe *runne
 	}
 	var benches []*packBench
 	for _, path := range paths {
-		pb := &packBench{path: path, r: &benchReport{Pack: path, Kernels: kernels.Path, Threads: pool.Workers(), FMAPeakGFlops: peak / 1e9, Rounds: c.Int("rounds")}}
+		pb := &packBench{path: path, r: &benchReport{Pack: path, Kernels: kernels.Active().Name, Threads: pool.Workers(), FMAPeakGFlops: peak / 1e9, Rounds: c.Int("rounds")}}
 		p, m, err := openModel(path, 1)
 		if err != nil {
 			return nil, err

@@ -1,0 +1,152 @@
+package kernels
+
+import (
+	"os"
+
+	"github.com/sipack/sipack/format"
+)
+
+// Ops is every operation the package runs over weights of one dtype, on one
+// instruction set. Dot and Axpy are always set; the other fields are
+// optional fast forms (nil: the caller composes them from Dot and Axpy), so
+// a new dtype or ISA is a new row of a table, not an edit of a switch.
+type Ops struct {
+	// Dot is Σ_i w[i]·x[i] for a row w of len(x) elements.
+	Dot func(w []byte, x []float32) float32
+	// Axpy is y[i] += a·w[i] for a row w of len(y) elements.
+	Axpy func(y []float32, a float32, w []byte)
+	// Dot4 is four Dots sharing the row w (prefill: the row is widened
+	// once for four tokens).
+	Dot4 func(w []byte, x0, x1, x2, x3 []float32, out *[4]float32)
+	// Dot2 is the decode FFN's gate·x and up·x of one record in one pass
+	// over x, prefetching next (a record to be computed soon, or nil;
+	// gathered records are not where a hardware prefetcher looks).
+	Dot2 func(a, b []byte, x []float32, out *[2]float32, next []byte)
+	// Axpy4 is y += Σ_r a[r]·w[r] over four rows (y loaded and stored once).
+	Axpy4 func(y []float32, a *[4]float32, w *[4][]byte)
+	// GemmDown is the prefill down projection of four tokens over K
+	// contiguous records: acc[t·accStride + i] += Σ_{j<K} h[t·hStride + j]·down_j[i],
+	// down_j starting at down[j·recStride].
+	GemmDown func(acc []float32, accStride int, h []float32, hStride int, down []byte, recStride, K, H int)
+
+	// Integer selects, for block types, dots against Q8-quantised
+	// activations (as llama.cpp does) instead of widening the weights.
+	Integer bool
+	// DotQ8 is the integer dot of a row with quantised activations.
+	DotQ8 func(w []byte, a *Q8Act) float32
+	// Dot2Q8 is Dot2 on the integer path.
+	Dot2Q8 func(a, b []byte, act *Q8Act, out *[2]float32, next []byte)
+	// Quad says DotQ8/Dot2Q8 read Q8Act.Quad, so quantising builds it.
+	Quad bool
+}
+
+// Table holds the Ops of every dtype for one instruction set, and the two
+// machine probes. Tables are built once at start; Generic is the pure-Go
+// reference as a plain value.
+type Table struct {
+	Name string
+	ops  [format.Q4_0 + 1]Ops
+	// FMAPeak runs iters × 10 dependent-free multiply-add chains of
+	// FMALanes float32 lanes each (the benchmark's compute ceiling).
+	FMAPeak  func(iters int) float32
+	FMALanes int
+	// SumBytes reads every byte of b (the bandwidth probe).
+	SumBytes func(b []byte) uint64
+}
+
+// Ops returns the operations for dtype dt.
+func (t *Table) Ops(dt format.DType) *Ops { return &t.ops[dt] }
+
+// Generic is the reference table: every entry is a pure-Go function whose
+// doc comment states the math; every fast table is tested against it.
+var Generic = Table{
+	Name: "generic",
+	ops: [format.Q4_0 + 1]Ops{
+		format.F32:  {Dot: dotF32Ref, Axpy: axpyF32Ref},
+		format.F16:  {Dot: dotF16Ref, Axpy: axpyF16Ref, Dot4: dot4F16Ref, GemmDown: gemmDownF16Ref},
+		format.BF16: {Dot: dotBF16Ref, Axpy: axpyBF16Ref, Dot4: dot4BF16Ref, GemmDown: gemmDownBF16Ref},
+		format.Q8_0: {Dot: dotQ80Ref, Axpy: axpyQ80Ref, Axpy4: axpy4Q80Ref, DotQ8: dotQ80Q8Ref},
+		format.Q4_0: {Dot: dotQ40Ref, Axpy: axpyQ40Ref, Axpy4: axpy4Q40Ref, DotQ8: dotQ40Q8Ref},
+	},
+	FMAPeak: fmaPeakRef, FMALanes: 1, SumBytes: sumBytesRef,
+}
+
+// tables lists the tables this CPU can run, Generic first and the
+// preferred one last (filled at init by the architecture's file).
+var tables = []*Table{&Generic}
+
+// active is the table in use: the last of tables, unless SIPACK_KERNELS
+// names another (generic, avx2, avx512, ...) or a test swapped it.
+var active = &Generic
+
+// Tables returns every table this CPU can run, the reference first.
+func Tables() []*Table { return tables }
+
+// Active returns the table in use.
+func Active() *Table { return active }
+
+// Use makes t the table in use and returns the function that restores the
+// previous one. For tests and benchmarks comparing tables; it must not run
+// while kernels do.
+func Use(t *Table) (restore func()) {
+	prev := active
+	active = t
+	return func() { active = prev }
+}
+
+// register appends the architecture's tables (in order of preference) and
+// activates the best, or the one SIPACK_KERNELS names. SIPACK_QDOT=int or
+// =float then forces the integer or the float path for the block types in
+// every table (the active one included).
+func register(ts ...*Table) {
+	tables = append(tables, ts...)
+	active = tables[len(tables)-1]
+	if want := os.Getenv("SIPACK_KERNELS"); want != "" {
+		for _, t := range tables {
+			if t.Name == want {
+				active = t
+			}
+		}
+	}
+	q := os.Getenv("SIPACK_QDOT")
+	if q != "int" && q != "float" {
+		return
+	}
+	for i, t := range tables {
+		c := t.WithIntegerPath(q == "int") // Generic stays the plain reference value
+		if active == t {
+			active = c
+		}
+		tables[i] = c
+	}
+}
+
+// WithIntegerPath returns a copy of t whose block types (Q8_0, Q4_0) take
+// the integer path (on) or the float path; the name says which.
+func (t *Table) WithIntegerPath(on bool) *Table {
+	c := *t
+	for _, dt := range []format.DType{format.Q8_0, format.Q4_0} {
+		c.ops[dt].Integer = on && c.ops[dt].DotQ8 != nil
+	}
+	c.Name += map[bool]string{true: "+int", false: "+float"}[on]
+	return &c
+}
+
+// derive copies t under a new name, for a table that extends another.
+func derive(t *Table, name string) *Table {
+	c := *t
+	c.Name = name
+	return &c
+}
+
+// Dot returns Σ_i w[i]·x[i] for a row w of len(x) elements of dtype dt.
+func Dot(w []byte, dt format.DType, x []float32) float32 { return active.ops[dt].Dot(w, x) }
+
+// Axpy does y[i] += a·w[i] for a row w of len(y) elements of dtype dt.
+func Axpy(y []float32, a float32, w []byte, dt format.DType) { active.ops[dt].Axpy(y, a, w) }
+
+// DotQ8Act is the integer dot of a quantised row with quantised activations.
+func DotQ8Act(w []byte, dt format.DType, a *Q8Act) float32 { return active.ops[dt].DotQ8(w, a) }
+
+// IntegerPath reports whether weights of dtype dt take the integer path.
+func IntegerPath(dt format.DType) bool { return active.ops[dt].Integer }

@@ -1,0 +1,82 @@
+package kernels
+
+import (
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/sipack/sipack/format"
+)
+
+// referenceOf is the reference for tb: Generic with tb's choice of integer
+// or float path per block type (the integer path rounds the activations,
+// so a fast integer path is compared with the reference integer dots).
+func referenceOf(tb *Table) *Table {
+	c := Generic
+	for _, dt := range []format.DType{format.Q8_0, format.Q4_0} {
+		c.ops[dt].Integer = tb.ops[dt].Integer
+	}
+	return &c
+}
+
+// forTables runs f once with every table this CPU can run active.
+func forTables(t *testing.T, f func(t *testing.T, tb *Table)) {
+	for _, tb := range Tables() {
+		t.Run(tb.Name, func(t *testing.T) {
+			defer Use(tb)()
+			f(t, tb)
+		})
+	}
+}
+
+// TestGenericTableIsReference: every function in the generic table is a
+// pure-Go reference (named …Ref), none a fast kernel or an adapter of one,
+// and Generic is the first table. (Planting the AVX2 BF16 dot adapter in
+// Generic makes it fail.)
+func TestGenericTableIsReference(t *testing.T) {
+	if Tables()[0] != &Generic && Tables()[0].Name != "generic" {
+		t.Fatalf("first table is %q, want generic", Tables()[0].Name)
+	}
+	check := func(where string, v reflect.Value) {
+		if v.Kind() != reflect.Func || v.IsNil() {
+			return
+		}
+		name := runtime.FuncForPC(v.Pointer()).Name()
+		if !strings.HasPrefix(name, "github.com/sipack/sipack/kernels.") || !strings.HasSuffix(name, "Ref") {
+			t.Errorf("generic table %s is %s, not a reference", where, name)
+		}
+	}
+	for dt := range Generic.ops {
+		v := reflect.ValueOf(Generic.ops[dt])
+		for i := 0; i < v.NumField(); i++ {
+			check(format.DType(dt).String()+"."+v.Type().Field(i).Name, v.Field(i))
+		}
+		if Generic.ops[dt].Integer || Generic.ops[dt].Quad {
+			t.Errorf("generic table %v takes the integer path: the reference is the float one", format.DType(dt))
+		}
+	}
+	check("FMAPeak", reflect.ValueOf(Generic.FMAPeak))
+	check("SumBytes", reflect.ValueOf(Generic.SumBytes))
+	for _, dt := range []format.DType{format.F32, format.F16, format.BF16, format.Q8_0, format.Q4_0} {
+		for _, tb := range Tables() {
+			if o := tb.Ops(dt); o.Dot == nil || o.Axpy == nil || (o.Integer && o.DotQ8 == nil) {
+				t.Errorf("table %s, %v: Dot, Axpy (and DotQ8 on the integer path) must be set", tb.Name, dt)
+			}
+		}
+	}
+}
+
+// TestUseSwapsTheWholeTable: after Use(&Generic) every operation the
+// package dispatches is the reference, the prefill GEMM and the integer
+// choice included (the old per-variable swap left those on the fast path).
+func TestUseSwapsTheWholeTable(t *testing.T) {
+	defer Use(&Generic)()
+	if Active().Name != "generic" || IntegerPath(format.Q4_0) || IntegerPath(format.Q8_0) {
+		t.Fatalf("after Use(&Generic): active %q, integer Q4_0 %v Q8_0 %v", Active().Name, IntegerPath(format.Q4_0), IntegerPath(format.Q8_0))
+	}
+	name := runtime.FuncForPC(reflect.ValueOf(Active().Ops(format.BF16).GemmDown).Pointer()).Name()
+	if !strings.HasSuffix(name, "gemmDownBF16Ref") {
+		t.Fatalf("after Use(&Generic) the BF16 prefill GEMM is %s", name)
+	}
+}
