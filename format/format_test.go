@@ -305,6 +305,23 @@ func TestSliceAndTruncatedPrefix(t *testing.T) {
 	if _, err := Open(out, OpenOptions{Gamma: 0.7}); err == nil {
 		t.Fatal("sliced pack opened above its γ")
 	}
+	// With no γ a sliced pack loads the prefix it holds; a γ whose count
+	// is the slice's loads too (fractions are compared as counts).
+	for _, g := range []float64{0, 0.5, 20.0 / 40, 0.5000001} {
+		d, err := Open(out, OpenOptions{Gamma: g})
+		if err != nil {
+			t.Fatalf("sliced pack, γ = %v: %v", g, err)
+		}
+		if d.LoadedRanks != 20 {
+			t.Fatalf("sliced pack, γ = %v: loaded %d ranks, want the 20 it holds", g, d.LoadedRanks)
+		}
+		d.Close()
+	}
+	if h, err := Open(out, OpenOptions{HeaderOnly: true}); err != nil || h.LoadedRanks != 0 || h.Index.Config.IntermediateSize != 40 {
+		t.Fatalf("header-only open: %v", err)
+	} else {
+		h.Close()
+	}
 	// A full pack cut right after the γ = 0.5 prefix serves γ ≤ 0.5 and refuses more.
 	b, _ := os.ReadFile(path)
 	cut := filepath.Join(dir, "cut.sip")
@@ -317,9 +334,27 @@ func TestSliceAndTruncatedPrefix(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	if _, err := Open(cut, OpenOptions{Gamma: 0.7}); !errors.Is(err, ErrTruncated) {
-		t.Fatalf("cut pack above its prefix: %v, want ErrTruncated", err)
+	for _, g := range []float64{0.7, 0} { // a cut file is not a slice: the default wants it all
+		if _, err := Open(cut, OpenOptions{Gamma: g}); !errors.Is(err, ErrTruncated) {
+			t.Fatalf("cut pack, γ = %v: %v, want ErrTruncated", g, err)
+		}
 	}
 }
 
 func bytesEqual(a, b []byte) bool { return string(a) == string(b) }
+
+// TestCount: the one fraction→count rule, including fractions that float32
+// storage or decimal parsing leaves just below the count they mean.
+func TestCount(t *testing.T) {
+	for _, c := range []struct {
+		f    float64
+		n    int
+		want int
+	}{{0.7, 768, 537}, {float64(float32(0.7)), 1000, 700}, {0.7, 1000, 700}, {0.3, 8192, 2457},
+		{float64(float32(0.3)), 8192, 2457}, {1, 8192, 8192}, {1.5, 10, 10}, {0, 10, 0}, {-1, 10, 0},
+		{0.25, 768, 192}, {0.999, 1000, 999}, {0.99999, 1000, 1000}} {
+		if got := Count(c.f, c.n); got != c.want {
+			t.Errorf("Count(%v, %d) = %d, want %d", c.f, c.n, got, c.want)
+		}
+	}
+}

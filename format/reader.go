@@ -3,7 +3,6 @@ package format
 import (
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"slices"
 	"sort"
@@ -24,9 +23,15 @@ const (
 
 // OpenOptions controls what part of a pack is loaded.
 type OpenOptions struct {
-	// Gamma is the fraction of each sparse layer's ranks to load, in (0, 1].
-	// Zero means 1. Only the prefix that holds those ranks is mapped.
+	// Gamma is the fraction of each sparse layer's ranks to load, in (0, 1],
+	// turned into Count(γ, N) ranks (at least 1). Zero means every rank the
+	// file holds: all of them, or the prefix a sliced or cut pack kept. Only
+	// the prefix that holds the ranks is mapped.
 	Gamma float64
+	// HeaderOnly reads and validates the preamble and index and maps
+	// nothing (LoadedRanks is 0): for tools that only need the config,
+	// the sizes or the tokenizer.
+	HeaderOnly bool
 }
 
 // Pack is an open, structurally validated pack with its loaded prefix mapped.
@@ -47,40 +52,49 @@ type Pack struct {
 }
 
 // PrefixBytes is the number of bytes a load of the given gamma maps: the
-// whole pack up to the end of band ceil(floor(γ·N)/B).
-func (p *Pack) PrefixBytes(gamma float64) uint64 {
-	return p.Preamble.FFNOff + uint64(p.bandsFor(gamma))*p.Preamble.BandBytes
+// whole pack up to the end of the band that holds rank RanksFor(γ) − 1.
+func (p *Pack) PrefixBytes(gamma float64) uint64 { return p.prefixFor(p.RanksFor(gamma)) }
+
+func (p *Pack) prefixFor(ranks int) uint64 {
+	return p.Preamble.FFNOff + uint64(p.bandsFor(ranks))*p.Preamble.BandBytes
 }
 
 // RanksFor is the number of ranks a load of gamma computes with:
-// floor(γ·N), at least 1. Bands are the I/O granularity: the load maps the
-// bands that hold those ranks, and ranks past them in the last band are unused.
+// Count(γ, N), at least 1. Bands are the I/O granularity: the load maps
+// the bands that hold those ranks, and ranks past them in the last band
+// are unused.
 func (p *Pack) RanksFor(gamma float64) int {
-	n := p.Index.Config.IntermediateSize
-	return max(1, min(n, int(math.Floor(gamma*float64(n)+1e-9))))
+	return max(1, Count(gamma, p.Index.Config.IntermediateSize))
 }
 
-// MaxGamma is the largest γ the pack can load: 1, or less for a pack sliced
-// to a prefix or a file cut short after some band.
-func (p *Pack) MaxGamma() float64 {
+// AvailableRanks is the number of ranks per sparse layer the file can
+// serve: N, or fewer for a pack sliced to a prefix or a file cut short
+// after some band.
+func (p *Pack) AvailableRanks() int {
 	n := p.Index.Config.IntermediateSize
 	if p.Preamble.BandCount == 0 {
-		return 1
+		return n
 	}
 	avail := p.Index.RanksPresent
 	if p.FileSize < int64(p.Preamble.FileLen) {
 		whole := (uint64(p.FileSize) - min(uint64(p.FileSize), p.Preamble.FFNOff)) / p.Preamble.BandBytes
 		avail = min(avail, int(whole)*p.Index.BandNeurons)
 	}
-	return float64(avail) / float64(n)
+	return avail
 }
 
-func (p *Pack) bandsFor(gamma float64) int {
+// MaxGamma is AvailableRanks as a fraction of N (for display: loads
+// compare counts, never fractions).
+func (p *Pack) MaxGamma() float64 {
+	return float64(p.AvailableRanks()) / float64(p.Index.Config.IntermediateSize)
+}
+
+func (p *Pack) bandsFor(ranks int) int {
 	if p.Preamble.BandCount == 0 {
 		return 0
 	}
 	B := p.Index.BandNeurons
-	return (p.RanksFor(gamma) + B - 1) / B
+	return (ranks + B - 1) / B
 }
 
 // Open opens and validates a pack and maps the prefix that gamma needs. It
@@ -98,10 +112,7 @@ func Open(path string, opt OpenOptions) (*Pack, error) {
 }
 
 func open(path string, opt OpenOptions) (*Pack, error) {
-	if opt.Gamma == 0 {
-		opt.Gamma = 1
-	}
-	if !(opt.Gamma > 0 && opt.Gamma <= 1) {
+	if opt.Gamma != 0 && !(opt.Gamma > 0 && opt.Gamma <= 1) {
 		return nil, fmt.Errorf("sip: gamma must be in (0, 1], got %v", opt.Gamma)
 	}
 	f, err := os.Open(path)
@@ -157,15 +168,30 @@ func open(path string, opt OpenOptions) (*Pack, error) {
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
-	if maxG := p.MaxGamma(); opt.Gamma > maxG+1e-9 {
-		if st.Size() < int64(pre.FileLen) {
-			return nil, formatErr(ErrTruncated, "ffn", st.Size(), fmt.Sprintf("truncated: the file holds whole bands for γ ≤ %.3f only, γ = %v needs %d bytes", maxG, opt.Gamma, p.PrefixBytes(opt.Gamma)), st.Size())
-		}
-		return nil, fmt.Errorf("sip: %s: pack was sliced to γ ≤ %.3f, cannot load γ = %v", path, maxG, opt.Gamma)
+	if opt.HeaderOnly {
+		ok = true
+		return p, nil
 	}
-	p.LoadedBands = p.bandsFor(opt.Gamma)
-	p.LoadedRanks = p.RanksFor(opt.Gamma)
-	p.data, err = MapFile(f, int64(p.PrefixBytes(opt.Gamma)))
+	// The default is every rank the pack declares (all, or the prefix a
+	// slice kept); a file cut short of that is refused unless γ asks only
+	// for the bands it still holds.
+	ranks, avail := p.Index.RanksPresent, p.AvailableRanks()
+	if p.Preamble.BandCount == 0 || ranks == 0 {
+		ranks = p.Index.Config.IntermediateSize
+	}
+	if opt.Gamma != 0 {
+		ranks = p.RanksFor(opt.Gamma)
+	}
+	if ranks > avail {
+		n := p.Index.Config.IntermediateSize
+		if st.Size() < int64(pre.FileLen) {
+			return nil, formatErr(ErrTruncated, "ffn", st.Size(), fmt.Sprintf("truncated: the file holds whole bands for %d of %d ranks (γ ≤ %.3f) only, γ = %v needs %d ranks, %d bytes", avail, n, p.MaxGamma(), opt.Gamma, ranks, p.prefixFor(ranks)), st.Size())
+		}
+		return nil, fmt.Errorf("sip: %s: pack was sliced to %d of %d ranks (γ ≤ %.3f), cannot load γ = %v (%d ranks)", path, avail, n, p.MaxGamma(), opt.Gamma, ranks)
+	}
+	p.LoadedBands = p.bandsFor(ranks)
+	p.LoadedRanks = ranks
+	p.data, err = MapFile(f, int64(p.prefixFor(ranks)))
 	if err != nil {
 		return nil, err
 	}

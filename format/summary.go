@@ -68,7 +68,7 @@ func (p *Pack) Summary(w io.Writer) {
 	}
 	fmt.Fprintf(w, "load bytes      ")
 	for i, g := range []float64{0.25, 0.5, 0.7, 1.0} {
-		if g > p.MaxGamma()+1e-9 {
+		if p.RanksFor(g) > p.AvailableRanks() {
 			break
 		}
 		if i > 0 {

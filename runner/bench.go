@@ -10,37 +10,6 @@ import (
 	"github.com/sipack/sipack/kernels"
 )
 
-// DecodeBytes is the bytes one decode token reads at position pos with the
-// given FFN records active: every attention matrix, the output matrix, the
-// dense layers' FFN, the active records, one embedding row, norms, and the
-// KV cache up to pos.
-func (m *Model) DecodeBytes(activeRecords, pos int) uint64 {
-	c := &m.Config
-	var b uint64
-	for _, L := range m.Layers {
-		b += uint64(len(L.Wq.Data) + len(L.Wk.Data) + len(L.Wv.Data) + len(L.Wo.Data))
-		b += uint64(4 * (len(L.AttnNorm) + len(L.FFNNorm) + len(L.Bq) + len(L.Bk) + len(L.Bv)))
-	}
-	b += uint64(len(m.Output.Data)) + uint64(len(m.Embed.Row(0))) + uint64(4*len(m.Norm))
-	b += uint64(activeRecords) * m.Pack.Index.RecordBytes
-	b += uint64(2 * 4 * c.NumLayers * (pos + 1) * c.NumKVHeads * c.HeadDim)
-	return b
-}
-
-// MatrixParams is the number of weights a full forward pass multiplies:
-// every attention matrix, every loaded FFN record (3·H each) and the output matrix.
-func (m *Model) MatrixParams() float64 {
-	var n float64
-	H := float64(m.Config.HiddenSize)
-	for _, L := range m.Layers {
-		for _, w := range []kernels.Weight{L.Wq, L.Wk, L.Wv, L.Wo} {
-			n += float64(w.Rows * w.Cols)
-		}
-		n += float64(L.Ranks) * 3 * H
-	}
-	return n + float64(m.Output.Rows*m.Output.Cols)
-}
-
 // BandwidthProbe measures the machine's read bandwidth: a streaming read of
 // a buffer larger than the caches, split over a pool's workers. It keeps
 // its buffer so that a benchmark can measure beside every figure: on a
@@ -134,18 +103,21 @@ func (m *Model) BenchDecode(pool *kernels.Pool, sel *Selection, promptLen, token
 	// leaves a gigabyte of garbage behind).
 	runtime.GC()
 	start := time.Now()
-	logits, err := ss.Prefill(prompt)
+	logits, votes, err := ss.Prefill(prompt)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := ss.PlanFor(votes)
 	if err != nil {
 		return nil, err
 	}
 	tok := Argmax(logits)
 	ttft := time.Since(start)
-	res := &DecodeResult{TTFT: ttft, PrefillTokS: float64(promptLen) / ttft.Seconds(), ActiveRecords: ss.ActiveRecords()}
+	res := &DecodeResult{TTFT: ttft, PrefillTokS: float64(promptLen) / ttft.Seconds(), ActiveRecords: plan.Active(m)}
 	// Warm-up step.
-	if logits, err = ss.S.Forward(tok, ss.Pos); err != nil {
+	if logits, err = ss.Decode(tok, plan); err != nil {
 		return nil, err
 	}
-	ss.Pos++
 	// Each step is timed on its own and the figure is 1 / the median step:
 	// on a shared machine a neighbour's burst stalls a few steps, and the
 	// median ignores them where the mean would not.
@@ -153,11 +125,10 @@ func (m *Model) BenchDecode(pool *kernels.Pool, sel *Selection, promptLen, token
 	for i := 0; i < tokens; i++ {
 		tok = Argmax(logits)
 		t0 := time.Now()
-		if logits, err = ss.S.Forward(tok, ss.Pos); err != nil {
+		if logits, err = ss.Decode(tok, plan); err != nil {
 			return nil, err
 		}
 		steps[i] = time.Since(t0)
-		ss.Pos++
 	}
 	slices.Sort(steps)
 	if tokens > 0 {

@@ -69,8 +69,7 @@ func (m *Model) Eval(ctx context.Context, man *manifests.Manifest, opt EvalOptio
 		rows = rows[:opt.Limit]
 	}
 	if opt.Sel != nil {
-		// Any φ with ⌊φN⌋ ≤ the loaded ranks is computable.
-		if err := opt.Sel.Validate((float64(m.Pack.LoadedRanks) + 0.999) / float64(m.Config.IntermediateSize)); err != nil {
+		if err := opt.Sel.Validate(m.Config.IntermediateSize, m.Pack.LoadedRanks); err != nil {
 			return nil, err
 		}
 	}
@@ -226,7 +225,11 @@ func (m *Model) scoreContinuation(pool *kernels.Pool, prompt, ref string, sel *S
 		return rowResult{err: err}
 	}
 	ss.Sel = sel
-	logits, err := ss.Prefill(p)
+	logits, votes, err := ss.Prefill(p)
+	if err != nil {
+		return rowResult{err: err}
+	}
+	plan, err := ss.PlanFor(votes)
 	if err != nil {
 		return rowResult{err: err}
 	}
@@ -239,10 +242,9 @@ func (m *Model) scoreContinuation(pool *kernels.Pool, prompt, ref string, sel *S
 		if i == len(r)-1 {
 			break
 		}
-		if logits, err = ss.S.Forward(tok, ss.Pos); err != nil {
+		if logits, err = ss.Decode(tok, plan); err != nil {
 			return rowResult{err: err}
 		}
-		ss.Pos++
 	}
 	return res
 }
@@ -282,7 +284,7 @@ func (m *Model) Perplexity(pool *kernels.Pool, ids []int, window int) (float64, 
 		if len(chunk) < 2 {
 			break
 		}
-		all, err := s.ForwardBatch(chunk[:len(chunk)-1], 0, true)
+		all, err := s.ForwardBatch(chunk[:len(chunk)-1], 0, Pass{All: true})
 		if err != nil {
 			return 0, 0, err
 		}

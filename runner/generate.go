@@ -31,78 +31,9 @@ type Stats struct {
 	ActiveRecords   int           // FFN records computed per decode token, all layers
 }
 
-// ActiveRecords is the number of FFN records a decode token computes now.
-func (ss *Session) ActiveRecords() int {
-	n := 0
-	for l := range ss.M.Layers {
-		if ss.S.Plan != nil && ss.S.Plan[l] != nil {
-			n += len(ss.S.Plan[l].Ranks)
-		} else {
-			n += ss.M.Layers[l].Ranks
-		}
-	}
-	return n
-}
-
-// selecting reports whether the selection computes fewer ranks than are loaded.
-func (ss *Session) selecting() bool {
-	if ss.Sel == nil {
-		return false
-	}
-	N := ss.M.Config.IntermediateSize
-	return int(ss.Sel.Phi*float64(N)+1e-9) < ss.M.Pack.LoadedRanks
-}
-
-// startVoting installs the vote counter for the coming prefill and returns
-// the function that turns the votes into the decode plan.
-func (ss *Session) startVoting() func() {
-	if !ss.selecting() {
-		return func() {}
-	}
-	m := ss.M
-	N := m.Config.IntermediateSize
-	nl := m.Pack.LoadedRanks
-	k := max(1, int(ss.Sel.Alpha*float64(nl)+1e-9))
-	nb := min(nl, int(ss.Sel.Base*float64(N)+1e-9))
-	nf := min(nl, int(ss.Sel.Phi*float64(N)+1e-9))
-	counts := make([][]int32, len(m.Layers))
-	scratch := make([]float32, 2*nl)
-	prev := ss.S.ActHook
-	ss.S.ActHook = func(l int, act []float32, ranks int) {
-		if prev != nil {
-			prev(l, act, ranks)
-		}
-		if !m.Layers[l].Sparse {
-			return
-		}
-		if counts[l] == nil {
-			counts[l] = make([]int32, nl)
-		}
-		votes(act, ranks, k, counts[l], scratch)
-	}
-	return func() {
-		ss.S.ActHook = prev
-		plan := make(Plan, len(m.Layers))
-		if ss.bufs == nil {
-			ss.bufs = make([][]byte, len(m.Layers))
-		}
-		for l := range m.Layers {
-			if !m.Layers[l].Sparse {
-				continue
-			}
-			if counts[l] == nil {
-				counts[l] = make([]int32, nl)
-			}
-			ranks := chooseRanks(counts[l], nb, nf, nl)
-			var blocks [][]byte
-			blocks, ss.bufs[l] = m.blocksFor(l, ranks, nb, ss.Sel.Compact, ss.bufs[l])
-			plan[l] = &LayerPlan{Ranks: ranks, Blocks: blocks}
-		}
-		ss.S.Plan = plan
-	}
-}
-
-// Session is a conversation: a KV cache that grows over turns.
+// Session is a conversation: a KV cache that grows over turns. Each new
+// prompt is prefilled over every loaded neuron while its tokens vote; the
+// votes make the plan its decode steps compute (SelectInfer).
 type Session struct {
 	M       *Model
 	S       *State
@@ -110,9 +41,10 @@ type Session struct {
 	History []int // every token seen, prompt and generated
 	// Sel, if set, selects each sparse layer's decode set from the votes of
 	// every new prompt (the prefill itself computes all loaded neurons).
-	Sel     *Selection
+	Sel *Selection
+	// Plan is the decode plan of the last prompt (nil: all loaded ranks).
+	Plan    Plan
 	sampler *Sampler
-	bufs    [][]byte // per layer: compacted dynamic records
 }
 
 // NewSession allocates a session with a context of ctx tokens.
@@ -127,7 +59,62 @@ func (m *Model) NewSession(pool *kernels.Pool, ctx int, sc SamplerConfig) (*Sess
 	return &Session{M: m, S: s, sampler: NewSampler(sc)}, nil
 }
 
-// Generate appends prompt to the session, then samples up to MaxTokens tokens.
+// counts is the session's selection in neurons, and whether it selects.
+func (ss *Session) counts() (Counts, bool) {
+	if ss.Sel == nil {
+		return Counts{}, false
+	}
+	c := ss.Sel.Counts(ss.M.Config.IntermediateSize, ss.M.Pack.LoadedRanks)
+	return c, c.Selecting()
+}
+
+// Prefill runs a new prompt (after any pending generated token) over every
+// loaded neuron and returns the next-token logits and, when the session
+// selects, the prompt's votes (nil otherwise). Decoding then continues
+// with Decode at Pos.
+func (ss *Session) Prefill(prompt []int) ([]float32, *Votes, error) {
+	input := append(append([]int(nil), ss.Pending()...), prompt...)
+	if ss.Pos+len(input) > ss.S.Ctx {
+		return nil, nil, fmt.Errorf("prompt of %d tokens does not fit the context (%d of %d tokens free); use a larger --ctx (at most %d)",
+			len(input), ss.S.Ctx-ss.Pos, ss.S.Ctx, ss.M.Config.MaxPositionEmbeddings)
+	}
+	var votes *Votes
+	var pass Pass
+	if c, ok := ss.counts(); ok {
+		votes = NewVotes(ss.M, c)
+		pass.OnAct = votes.Add
+	}
+	logits, err := ss.S.ForwardBatch(input, ss.Pos, pass)
+	if err != nil {
+		return nil, nil, err
+	}
+	ss.Pos += len(input)
+	ss.History = append(ss.History, prompt...)
+	return logits, votes, nil
+}
+
+// PlanFor turns a prompt's votes into the decode plan (nil votes: a nil
+// plan, every loaded rank).
+func (ss *Session) PlanFor(votes *Votes) (Plan, error) {
+	if votes == nil {
+		return nil, nil
+	}
+	c, _ := ss.counts()
+	return votes.Plan(ss.M, ss.S.ex, c, ss.Sel.Compact)
+}
+
+// Decode runs the token at Pos with the plan and returns the next-token logits.
+func (ss *Session) Decode(token int, plan Plan) ([]float32, error) {
+	logits, err := ss.S.ForwardBatch([]int{token}, ss.Pos, Pass{Plan: plan})
+	if err != nil {
+		return nil, err
+	}
+	ss.Pos++
+	return logits, nil
+}
+
+// Generate appends prompt to the session, then samples up to MaxTokens
+// tokens: prefill and vote, plan, decode with the plan.
 func (ss *Session) Generate(prompt []int, opt GenerateOptions) (*Stats, error) {
 	if opt.MaxTokens < 0 {
 		return nil, fmt.Errorf("number of tokens to generate must be ≥ 0, got %d", opt.MaxTokens)
@@ -143,11 +130,14 @@ func (ss *Session) Generate(prompt []int, opt GenerateOptions) (*Stats, error) {
 		}
 	}
 	start := time.Now()
-	logits, err := ss.Prefill(prompt)
+	logits, votes, err := ss.Prefill(prompt)
 	if err != nil {
 		return nil, err
 	}
-	st.ActiveRecords = ss.ActiveRecords()
+	if ss.Plan, err = ss.PlanFor(votes); err != nil {
+		return nil, err
+	}
+	st.ActiveRecords = ss.Plan.Active(ss.M)
 	decodeStart := time.Now()
 	for i := 0; i < opt.MaxTokens; i++ {
 		tok := ss.sampler.Sample(logits, ss.History)
@@ -175,10 +165,9 @@ func (ss *Session) Generate(prompt []int, opt GenerateOptions) (*Stats, error) {
 			st.StopReason = "context"
 			break
 		}
-		if logits, err = ss.S.Forward(tok, ss.Pos); err != nil {
+		if logits, err = ss.Decode(tok, ss.Plan); err != nil {
 			return st, err
 		}
-		ss.Pos++
 	}
 	if opt.MaxTokens == 0 {
 		st.Prefill = time.Since(start)
@@ -187,26 +176,6 @@ func (ss *Session) Generate(prompt []int, opt GenerateOptions) (*Stats, error) {
 	}
 	// The last sampled token is not yet in the cache; the next turn feeds it.
 	return st, nil
-}
-
-// Prefill runs a new prompt (voting, with a selection) and returns the
-// next-token logits; decoding then continues with S.Forward at Pos.
-func (ss *Session) Prefill(prompt []int) ([]float32, error) {
-	input := append(append([]int(nil), ss.Pending()...), prompt...)
-	if ss.Pos+len(input) > ss.S.Ctx {
-		return nil, fmt.Errorf("prompt of %d tokens does not fit the context (%d of %d tokens free); use a larger --ctx (at most %d)",
-			len(input), ss.S.Ctx-ss.Pos, ss.S.Ctx, ss.M.Config.MaxPositionEmbeddings)
-	}
-	ss.S.Plan = nil
-	finish := ss.startVoting()
-	logits, err := ss.S.ForwardBatch(input, ss.Pos, false)
-	if err != nil {
-		return nil, err
-	}
-	ss.Pos += len(input)
-	ss.History = append(ss.History, prompt...)
-	finish()
-	return logits, nil
 }
 
 // Pending returns the generated tokens not yet run through the model (at

@@ -84,7 +84,7 @@ func greedy(t *testing.T, m *Model, pool *kernels.Pool, prompt []int, n int) []i
 	if err != nil {
 		t.Fatal(err)
 	}
-	logits, err := s.ForwardBatch(prompt, 0, false)
+	logits, err := s.ForwardBatch(prompt, 0, Pass{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,8 +124,9 @@ func checkGolden(t *testing.T, m *Model, cases []goldenCase, logTol float64, exa
 				actWant, actLayer = c.FFNAct1, 1
 			}
 			var act [][]float32
+			pass := Pass{All: true}
 			if actWant != nil {
-				s.ActHook = func(l int, a []float32, ranks int) {
+				pass.OnAct = func(l int, a []float32, ranks int) {
 					if l != actLayer {
 						return
 					}
@@ -140,7 +141,7 @@ func checkGolden(t *testing.T, m *Model, cases []goldenCase, logTol float64, exa
 					}
 				}
 			}
-			all, err := s.ForwardBatch(ids, 0, true)
+			all, err := s.ForwardBatch(ids, 0, pass)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,79 +4,88 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"math"
+
+	"github.com/sipack/sipack/backend"
+	"github.com/sipack/sipack/backend/cpu"
 
 	"github.com/sipack/sipack/format"
 	"github.com/sipack/sipack/kernels"
 	"github.com/sipack/sipack/tokenizer"
 )
 
-// Layer holds one transformer block's weights, views into the mapped pack.
+// Layer holds one transformer block's weights, resident on the model's device.
 type Layer struct {
-	AttnNorm   []float32      // (hidden)
-	Wq, Wk, Wv kernels.Weight // (heads*hd, hidden), (kv*hd, hidden) ×2
-	Bq, Bk, Bv []float32      // biases (Qwen2) or nil
-	Wo         kernels.Weight // (hidden, heads*hd)
-	FFNNorm    []float32      // (hidden)
-	// FFN records: blocks of contiguous neuron records in rank order. For a
-	// sparse layer one block per loaded band (ranks [0, LoadedRanks)); for a
-	// dense layer one block of all N records.
-	FFNBlocks [][]byte
-	Sparse    bool
-	Ranks     int // records available: LoadedRanks for sparse layers, N for dense
+	AttnNorm   backend.Vector // (hidden)
+	Wq, Wk, Wv backend.Matrix // (heads*hd, hidden), (kv*hd, hidden) ×2
+	Bq, Bk, Bv backend.Vector // biases (Qwen2) or nil
+	Wo         backend.Matrix // (hidden, heads*hd)
+	FFNNorm    backend.Vector // (hidden)
+	// FFN is the layer's records in rank order: for a sparse layer the
+	// loaded ranks [0, LoadedRanks) (one block per band), for a dense layer
+	// all N.
+	FFN    backend.Records
+	Sparse bool
+	Ranks  int // records available: LoadedRanks for sparse layers, N for dense
 }
 
-// Model is a loaded pack.
+// Model is a loaded pack, its weights resident on a device.
 type Model struct {
 	Pack      *format.Pack
 	Config    format.ModelConfig
 	Tokenizer *tokenizer.Tokenizer
-	Embed     kernels.Weight // (vocab, hidden)
+	Dev       backend.Device
+	Embed     backend.Matrix // (vocab, hidden)
 	Layers    []Layer
-	Norm      []float32      // (hidden)
-	Output    kernels.Weight // (vocab, hidden); the embedding when tied
+	Norm      backend.Vector // (hidden)
+	Output    backend.Matrix // (vocab, hidden); the embedding when tied
 	RecDType  format.DType
 	invFreq   []float64 // (head_dim/2) RoPE frequencies, llama3 scaling applied
 }
 
-func f32Tensor(p *format.Pack, name string) ([]float32, error) {
-	t, b, ok := p.Tensor(name)
-	if !ok {
-		return nil, fmt.Errorf("%s: missing tensor %q", p.Path, name)
-	}
-	if t.DType != format.F32 {
-		return nil, fmt.Errorf("%s: tensor %q is %v, want f32", p.Path, name, t.DType)
-	}
-	return kernels.F32s(b), nil
-}
+// Load resolves an open pack into a model on the CPU.
+func Load(p *format.Pack) (*Model, error) { return LoadOn(p, cpu.New()) }
 
-func weight(p *format.Pack, name string) (kernels.Weight, error) {
-	t, b, ok := p.Tensor(name)
-	if !ok {
-		return kernels.Weight{}, fmt.Errorf("%s: missing tensor %q", p.Path, name)
-	}
-	return kernels.Weight{Data: b, DType: t.DType, Rows: t.Shape[0], Cols: t.Shape[1]}, nil
-}
-
-// Load resolves an open pack into a model. The pack's structure has been
-// validated by format.Open, so shapes are as the config says.
-func Load(p *format.Pack) (*Model, error) {
+// LoadOn resolves an open pack into a model whose weights are resident on
+// dev. The pack's structure has been validated by format.Open, so shapes
+// are as the config says; every missing or unusable tensor is reported.
+func LoadOn(p *format.Pack, dev backend.Device) (*Model, error) {
 	c := p.Index.Config
 	tk, err := tokenizer.Load(p.Index.TokenizerJSON)
 	if err != nil {
 		return nil, fmt.Errorf("%s: tokenizer: %w", p.Path, err)
 	}
-	m := &Model{Pack: p, Config: c, Tokenizer: tk, RecDType: p.Index.RecordDType}
+	m := &Model{Pack: p, Config: c, Tokenizer: tk, Dev: dev, RecDType: p.Index.RecordDType}
 	var errs []error
-	w := func(name string) kernels.Weight {
-		x, err := weight(p, name)
-		errs = append(errs, err)
+	fail := func(err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p.Path, err))
+		}
+	}
+	w := func(name string) backend.Matrix {
+		t, b, ok := p.Tensor(name)
+		if !ok {
+			fail(fmt.Errorf("missing tensor %q", name))
+			return nil
+		}
+		x, err := dev.Matrix(b, t.DType, t.Shape[0], t.Shape[1])
+		fail(err)
 		return x
 	}
-	v := func(name string) []float32 {
-		x, err := f32Tensor(p, name)
-		errs = append(errs, err)
+	v := func(name string) backend.Vector {
+		t, b, ok := p.Tensor(name)
+		switch {
+		case !ok:
+			fail(fmt.Errorf("missing tensor %q", name))
+			return nil
+		case t.DType != format.F32:
+			fail(fmt.Errorf("tensor %q is %v, want f32", name, t.DType))
+			return nil
+		}
+		x, err := dev.Vector(kernels.F32s(b))
+		fail(err)
 		return x
 	}
 	m.Embed = w(format.NameTokenEmbedding)
@@ -94,28 +103,69 @@ func Load(p *format.Pack) (*Model, error) {
 		if c.AttentionBias {
 			L.Bq, L.Bk, L.Bv = v(format.NameBq(l)), v(format.NameBk(l)), v(format.NameBv(l))
 		}
+		var blocks [][]byte
 		if si, ok := p.SparseIndex(l); ok {
 			L.Sparse, L.Ranks = true, p.LoadedRanks
 			B := p.Index.BandNeurons
 			for lo := 0; lo < p.LoadedRanks; lo += B {
-				L.FFNBlocks = append(L.FFNBlocks, p.RecordRange(si, lo, min(lo+B, p.LoadedRanks)))
+				blocks = append(blocks, p.RecordRange(si, lo, min(lo+B, p.LoadedRanks)))
 			}
 		} else {
 			_, b, ok := p.Tensor(format.NameFFNRecords(l))
 			if !ok {
-				errs = append(errs, fmt.Errorf("%s: missing tensor %q", p.Path, format.NameFFNRecords(l)))
+				fail(fmt.Errorf("missing tensor %q", format.NameFFNRecords(l)))
 			}
-			L.FFNBlocks, L.Ranks = [][]byte{b}, c.IntermediateSize
+			blocks, L.Ranks = [][]byte{b}, c.IntermediateSize
+		}
+		if len(errs) == 0 {
+			L.FFN, err = dev.Records(blocks, m.RecDType, c.HiddenSize)
+			fail(err)
 		}
 		m.Layers = append(m.Layers, L)
 	}
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	m.invFreq = ropeFrequencies(&c)
 	return m, nil
+}
+
+// DecodeBytes is the bytes one decode token reads at position pos with the
+// given FFN records active: every attention matrix, the output matrix, the
+// dense layers' FFN, the active records, one embedding row, norms, and the
+// KV cache up to pos.
+func (m *Model) DecodeBytes(activeRecords, pos int) uint64 {
+	c := &m.Config
+	var b uint64
+	for _, L := range m.Layers {
+		b += uint64(L.Wq.Bytes() + L.Wk.Bytes() + L.Wv.Bytes() + L.Wo.Bytes())
+		b += uint64(4 * (2*c.HiddenSize + vlen(L.Bq) + vlen(L.Bk) + vlen(L.Bv)))
+	}
+	b += uint64(m.Output.Bytes()+m.Embed.Bytes()/m.Embed.Rows()) + uint64(4*c.HiddenSize)
+	b += uint64(activeRecords) * m.Pack.Index.RecordBytes
+	b += uint64(2 * 4 * c.NumLayers * (pos + 1) * c.NumKVHeads * c.HeadDim)
+	return b
+}
+
+func vlen(v backend.Vector) int {
+	if v == nil {
+		return 0
+	}
+	return v.Len()
+}
+
+// MatrixParams is the number of weights a full forward pass multiplies:
+// every attention matrix, every loaded FFN record (3·H each) and the output matrix.
+func (m *Model) MatrixParams() float64 {
+	var n float64
+	H := float64(m.Config.HiddenSize)
+	for _, L := range m.Layers {
+		for _, w := range []backend.Matrix{L.Wq, L.Wk, L.Wv, L.Wo} {
+			n += float64(w.Rows() * w.Cols())
+		}
+		n += float64(L.Ranks) * 3 * H
+	}
+	return n + float64(m.Output.Rows()*m.Output.Cols())
 }
 
 // ropeFrequencies returns inv_freq[i] = θ^(-2i/d), rescaled as Llama 3.1's
@@ -152,7 +202,7 @@ func ropeFrequencies(c *format.ModelConfig) []float64 {
 // mapped prefix plus a KV cache of ctx tokens (0: the model's context, at
 // most 4096) and the working buffers fit in budget bytes.
 func GammaForBudget(path string, budget uint64, ctx int) (float64, error) {
-	p, err := format.Open(path, format.OpenOptions{Gamma: 1e-9})
+	p, err := format.Open(path, format.OpenOptions{HeaderOnly: true})
 	if err != nil {
 		return 0, err
 	}
@@ -176,6 +226,6 @@ func GammaForBudget(path string, budget uint64, ctx int) (float64, error) {
 			budget, p.Preamble.FFNOff, p.Preamble.BandBytes, kv, buffers)
 	}
 	bands := min(uint64(p.Preamble.BandCount), (budget-fixed)/p.Preamble.BandBytes)
-	ranks := min(int(bands)*p.Index.BandNeurons, c.IntermediateSize)
+	ranks := min(int(bands)*p.Index.BandNeurons, p.AvailableRanks())
 	return float64(ranks) / float64(c.IntermediateSize), nil
 }

@@ -119,7 +119,7 @@ func (m *Model) profileOne(pool *kernels.Pool, prompt []int, gen int, perm [][]u
 	if err != nil {
 		return err
 	}
-	s.ActHook = func(l int, act []float32, ranks int) {
+	pass := Pass{OnAct: func(l int, act []float32, ranks int) {
 		dst, pl := sums[l], perm[l]
 		for t := 0; t < len(act)/ranks; t++ {
 			row := act[t*ranks : (t+1)*ranks]
@@ -127,8 +127,8 @@ func (m *Model) profileOne(pool *kernels.Pool, prompt []int, gen int, perm [][]u
 				dst[pl[r]] += math.Abs(float64(h))
 			}
 		}
-	}
-	logits, err := s.ForwardBatch(prompt, 0, false)
+	}}
+	logits, err := s.ForwardBatch(prompt, 0, pass)
 	if err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func (m *Model) profileOne(pool *kernels.Pool, prompt []int, gen int, perm [][]u
 	pos := len(prompt)
 	for i := 0; i < gen; i++ {
 		tok := Argmax(logits)
-		if logits, err = s.Forward(tok, pos); err != nil {
+		if logits, err = s.ForwardBatch([]int{tok}, pos, pass); err != nil {
 			return err
 		}
 		pos++

@@ -77,14 +77,14 @@ func TestProfileIndependentSum(t *testing.T) {
 	defer pool.Close()
 	for _, pr := range prompts {
 		s, _ := plain.NewState(pool, 64)
-		s.ActHook = func(l int, act []float32, ranks int) {
+		pass := Pass{OnAct: func(l int, act []float32, ranks int) {
 			for i, h := range act {
 				want[l][i%ranks] += math.Abs(float64(h))
 			}
-		}
-		logits, _ := s.ForwardBatch(pr, 0, false)
+		}}
+		logits, _ := s.ForwardBatch(pr, 0, pass)
 		for i := 0; i < gen; i++ {
-			logits, _ = s.Forward(Argmax(logits), len(pr)+i)
+			logits, _ = s.ForwardBatch([]int{Argmax(logits)}, len(pr)+i, pass)
 		}
 	}
 	for l := range want {
@@ -141,9 +141,9 @@ func TestRankedPack(t *testing.T) {
 	for _, pr := range prompts {
 		s1, _ := plain.NewState(pool, 32)
 		s2, _ := ranked.NewState(pool, 32)
-		a, _ := s1.ForwardBatch(pr, 0, false)
+		a, _ := s1.ForwardBatch(pr, 0, Pass{})
 		a = slices.Clone(a)
-		b, _ := s2.ForwardBatch(pr, 0, false)
+		b, _ := s2.ForwardBatch(pr, 0, Pass{})
 		if d := maxAbsDiff(a, b); d > 1e-4 {
 			t.Fatalf("ranked pack at γ=1 differs from the original order by %g", d)
 		}

@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/sipack/sipack/backend"
+	"github.com/sipack/sipack/format"
 )
 
 // Selection configures SelectInfer's per-prompt computation. Fractions are
-// of N, the neurons of a layer: ranks [0, ⌊δN⌋) are static (always
-// computed), and the decode set grows to ⌊φN⌋ ranks with the secondary ranks
-// that the prompt's tokens voted for most.
+// of N, the neurons of a layer, as the command line gives them; Counts
+// turns them into numbers of neurons once (format.Count), and everything
+// after compares counts.
 type Selection struct {
 	Phi   float64 // φ: fraction of N computed per decode token; ≥ γ computes all loaded
 	Alpha float64 // α: fraction of the loaded ranks each prompt token votes for
@@ -19,8 +22,28 @@ type Selection struct {
 	Compact bool
 }
 
-// Validate checks δ ≤ φ ≤ γ and α in (0, 1].
-func (s *Selection) Validate(gamma float64) error {
+// Counts is a selection in neurons per sparse layer.
+type Counts struct {
+	Loaded  int // ranks loaded (the γ prefix)
+	Base    int // static ranks [0, Base): ⌊δN⌋, at most Loaded
+	Compute int // ranks computed per decode token: ⌊φN⌋, at most Loaded
+	Vote    int // ranks each prompt token votes for: ⌊α·Loaded⌋, at least 1
+}
+
+// Counts fixes the selection's numbers for layers of n neurons with loaded
+// ranks in memory.
+func (s *Selection) Counts(n, loaded int) Counts {
+	return Counts{
+		Loaded:  loaded,
+		Base:    min(loaded, format.Count(s.Base, n)),
+		Compute: min(loaded, format.Count(s.Phi, n)),
+		Vote:    max(1, format.Count(s.Alpha, loaded)),
+	}
+}
+
+// Validate checks α in (0, 1], δ ≤ φ ≤ γ as counts of the n neurons of a
+// layer with loaded of them in memory.
+func (s *Selection) Validate(n, loaded int) error {
 	switch {
 	case !(s.Alpha > 0 && s.Alpha <= 1):
 		return fmt.Errorf("--alpha must be in (0, 1], got %v", s.Alpha)
@@ -28,23 +51,86 @@ func (s *Selection) Validate(gamma float64) error {
 		return fmt.Errorf("base fraction δ must be in [0, 1], got %v", s.Base)
 	case !(s.Phi > 0 && s.Phi <= 1):
 		return fmt.Errorf("--phi must be in (0, 1], got %v", s.Phi)
-	case s.Phi < s.Base-1e-6: // δ is stored as float32
-		return fmt.Errorf("--phi %v is below the base fraction δ = %v: the static neurons alone exceed it", s.Phi, s.Base)
-	case s.Phi > gamma+1e-6 && s.Phi < 1:
-		return fmt.Errorf("--phi %v exceeds --gamma %v: cannot compute neurons that are not loaded (use --phi ≤ γ, or 1 for all loaded)", s.Phi, gamma)
+	case format.Count(s.Phi, n) < format.Count(s.Base, n):
+		return fmt.Errorf("--phi %.2f (%d of %d neurons) is below the base fraction δ = %.2f (%d): the static neurons alone exceed it",
+			s.Phi, format.Count(s.Phi, n), n, s.Base, format.Count(s.Base, n))
+	case format.Count(s.Phi, n) > loaded && s.Phi < 1:
+		return fmt.Errorf("--phi %.2f (%d of %d neurons) exceeds the %d loaded (γ = %.2f): cannot compute neurons that are not loaded (use --phi ≤ γ, or 1 for all loaded)",
+			s.Phi, format.Count(s.Phi, n), n, loaded, float64(loaded)/float64(n))
 	}
 	return nil
 }
 
-// LayerPlan is the decode set of one sparse layer: the records computed per
-// decode token, as blocks of contiguous records.
+// Selecting reports whether the selection computes fewer ranks than are loaded.
+func (c Counts) Selecting() bool { return c.Compute < c.Loaded }
+
+// LayerPlan is the decode set of one sparse layer.
 type LayerPlan struct {
-	Ranks  []int    // selected ranks, ascending
-	Blocks [][]byte // records to compute
+	Ranks   []int           // selected ranks, ascending
+	Records backend.Records // their records on the device
 }
 
 // Plan holds one LayerPlan per layer (nil: the layer computes all it has).
 type Plan []*LayerPlan
+
+// Active is the number of FFN records a decode token computes with the
+// plan, all layers of m.
+func (p Plan) Active(m *Model) int {
+	n := 0
+	for l := range m.Layers {
+		if p != nil && p[l] != nil {
+			n += len(p[l].Ranks)
+		} else {
+			n += m.Layers[l].Ranks
+		}
+	}
+	return n
+}
+
+// Votes counts, per sparse layer and loaded rank, how many prompt tokens
+// had the rank among their top-k |h| (k = Counts.Vote).
+type Votes struct {
+	k       int
+	counts  [][]int32 // (layer, loaded ranks); nil for dense layers
+	scratch []float32
+}
+
+// NewVotes starts an empty count for model m with counts c.
+func NewVotes(m *Model, c Counts) *Votes {
+	v := &Votes{k: c.Vote, counts: make([][]int32, len(m.Layers)), scratch: make([]float32, 2*c.Loaded)}
+	for l := range m.Layers {
+		if m.Layers[l].Sparse {
+			v.counts[l] = make([]int32, c.Loaded)
+		}
+	}
+	return v
+}
+
+// Add counts the votes of one layer's activations act (T, ranks).
+func (v *Votes) Add(layer int, act []float32, ranks int) {
+	if v.counts[layer] != nil {
+		votes(act, ranks, v.k, v.counts[layer], v.scratch)
+	}
+}
+
+// Plan turns the votes into the decode plan: per sparse layer the static
+// ranks and the most-voted secondary ones, up to c.Compute, gathered on the
+// model's device by ex.
+func (v *Votes) Plan(m *Model, ex backend.Exec, c Counts, compact bool) (Plan, error) {
+	plan := make(Plan, len(m.Layers))
+	for l, counts := range v.counts {
+		if counts == nil {
+			continue
+		}
+		ranks := chooseRanks(counts, c.Base, c.Compute, c.Loaded)
+		recs, err := ex.Gather(m.Layers[l].FFN, ranks, c.Base, compact)
+		if err != nil {
+			return nil, err
+		}
+		plan[l] = &LayerPlan{Ranks: ranks, Records: recs}
+	}
+	return plan, nil
+}
 
 // votes counts, per loaded rank, how many prompt tokens had it among their
 // top-k |h|. act is (T, ranks).
@@ -132,49 +218,4 @@ func chooseRanks(counts []int32, nb, nf, nl int) []int {
 	out = append(out, sec...)
 	sort.Ints(out)
 	return out
-}
-
-// blocksFor turns selected ranks into record blocks: runs of consecutive
-// ranks in one band become one block; with compact, every record outside the
-// static prefix is copied into buf, one block.
-func (m *Model) blocksFor(l int, ranks []int, nb int, compact bool, buf []byte) ([][]byte, []byte) {
-	p := m.Pack
-	si, _ := p.SparseIndex(l)
-	B := p.Index.BandNeurons
-	rec := int(p.Index.RecordBytes)
-	var blocks [][]byte
-	i := 0
-	if compact {
-		// Static prefix as band runs, then one buffer for the rest.
-		for i < len(ranks) && ranks[i] < nb {
-			j := i
-			for j+1 < len(ranks) && ranks[j+1] < nb && ranks[j+1] == ranks[j]+1 && ranks[j+1]/B == ranks[i]/B {
-				j++
-			}
-			blocks = append(blocks, p.RecordRange(si, ranks[i], ranks[j]+1))
-			i = j + 1
-		}
-		rest := ranks[i:]
-		need := len(rest) * rec
-		if cap(buf) < need {
-			buf = make([]byte, need)
-		}
-		buf = buf[:need]
-		for k, r := range rest {
-			copy(buf[k*rec:], p.Record(si, r))
-		}
-		if need > 0 {
-			blocks = append(blocks, buf)
-		}
-		return blocks, buf
-	}
-	for i < len(ranks) {
-		j := i
-		for j+1 < len(ranks) && ranks[j+1] == ranks[j]+1 && ranks[j+1]/B == ranks[i]/B {
-			j++
-		}
-		blocks = append(blocks, p.RecordRange(si, ranks[i], ranks[j]+1))
-		i = j + 1
-	}
-	return blocks, buf
 }

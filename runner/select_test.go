@@ -57,14 +57,14 @@ func TestSelectionEndToEnd(t *testing.T) {
 	dense, _ := greedySession(t, full, nil, prompt, 24)
 	// φ = γ = 1 computes everything: the dense path token for token.
 	same, ss := greedySession(t, full, &Selection{Phi: 1, Alpha: 0.2, Base: 0.3}, prompt, 24)
-	if !slices.Equal(dense, same) || ss.S.Plan != nil {
+	if !slices.Equal(dense, same) || ss.Plan != nil {
 		t.Fatalf("φ = γ = 1 differs from dense:\n%v\n%v", dense, same)
 	}
 	// φ = γ < 1 also computes all that is loaded.
 	part := loadModel(t, path, 0.7)
 	a, _ := greedySession(t, part, nil, prompt, 24)
 	b, ss := greedySession(t, part, &Selection{Phi: 0.7, Alpha: 0.2, Base: 0.3}, prompt, 24)
-	if !slices.Equal(a, b) || ss.S.Plan != nil {
+	if !slices.Equal(a, b) || ss.Plan != nil {
 		t.Fatal("φ = γ = 0.7 differs from computing all loaded neurons")
 	}
 	// φ = 0.4: every sparse layer's decode set has ⌊0.4·768⌋ = 307 ranks, the
@@ -72,7 +72,7 @@ func TestSelectionEndToEnd(t *testing.T) {
 	for _, compact := range []bool{false, true} {
 		sel := &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Compact: compact}
 		ids, ss := greedySession(t, part, sel, prompt, 24)
-		for l, lp := range ss.S.Plan {
+		for l, lp := range ss.Plan {
 			if len(lp.Ranks) != 307 {
 				t.Fatalf("layer %d: %d ranks, want 307", l, len(lp.Ranks))
 			}
@@ -86,8 +86,8 @@ func TestSelectionEndToEnd(t *testing.T) {
 			}
 		}
 		computed := map[int]int{}
-		ss.S.ActHook = func(l int, act []float32, n int) { computed[l] = n }
-		ss.S.Forward(ids[len(ids)-1], ss.Pos)
+		onAct := func(l int, act []float32, n int) { computed[l] = n }
+		ss.S.ForwardBatch([]int{ids[len(ids)-1]}, ss.Pos, Pass{Plan: ss.Plan, OnAct: onAct})
 		for l := 0; l < 6; l++ {
 			if computed[l] != 307 {
 				t.Fatalf("decode computed %d records in layer %d, want 307", computed[l], l)
@@ -103,22 +103,29 @@ func TestSelectionEndToEnd(t *testing.T) {
 }
 
 func TestSelectionValidate(t *testing.T) {
-	for _, c := range []struct {
-		sel   Selection
-		gamma float64
-	}{
-		{Selection{Phi: 0.2, Alpha: 0.2, Base: 0.3}, 0.7}, // φ < δ
-		{Selection{Phi: 0.8, Alpha: 0.2, Base: 0.3}, 0.7}, // φ > γ
-		{Selection{Phi: 0.5, Alpha: 0, Base: 0.3}, 0.7},   // α = 0
-		{Selection{Phi: 0.5, Alpha: 1.5, Base: 0.3}, 0.7}, // α > 1
-		{Selection{Phi: 0, Alpha: 0.2, Base: 0}, 0.7},     // φ = 0
+	const N, loaded = 768, 537 // γ = 0.7
+	for _, sel := range []Selection{
+		{Phi: 0.2, Alpha: 0.2, Base: 0.3}, // φ < δ
+		{Phi: 0.8, Alpha: 0.2, Base: 0.3}, // φ > γ
+		{Phi: 0.5, Alpha: 0, Base: 0.3},   // α = 0
+		{Phi: 0.5, Alpha: 1.5, Base: 0.3}, // α > 1
+		{Phi: 0, Alpha: 0.2, Base: 0},     // φ = 0
 	} {
-		if err := c.sel.Validate(c.gamma); err == nil {
-			t.Errorf("%+v at γ %v accepted", c.sel, c.gamma)
+		if err := sel.Validate(N, loaded); err == nil {
+			t.Errorf("%+v at %d of %d loaded accepted", sel, loaded, N)
 		}
 	}
-	if err := (&Selection{Phi: 1, Alpha: 0.2, Base: 0.3}).Validate(0.7); err != nil {
-		t.Errorf("φ = 1 (all loaded) refused: %v", err)
+	for _, sel := range []Selection{
+		{Phi: 1, Alpha: 0.2, Base: 0.3},                      // all loaded
+		{Phi: 0.7, Alpha: 0.2, Base: 0.3},                    // φ = γ: ⌊0.7·768⌋ = 537, the loaded count
+		{Phi: 0.3, Alpha: 0.2, Base: float64(float32(0.3))}, // φ = δ, δ as the pack stores it (float32)
+	} {
+		if err := sel.Validate(N, loaded); err != nil {
+			t.Errorf("%+v at %d of %d loaded refused: %v", sel, loaded, N, err)
+		}
+	}
+	if c := (&Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3}).Counts(N, loaded); c != (Counts{Loaded: 537, Base: 230, Compute: 307, Vote: 107}) {
+		t.Errorf("counts %+v", c)
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 
 // selectionFlags are the SelectInfer knobs shared by generate and eval.
 var selectionFlags = []cli.Flag{
-	&cli.Float64Flag{Name: "gamma", Value: 1.0, Usage: "fraction γ of each sparse layer's ranked neurons to load, in (0, 1]"},
+	&cli.Float64Flag{Name: "gamma", Usage: "fraction γ of each sparse layer's ranked neurons to load, in (0, 1] (default: all the pack holds: 1, or a sliced pack's prefix)"},
 	&cli.Float64Flag{Name: "phi", Value: 1.0, Usage: "fraction φ of neurons computed per decode token (δ ≤ φ ≤ γ; 1 or γ: all loaded)"},
 	&cli.Float64Flag{Name: "alpha", Value: 0.2, Usage: "fraction α of loaded neurons each prompt token votes for"},
 	&cli.Float64Flag{Name: "base", Usage: "static fraction δ (default: the pack's, as converted)"},
@@ -30,8 +30,8 @@ var selectionFlags = []cli.Flag{
 // openSelected opens a pack at the γ the flags ask for (or the budget
 // allows) and returns the model and its selection (nil: compute all loaded).
 func openSelected(c *cli.Context, path string, ctx int) (*format.Pack, *runner.Model, *runner.Selection, error) {
-	gamma := c.Float64("gamma")
-	if !(gamma > 0 && gamma <= 1) {
+	gamma := c.Float64("gamma") // 0: everything the pack holds
+	if c.IsSet("gamma") && !(gamma > 0 && gamma <= 1) {
 		return nil, nil, nil, fmt.Errorf("--gamma must be in (0, 1], got %v", gamma)
 	}
 	if c.IsSet("mem-budget") {
@@ -69,11 +69,12 @@ func openSelected(c *cli.Context, path string, ctx int) (*format.Pack, *runner.M
 		base = c.Float64("base")
 	}
 	sel := &runner.Selection{Phi: c.Float64("phi"), Alpha: c.Float64("alpha"), Base: base, Compact: !c.Bool("gather")}
-	if err := sel.Validate(gamma); err != nil {
+	N := pack.Index.Config.IntermediateSize
+	if err := sel.Validate(N, pack.LoadedRanks); err != nil {
 		pack.Close()
 		return nil, nil, nil, err
 	}
-	if sel.Phi >= gamma-1e-9 {
+	if !sel.Counts(N, pack.LoadedRanks).Selecting() {
 		sel = nil // φ ≥ γ: every loaded neuron is computed
 	}
 	return pack, m, sel, nil

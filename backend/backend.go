@@ -1,0 +1,112 @@
+// Package backend is the seam between the forward pass and the hardware
+// that runs it. The runner's forward pass is written once against these
+// interfaces; the CPU implementation (backend/cpu) runs the kernel table of
+// package kernels, and a GPU implementation is a second package behind its
+// own build tag (backend/cuda), never an edit of the forward pass.
+//
+// A Device holds what a model keeps resident: its matrices, its small
+// float32 parameters and, per sparse layer, the loaded prefix of FFN neuron
+// records. An Exec is one sequence's worth of work on that device: its
+// activation buffers, its threads, its gathered decode sets. A model has
+// one Device; every State (a KV cache and its buffers: a session, a server
+// slot) has its own Exec, so several sequences can run at once.
+//
+// Shapes: activations are row-major (T, n) for a batch of T tokens; a Buf's
+// length is T·n. Weights keep the pack's layout and dtype: a Matrix is
+// (rows, cols) row-major, a Records set holds neuron records
+// gate row | up row | down column, each of the hidden size H.
+package backend
+
+import "github.com/sipack/sipack/format"
+
+// Buf is a float32 activation buffer on the device.
+type Buf interface{ Len() int }
+
+// Vector is a resident float32 parameter vector (RMSNorm weights, biases).
+type Vector interface{ Len() int }
+
+// Matrix is a resident (Rows, Cols) weight matrix in its stored dtype.
+type Matrix interface {
+	Rows() int
+	Cols() int
+	DType() format.DType
+	Bytes() int // bytes of weight data one full read of it streams
+}
+
+// Records is a set of FFN neuron records in a fixed order: a layer's loaded
+// ranks [0, Len) in rank order, or a decode set gathered from them.
+type Records interface {
+	Len() int
+	Bytes() int
+}
+
+// Device is where a model's weights live. Making a weight resident may
+// copy it (a discrete GPU) or use the mapped pack in place (the CPU, an
+// integrated GPU); either way the pack must stay open while the device is.
+type Device interface {
+	Name() string
+	Matrix(data []byte, dt format.DType, rows, cols int) (Matrix, error)
+	Vector(v []float32) (Vector, error)
+	// Records makes the loaded FFN records of one layer resident: blocks
+	// of contiguous records of hidden size hidden, ranks in order across
+	// the blocks.
+	Records(blocks [][]byte, dt format.DType, hidden int) (Records, error)
+	// ResidentBytes is what the device holds for the model (0 where the
+	// weights are used in place).
+	ResidentBytes() uint64
+	// NewExec starts a sequence's worth of work with the given number of
+	// host threads (CPU workers; the host side of a GPU).
+	NewExec(threads int) (Exec, error)
+	Close() error
+}
+
+// Exec runs the operations of the forward pass for one sequence. Its
+// methods are not safe for concurrent use; different Execs of one Device
+// are.
+type Exec interface {
+	// Alloc returns a zeroed buffer of n floats; Slice views n floats of b
+	// from off; Read copies b to the host.
+	Alloc(n int) Buf
+	Slice(b Buf, off, n int) Buf
+	Read(dst []float32, b Buf)
+
+	// Embed writes the rows of table for tokens into out (T, cols).
+	Embed(out Buf, table Matrix, tokens []int) error
+	// RMSNorm: out_t = x_t / sqrt(mean(x_t²) + eps) ⊙ w for every row t.
+	RMSNorm(out, x Buf, w Vector, eps float32)
+	// MatMul: outs[i] (T, rows_i) = x (T, cols) · ws[i]ᵀ; the weights share
+	// the input, so a backend may prepare x once for all of them.
+	MatMul(outs []Buf, ws []Matrix, x Buf)
+	// AddBias adds b to every row of x; Add does x += y.
+	AddBias(x Buf, b Vector)
+	Add(x, y Buf)
+	// RoPE rotates every head of x (T, heads·headDim), token t at position
+	// pos+t, with inverse frequencies invFreq (headDim/2): HF's rotate_half.
+	RoPE(x Buf, T, headDim, pos int, invFreq []float64)
+	// Attention appends k and v (T, kvHeads·headDim) to the cache of one
+	// layer at positions pos..pos+T−1, then writes to out (T, heads·headDim)
+	// the causal softmax attention of q over the cache (query head h reads
+	// kv head h/(heads/kvHeads); scores scaled by 1/sqrt(headDim)).
+	Attention(out, q, k, v Buf, cache *KVCache, layer, pos, T int)
+	// FFN writes to out (T, H) the SwiGLU FFN of x (T, H) over recs:
+	// Σ_j silu(g_j·x)·(u_j·x)·d_j. If act is not nil it receives the
+	// activations h as (T, recs.Len()) on the host.
+	FFN(out, x Buf, recs Records, act []float32)
+	// Gather returns the decode set ranks (ascending) of all, a layer's
+	// loaded records; ranks [0, static) are its static prefix. compact asks
+	// for the rest to be copied contiguous where that is faster than
+	// gathering in place.
+	Gather(all Records, ranks []int, static int, compact bool) (Records, error)
+	Close()
+}
+
+// KVCache is one sequence's key and value cache: Layers × Ctx positions of
+// KVDim floats each, for keys and for values.
+type KVCache struct {
+	Layers, Ctx, KVDim int
+	Heads, HeadDim     int // query heads and head size, for Attention
+	Keys, Values       Buf
+}
+
+// Bytes is the cache's size.
+func (c *KVCache) Bytes() int { return 2 * 4 * c.Layers * c.Ctx * c.KVDim }

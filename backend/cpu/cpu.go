@@ -1,0 +1,310 @@
+// Package cpu is the CPU implementation of the backend seam: weights are
+// used in place in the mapped pack, activations are Go slices, and every
+// operation runs the active kernel table of package kernels over a pool of
+// persistent worker threads.
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/sipack/sipack/backend"
+	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/kernels"
+)
+
+// vec is a Buf or Vector: a float32 slice.
+type vec struct{ d []float32 }
+
+func (v *vec) Len() int { return len(v.d) }
+
+// F32 is the float32 slice behind a Buf or Vector of this backend.
+func F32(b any) []float32 {
+	if b == nil {
+		return nil
+	}
+	return b.(*vec).d
+}
+
+// Matrix is a weight used in place.
+type Matrix struct{ W kernels.Weight }
+
+func (m *Matrix) Rows() int           { return m.W.Rows }
+func (m *Matrix) Cols() int           { return m.W.Cols }
+func (m *Matrix) DType() format.DType { return m.W.DType }
+func (m *Matrix) Bytes() int          { return len(m.W.Data) }
+
+// records is a set of FFN neuron records: blocks of contiguous records,
+// record i of the set being record i − starts[b] of the block b that holds it.
+type records struct {
+	blocks [][]byte
+	starts []int // first record of each block; len(blocks)+1 entries
+	dt     format.DType
+	hidden int
+	rec    int // bytes per record
+}
+
+func (r *records) Len() int   { return r.starts[len(r.starts)-1] }
+func (r *records) Bytes() int { return r.Len() * r.rec }
+
+// at returns record i.
+func (r *records) at(i int) []byte {
+	b := sort.SearchInts(r.starts, i+1) - 1
+	k := i - r.starts[b]
+	return r.blocks[b][k*r.rec : (k+1)*r.rec]
+}
+
+// run returns records [i, j) when they lie in one block.
+func (r *records) run(i, j int) ([]byte, bool) {
+	b := sort.SearchInts(r.starts, i+1) - 1
+	if j > r.starts[b+1] {
+		return nil, false
+	}
+	k := i - r.starts[b]
+	return r.blocks[b][k*r.rec : (k+j-i)*r.rec], true
+}
+
+func newRecords(blocks [][]byte, dt format.DType, hidden int) (*records, error) {
+	rb, ok := dt.RowBytes(hidden)
+	if !ok {
+		return nil, fmt.Errorf("cpu backend: hidden size %d is not a whole number of %v blocks", hidden, dt)
+	}
+	r := &records{blocks: blocks, dt: dt, hidden: hidden, rec: 3 * rb, starts: []int{0}}
+	for _, b := range blocks {
+		if len(b)%r.rec != 0 {
+			return nil, fmt.Errorf("cpu backend: a block of %d bytes is not a whole number of %d-byte records", len(b), r.rec)
+		}
+		r.starts = append(r.starts, r.starts[len(r.starts)-1]+len(b)/r.rec)
+	}
+	return r, nil
+}
+
+// Device is the CPU: nothing is copied, so nothing is resident beyond the
+// mapped pack.
+type Device struct{}
+
+// New returns the CPU device.
+func New() *Device { return &Device{} }
+
+var _ backend.Device = (*Device)(nil)
+
+func (*Device) Name() string { return "cpu (" + kernels.Active().Name + ")" }
+
+func (*Device) Matrix(data []byte, dt format.DType, rows, cols int) (backend.Matrix, error) {
+	rb, ok := dt.RowBytes(cols)
+	if !ok || len(data) != rows*rb {
+		return nil, fmt.Errorf("cpu backend: %d bytes for a %d×%d %v matrix", len(data), rows, cols, dt)
+	}
+	return &Matrix{kernels.Weight{Data: data, DType: dt, Rows: rows, Cols: cols}}, nil
+}
+
+func (*Device) Vector(v []float32) (backend.Vector, error) { return &vec{v}, nil }
+
+func (*Device) Records(blocks [][]byte, dt format.DType, hidden int) (backend.Records, error) {
+	return newRecords(blocks, dt, hidden)
+}
+
+func (*Device) ResidentBytes() uint64 { return 0 }
+func (*Device) Close() error          { return nil }
+
+// NewExec starts an Exec with its own pool of threads workers.
+func (d *Device) NewExec(threads int) (backend.Exec, error) {
+	if threads < 1 {
+		return nil, fmt.Errorf("cpu backend: %d threads", threads)
+	}
+	return &Exec{pool: kernels.NewPool(threads), ownPool: true, ropePos: -1}, nil
+}
+
+// NewExecOn starts an Exec on an existing pool (several Execs may share
+// one only if they never run at the same time).
+func (d *Device) NewExecOn(pool *kernels.Pool) *Exec {
+	return &Exec{pool: pool, ropePos: -1}
+}
+
+// Exec runs one sequence's operations on the pool.
+type Exec struct {
+	pool     *kernels.Pool
+	ownPool  bool
+	att      []float32 // (workers, ctx) attention scores, one row per worker
+	ropePos  int       // the position cos/sin hold (−1: none)
+	cos, sin []float32 // (headDim/2)
+}
+
+var _ backend.Exec = (*Exec)(nil)
+
+// Pool is the Exec's worker pool.
+func (e *Exec) Pool() *kernels.Pool { return e.pool }
+
+func (e *Exec) Alloc(n int) backend.Buf { return &vec{make([]float32, n)} }
+
+func (e *Exec) Slice(b backend.Buf, off, n int) backend.Buf { return &vec{F32(b)[off : off+n]} }
+
+func (e *Exec) Read(dst []float32, b backend.Buf) { copy(dst, F32(b)) }
+
+func (e *Exec) Embed(out backend.Buf, table backend.Matrix, tokens []int) error {
+	w := &table.(*Matrix).W
+	o := F32(out)
+	for t, tok := range tokens {
+		if tok < 0 || tok >= w.Rows {
+			return fmt.Errorf("token id %d outside the vocabulary of %d", tok, w.Rows)
+		}
+		kernels.ToF32(o[t*w.Cols:(t+1)*w.Cols], w.Row(tok), w.DType)
+	}
+	return nil
+}
+
+func (e *Exec) RMSNorm(out, x backend.Buf, w backend.Vector, eps float32) {
+	o, xs, ws := F32(out), F32(x), F32(w)
+	H := len(ws)
+	for t := 0; t < len(xs)/H; t++ {
+		kernels.RMSNorm(o[t*H:(t+1)*H], xs[t*H:(t+1)*H], ws, eps)
+	}
+}
+
+func (e *Exec) MatMul(outs []backend.Buf, ws []backend.Matrix, x backend.Buf) {
+	if len(ws) == 1 {
+		kernels.MatMul(e.pool, F32(outs[0]), &ws[0].(*Matrix).W, F32(x))
+		return
+	}
+	o := make([][]float32, len(ws))
+	w := make([]*kernels.Weight, len(ws))
+	for i := range ws {
+		o[i], w[i] = F32(outs[i]), &ws[i].(*Matrix).W
+	}
+	kernels.MatMulShared(e.pool, o, w, F32(x))
+}
+
+func (e *Exec) AddBias(x backend.Buf, b backend.Vector) {
+	xs, bs := F32(x), F32(b)
+	for i := range xs {
+		xs[i] += bs[i%len(bs)]
+	}
+}
+
+func (e *Exec) Add(x, y backend.Buf) {
+	xs, ys := F32(x), F32(y)
+	for i := range xs {
+		xs[i] += ys[i]
+	}
+}
+
+func (e *Exec) RoPE(x backend.Buf, T, headDim, pos int, invFreq []float64) {
+	xs := F32(x)
+	n := len(xs) / T
+	for t := 0; t < T; t++ {
+		e.ropeAngles(pos+t, invFreq)
+		for h := 0; h < n/headDim; h++ {
+			kernels.RoPE(xs[t*n+h*headDim:t*n+(h+1)*headDim], e.cos, e.sin)
+		}
+	}
+}
+
+// ropeAngles fills cos/sin for position pos (a decode step needs them once,
+// not once per layer). The angle is computed in float32 from float32
+// frequencies, as the HF reference does.
+func (e *Exec) ropeAngles(pos int, invFreq []float64) {
+	if pos == e.ropePos && len(e.cos) == len(invFreq) {
+		return
+	}
+	e.ropePos = pos
+	if len(e.cos) != len(invFreq) {
+		e.cos, e.sin = make([]float32, len(invFreq)), make([]float32, len(invFreq))
+	}
+	for i, f := range invFreq {
+		a := float32(pos) * float32(f)
+		e.cos[i] = float32(math.Cos(float64(a)))
+		e.sin[i] = float32(math.Sin(float64(a)))
+	}
+}
+
+func (e *Exec) Attention(out, q, k, v backend.Buf, c *backend.KVCache, layer, pos, T int) {
+	hd, kvDim := c.HeadDim, c.KVDim
+	qDim, group := c.Heads*hd, c.Heads/(kvDim/hd)
+	kc := F32(c.Keys)[layer*c.Ctx*kvDim : (layer+1)*c.Ctx*kvDim]
+	vc := F32(c.Values)[layer*c.Ctx*kvDim : (layer+1)*c.Ctx*kvDim]
+	copy(kc[pos*kvDim:], F32(k)[:T*kvDim])
+	copy(vc[pos*kvDim:], F32(v)[:T*kvDim])
+	qs, o := F32(q), F32(out)
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	// (token, head) pairs are split over the workers, each with its own
+	// score row.
+	if n := e.pool.Workers() * c.Ctx; len(e.att) < n {
+		e.att = make([]float32, n)
+	}
+	e.pool.Run(T*c.Heads, func(lo, hi, worker int) {
+		scores := e.att[worker*c.Ctx : (worker+1)*c.Ctx]
+		for th := lo; th < hi; th++ {
+			t, h := th/c.Heads, th%c.Heads
+			n := pos + t + 1
+			qv := qs[t*qDim+h*hd : t*qDim+(h+1)*hd]
+			kvh := (h / group) * hd
+			att := scores[:n]
+			for i := 0; i < n; i++ {
+				att[i] = kernels.DotF32(qv, kc[i*kvDim+kvh:i*kvDim+kvh+hd]) * scale
+			}
+			kernels.Softmax(att)
+			ov := o[t*qDim+h*hd : t*qDim+(h+1)*hd]
+			clear(ov)
+			for i := 0; i < n; i++ {
+				kernels.AxpyF32(ov, att[i], vc[i*kvDim+kvh:i*kvDim+kvh+hd])
+			}
+		}
+	})
+}
+
+func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {
+	r := recs.(*records)
+	o := F32(out)
+	clear(o)
+	kernels.FFNRecords(e.pool, o, r.blocks, r.dt, r.hidden, F32(x), act)
+}
+
+// Gather turns a decode set into record blocks: runs of consecutive ranks in
+// one block of all (a band) become one block; with compact, every record
+// outside the static prefix is copied into one buffer (decode then reads two
+// contiguous runs per layer instead of gathering single records).
+func (e *Exec) Gather(all backend.Records, ranks []int, static int, compact bool) (backend.Records, error) {
+	a := all.(*records)
+	var blocks [][]byte
+	addRuns := func(rs []int) {
+		for i := 0; i < len(rs); {
+			j := i + 1
+			for j < len(rs) && rs[j] == rs[j-1]+1 {
+				if _, ok := a.run(rs[i], rs[j]+1); !ok {
+					break
+				}
+				j++
+			}
+			b, _ := a.run(rs[i], rs[j-1]+1)
+			blocks = append(blocks, b)
+			i = j
+		}
+	}
+	for i, r := range ranks {
+		if r < 0 || r >= a.Len() || (i > 0 && r <= ranks[i-1]) {
+			return nil, fmt.Errorf("cpu backend: decode set not ascending within [0, %d): rank %d", a.Len(), r)
+		}
+	}
+	if !compact {
+		addRuns(ranks)
+		return newRecords(blocks, a.dt, a.hidden)
+	}
+	i := sort.SearchInts(ranks, static)
+	addRuns(ranks[:i])
+	rest := ranks[i:]
+	if len(rest) > 0 {
+		buf := make([]byte, len(rest)*a.rec)
+		for k, r := range rest {
+			copy(buf[k*a.rec:], a.at(r))
+		}
+		blocks = append(blocks, buf)
+	}
+	return newRecords(blocks, a.dt, a.hidden)
+}
+
+func (e *Exec) Close() {
+	if e.ownPool {
+		e.pool.Close()
+	}
+}
