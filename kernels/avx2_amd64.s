@@ -6,58 +6,59 @@
 // forms, the prefill down-projection GEMM, the Q4_0/Q8_0 float and
 // integer (VPMADDUBSW) kernels, and the fmaPeak and sumBytes probes.
 
-// AVX2 + FMA kernels. Every function takes n, a multiple of 8 (the Go
-// wrappers handle the ragged tail). BF16 widens by zero-extending to 32 bits
-// and shifting left 16; F16 uses F16C's VCVTPH2PS.
-
-#define LOADBF16(off, r) VPMOVZXWD off(SI), r; VPSLLD $16, r, r
-#define LOADF16(off, r)  VCVTPH2PS off(SI), r
-
-// The same widening from any base register, for the kernels written once
-// for both 16-bit types (DOT4, GEMMDOWN) and instantiated per type.
+// The float kernels take n, a multiple of 8 (the Go wrappers handle the
+// ragged tail). BF16 widens by zero-extending to 32 bits and shifting left
+// 16; F16 uses F16C's VCVTPH2PS. The widening from any base register, for
+// the kernels written once for both 16-bit types (DOTW, AXPYW, DOT4,
+// GEMMDOWN) and instantiated per type:
 #define LOADBF16W(off, base, r) VPMOVZXWD off(base), r; VPSLLD $16, r, r
 #define LOADF16W(off, base, r)  VCVTPH2PS off(base), r
+
+// The body of dotBF16AVX2 and dotF16AVX2 (w in SI, x in DI, n in CX),
+// written once over the widening load; leaves the sum in X0.
+#define DOTW(LOADW) \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3; \
+	loop32:; \
+	CMPQ CX, $32; \
+	JL   loop8; \
+	PREFETCHT0 8192(SI); \
+	LOADW(0, SI, Y4); \
+	LOADW(16, SI, Y5); \
+	LOADW(32, SI, Y6); \
+	LOADW(48, SI, Y7); \
+	VFMADD231PS 0(DI), Y4, Y0; \
+	VFMADD231PS 32(DI), Y5, Y1; \
+	VFMADD231PS 64(DI), Y6, Y2; \
+	VFMADD231PS 96(DI), Y7, Y3; \
+	ADDQ $64, SI; \
+	ADDQ $128, DI; \
+	SUBQ $32, CX; \
+	JMP  loop32; \
+	loop8:; \
+	CMPQ CX, $8; \
+	JL   done; \
+	LOADW(0, SI, Y4); \
+	VFMADD231PS 0(DI), Y4, Y0; \
+	ADDQ $16, SI; \
+	ADDQ $32, DI; \
+	SUBQ $8, CX; \
+	JMP  loop8; \
+	done:; \
+	VADDPS Y1, Y0, Y0; \
+	VADDPS Y3, Y2, Y2; \
+	VADDPS Y2, Y0, Y0; \
+	HSUM; \
+	VZEROUPPER
 
 // func dotBF16AVX2(w *uint16, x *float32, n int) float32
 TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-28
 	MOVQ w+0(FP), SI
 	MOVQ x+8(FP), DI
 	MOVQ n+16(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-bf16loop32:
-	CMPQ CX, $32
-	JL   bf16loop8
-	PREFETCHT0 8192(SI)
-	LOADBF16(0, Y4)
-	LOADBF16(16, Y5)
-	LOADBF16(32, Y6)
-	LOADBF16(48, Y7)
-	VFMADD231PS 0(DI), Y4, Y0
-	VFMADD231PS 32(DI), Y5, Y1
-	VFMADD231PS 64(DI), Y6, Y2
-	VFMADD231PS 96(DI), Y7, Y3
-	ADDQ $64, SI
-	ADDQ $128, DI
-	SUBQ $32, CX
-	JMP  bf16loop32
-bf16loop8:
-	CMPQ CX, $8
-	JL   bf16done
-	LOADBF16(0, Y4)
-	VFMADD231PS 0(DI), Y4, Y0
-	ADDQ $16, SI
-	ADDQ $32, DI
-	SUBQ $8, CX
-	JMP  bf16loop8
-bf16done:
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	HSUM
-	VZEROUPPER
+	DOTW(LOADBF16W)
 	MOVSS X0, ret+24(FP)
 	RET
 
@@ -66,41 +67,7 @@ TEXT ·dotF16AVX2(SB), NOSPLIT, $0-28
 	MOVQ w+0(FP), SI
 	MOVQ x+8(FP), DI
 	MOVQ n+16(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-f16loop32:
-	CMPQ CX, $32
-	JL   f16loop8
-	PREFETCHT0 8192(SI)
-	LOADF16(0, Y4)
-	LOADF16(16, Y5)
-	LOADF16(32, Y6)
-	LOADF16(48, Y7)
-	VFMADD231PS 0(DI), Y4, Y0
-	VFMADD231PS 32(DI), Y5, Y1
-	VFMADD231PS 64(DI), Y6, Y2
-	VFMADD231PS 96(DI), Y7, Y3
-	ADDQ $64, SI
-	ADDQ $128, DI
-	SUBQ $32, CX
-	JMP  f16loop32
-f16loop8:
-	CMPQ CX, $8
-	JL   f16done
-	LOADF16(0, Y4)
-	VFMADD231PS 0(DI), Y4, Y0
-	ADDQ $16, SI
-	ADDQ $32, DI
-	SUBQ $8, CX
-	JMP  f16loop8
-f16done:
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	HSUM
-	VZEROUPPER
+	DOTW(LOADF16W)
 	MOVSS X0, ret+24(FP)
 	RET
 
@@ -146,50 +113,54 @@ f32done:
 	MOVSS X0, ret+24(FP)
 	RET
 
-// y[i] += a·w[i]
+// y[i] += a·w[i]. The body of axpyBF16AVX2 and axpyF16AVX2 (y in DI, a
+// broadcast in Y15, w in SI, n in CX), written once over the widening load.
+#define AXPYW(LOADW) \
+	loop32:; \
+	CMPQ CX, $32; \
+	JL   loop8; \
+	LOADW(0, SI, Y4); \
+	LOADW(16, SI, Y5); \
+	LOADW(32, SI, Y6); \
+	LOADW(48, SI, Y7); \
+	VMOVUPS 0(DI), Y8; \
+	VMOVUPS 32(DI), Y9; \
+	VMOVUPS 64(DI), Y10; \
+	VMOVUPS 96(DI), Y11; \
+	VFMADD231PS Y4, Y15, Y8; \
+	VFMADD231PS Y5, Y15, Y9; \
+	VFMADD231PS Y6, Y15, Y10; \
+	VFMADD231PS Y7, Y15, Y11; \
+	VMOVUPS Y8, 0(DI); \
+	VMOVUPS Y9, 32(DI); \
+	VMOVUPS Y10, 64(DI); \
+	VMOVUPS Y11, 96(DI); \
+	ADDQ $64, SI; \
+	ADDQ $128, DI; \
+	SUBQ $32, CX; \
+	JMP  loop32; \
+	loop8:; \
+	CMPQ CX, $8; \
+	JL   done; \
+	LOADW(0, SI, Y4); \
+	VMOVUPS 0(DI), Y8; \
+	VFMADD231PS Y4, Y15, Y8; \
+	VMOVUPS Y8, 0(DI); \
+	ADDQ $16, SI; \
+	ADDQ $32, DI; \
+	SUBQ $8, CX; \
+	JMP  loop8; \
+	done:; \
+	VZEROUPPER; \
+	RET
+
 // func axpyBF16AVX2(y *float32, a float32, w *uint16, n int)
 TEXT ·axpyBF16AVX2(SB), NOSPLIT, $0-32
 	MOVQ y+0(FP), DI
 	VBROADCASTSS a+8(FP), Y15
 	MOVQ w+16(FP), SI
 	MOVQ n+24(FP), CX
-abf16loop32:
-	CMPQ CX, $32
-	JL   abf16loop8
-	LOADBF16(0, Y4)
-	LOADBF16(16, Y5)
-	LOADBF16(32, Y6)
-	LOADBF16(48, Y7)
-	VMOVUPS 0(DI), Y8
-	VMOVUPS 32(DI), Y9
-	VMOVUPS 64(DI), Y10
-	VMOVUPS 96(DI), Y11
-	VFMADD231PS Y4, Y15, Y8
-	VFMADD231PS Y5, Y15, Y9
-	VFMADD231PS Y6, Y15, Y10
-	VFMADD231PS Y7, Y15, Y11
-	VMOVUPS Y8, 0(DI)
-	VMOVUPS Y9, 32(DI)
-	VMOVUPS Y10, 64(DI)
-	VMOVUPS Y11, 96(DI)
-	ADDQ $64, SI
-	ADDQ $128, DI
-	SUBQ $32, CX
-	JMP  abf16loop32
-abf16loop8:
-	CMPQ CX, $8
-	JL   abf16done
-	LOADBF16(0, Y4)
-	VMOVUPS 0(DI), Y8
-	VFMADD231PS Y4, Y15, Y8
-	VMOVUPS Y8, 0(DI)
-	ADDQ $16, SI
-	ADDQ $32, DI
-	SUBQ $8, CX
-	JMP  abf16loop8
-abf16done:
-	VZEROUPPER
-	RET
+	AXPYW(LOADBF16W)
 
 // func axpyF16AVX2(y *float32, a float32, w *uint16, n int)
 TEXT ·axpyF16AVX2(SB), NOSPLIT, $0-32
@@ -197,43 +168,7 @@ TEXT ·axpyF16AVX2(SB), NOSPLIT, $0-32
 	VBROADCASTSS a+8(FP), Y15
 	MOVQ w+16(FP), SI
 	MOVQ n+24(FP), CX
-af16loop32:
-	CMPQ CX, $32
-	JL   af16loop8
-	LOADF16(0, Y4)
-	LOADF16(16, Y5)
-	LOADF16(32, Y6)
-	LOADF16(48, Y7)
-	VMOVUPS 0(DI), Y8
-	VMOVUPS 32(DI), Y9
-	VMOVUPS 64(DI), Y10
-	VMOVUPS 96(DI), Y11
-	VFMADD231PS Y4, Y15, Y8
-	VFMADD231PS Y5, Y15, Y9
-	VFMADD231PS Y6, Y15, Y10
-	VFMADD231PS Y7, Y15, Y11
-	VMOVUPS Y8, 0(DI)
-	VMOVUPS Y9, 32(DI)
-	VMOVUPS Y10, 64(DI)
-	VMOVUPS Y11, 96(DI)
-	ADDQ $64, SI
-	ADDQ $128, DI
-	SUBQ $32, CX
-	JMP  af16loop32
-af16loop8:
-	CMPQ CX, $8
-	JL   af16done
-	LOADF16(0, Y4)
-	VMOVUPS 0(DI), Y8
-	VFMADD231PS Y4, Y15, Y8
-	VMOVUPS Y8, 0(DI)
-	ADDQ $16, SI
-	ADDQ $32, DI
-	SUBQ $8, CX
-	JMP  af16loop8
-af16done:
-	VZEROUPPER
-	RET
+	AXPYW(LOADF16W)
 
 // func axpyF32AVX2(y *float32, a float32, w *float32, n int)
 TEXT ·axpyF32AVX2(SB), NOSPLIT, $0-32
