@@ -38,70 +38,24 @@
 // picks each dword's block scale d_w·d_x for the final FMA. Fourteen
 // instructions per four blocks (the two-block layout before took eleven
 // per two). nb must be a multiple of 16.
-DATA q4quadidx<>+0(SB)/4, $0
-DATA q4quadidx<>+4(SB)/4, $0
-DATA q4quadidx<>+8(SB)/4, $0
-DATA q4quadidx<>+12(SB)/4, $0
-DATA q4quadidx<>+16(SB)/4, $1
-DATA q4quadidx<>+20(SB)/4, $1
-DATA q4quadidx<>+24(SB)/4, $1
-DATA q4quadidx<>+28(SB)/4, $1
-DATA q4quadidx<>+32(SB)/4, $2
-DATA q4quadidx<>+36(SB)/4, $2
-DATA q4quadidx<>+40(SB)/4, $2
-DATA q4quadidx<>+44(SB)/4, $2
-DATA q4quadidx<>+48(SB)/4, $3
-DATA q4quadidx<>+52(SB)/4, $3
-DATA q4quadidx<>+56(SB)/4, $3
-DATA q4quadidx<>+60(SB)/4, $3
-DATA q4quadidx<>+64(SB)/4, $4
-DATA q4quadidx<>+68(SB)/4, $4
-DATA q4quadidx<>+72(SB)/4, $4
-DATA q4quadidx<>+76(SB)/4, $4
-DATA q4quadidx<>+80(SB)/4, $5
-DATA q4quadidx<>+84(SB)/4, $5
-DATA q4quadidx<>+88(SB)/4, $5
-DATA q4quadidx<>+92(SB)/4, $5
-DATA q4quadidx<>+96(SB)/4, $6
-DATA q4quadidx<>+100(SB)/4, $6
-DATA q4quadidx<>+104(SB)/4, $6
-DATA q4quadidx<>+108(SB)/4, $6
-DATA q4quadidx<>+112(SB)/4, $7
-DATA q4quadidx<>+116(SB)/4, $7
-DATA q4quadidx<>+120(SB)/4, $7
-DATA q4quadidx<>+124(SB)/4, $7
-DATA q4quadidx<>+128(SB)/4, $8
-DATA q4quadidx<>+132(SB)/4, $8
-DATA q4quadidx<>+136(SB)/4, $8
-DATA q4quadidx<>+140(SB)/4, $8
-DATA q4quadidx<>+144(SB)/4, $9
-DATA q4quadidx<>+148(SB)/4, $9
-DATA q4quadidx<>+152(SB)/4, $9
-DATA q4quadidx<>+156(SB)/4, $9
-DATA q4quadidx<>+160(SB)/4, $10
-DATA q4quadidx<>+164(SB)/4, $10
-DATA q4quadidx<>+168(SB)/4, $10
-DATA q4quadidx<>+172(SB)/4, $10
-DATA q4quadidx<>+176(SB)/4, $11
-DATA q4quadidx<>+180(SB)/4, $11
-DATA q4quadidx<>+184(SB)/4, $11
-DATA q4quadidx<>+188(SB)/4, $11
-DATA q4quadidx<>+192(SB)/4, $12
-DATA q4quadidx<>+196(SB)/4, $12
-DATA q4quadidx<>+200(SB)/4, $12
-DATA q4quadidx<>+204(SB)/4, $12
-DATA q4quadidx<>+208(SB)/4, $13
-DATA q4quadidx<>+212(SB)/4, $13
-DATA q4quadidx<>+216(SB)/4, $13
-DATA q4quadidx<>+220(SB)/4, $13
-DATA q4quadidx<>+224(SB)/4, $14
-DATA q4quadidx<>+228(SB)/4, $14
-DATA q4quadidx<>+232(SB)/4, $14
-DATA q4quadidx<>+236(SB)/4, $14
-DATA q4quadidx<>+240(SB)/4, $15
-DATA q4quadidx<>+244(SB)/4, $15
-DATA q4quadidx<>+248(SB)/4, $15
-DATA q4quadidx<>+252(SB)/4, $15
+// QUADIDX(b): dwords 4b..4b+3 of q4quadidx hold b.
+#define QUADIDX(b) DATA q4quadidx<>+b*16(SB)/4, $b; DATA q4quadidx<>+b*16+4(SB)/4, $b; DATA q4quadidx<>+b*16+8(SB)/4, $b; DATA q4quadidx<>+b*16+12(SB)/4, $b
+QUADIDX(0)
+QUADIDX(1)
+QUADIDX(2)
+QUADIDX(3)
+QUADIDX(4)
+QUADIDX(5)
+QUADIDX(6)
+QUADIDX(7)
+QUADIDX(8)
+QUADIDX(9)
+QUADIDX(10)
+QUADIDX(11)
+QUADIDX(12)
+QUADIDX(13)
+QUADIDX(14)
+QUADIDX(15)
 GLOBL q4quadidx<>(SB), RODATA|NOPTR, $256
 
 // func dotQ40Q8VNNI(w *byte, xq *int8, xd *float32, nb int) float32
@@ -219,134 +173,24 @@ v2q4chunk:
 // sums the Q8 activations carry. Two blocks per 512-bit register (lanes
 // 0-7 block 2p, 8-15 block 2p+1), q8pairidx picks each lane's d_w·d_x.
 
-DATA q8pairidx<>+0(SB)/4, $0
-DATA q8pairidx<>+4(SB)/4, $0
-DATA q8pairidx<>+8(SB)/4, $0
-DATA q8pairidx<>+12(SB)/4, $0
-DATA q8pairidx<>+16(SB)/4, $0
-DATA q8pairidx<>+20(SB)/4, $0
-DATA q8pairidx<>+24(SB)/4, $0
-DATA q8pairidx<>+28(SB)/4, $0
-DATA q8pairidx<>+32(SB)/4, $1
-DATA q8pairidx<>+36(SB)/4, $1
-DATA q8pairidx<>+40(SB)/4, $1
-DATA q8pairidx<>+44(SB)/4, $1
-DATA q8pairidx<>+48(SB)/4, $1
-DATA q8pairidx<>+52(SB)/4, $1
-DATA q8pairidx<>+56(SB)/4, $1
-DATA q8pairidx<>+60(SB)/4, $1
-DATA q8pairidx<>+64(SB)/4, $2
-DATA q8pairidx<>+68(SB)/4, $2
-DATA q8pairidx<>+72(SB)/4, $2
-DATA q8pairidx<>+76(SB)/4, $2
-DATA q8pairidx<>+80(SB)/4, $2
-DATA q8pairidx<>+84(SB)/4, $2
-DATA q8pairidx<>+88(SB)/4, $2
-DATA q8pairidx<>+92(SB)/4, $2
-DATA q8pairidx<>+96(SB)/4, $3
-DATA q8pairidx<>+100(SB)/4, $3
-DATA q8pairidx<>+104(SB)/4, $3
-DATA q8pairidx<>+108(SB)/4, $3
-DATA q8pairidx<>+112(SB)/4, $3
-DATA q8pairidx<>+116(SB)/4, $3
-DATA q8pairidx<>+120(SB)/4, $3
-DATA q8pairidx<>+124(SB)/4, $3
-DATA q8pairidx<>+128(SB)/4, $4
-DATA q8pairidx<>+132(SB)/4, $4
-DATA q8pairidx<>+136(SB)/4, $4
-DATA q8pairidx<>+140(SB)/4, $4
-DATA q8pairidx<>+144(SB)/4, $4
-DATA q8pairidx<>+148(SB)/4, $4
-DATA q8pairidx<>+152(SB)/4, $4
-DATA q8pairidx<>+156(SB)/4, $4
-DATA q8pairidx<>+160(SB)/4, $5
-DATA q8pairidx<>+164(SB)/4, $5
-DATA q8pairidx<>+168(SB)/4, $5
-DATA q8pairidx<>+172(SB)/4, $5
-DATA q8pairidx<>+176(SB)/4, $5
-DATA q8pairidx<>+180(SB)/4, $5
-DATA q8pairidx<>+184(SB)/4, $5
-DATA q8pairidx<>+188(SB)/4, $5
-DATA q8pairidx<>+192(SB)/4, $6
-DATA q8pairidx<>+196(SB)/4, $6
-DATA q8pairidx<>+200(SB)/4, $6
-DATA q8pairidx<>+204(SB)/4, $6
-DATA q8pairidx<>+208(SB)/4, $6
-DATA q8pairidx<>+212(SB)/4, $6
-DATA q8pairidx<>+216(SB)/4, $6
-DATA q8pairidx<>+220(SB)/4, $6
-DATA q8pairidx<>+224(SB)/4, $7
-DATA q8pairidx<>+228(SB)/4, $7
-DATA q8pairidx<>+232(SB)/4, $7
-DATA q8pairidx<>+236(SB)/4, $7
-DATA q8pairidx<>+240(SB)/4, $7
-DATA q8pairidx<>+244(SB)/4, $7
-DATA q8pairidx<>+248(SB)/4, $7
-DATA q8pairidx<>+252(SB)/4, $7
-DATA q8pairidx<>+256(SB)/4, $8
-DATA q8pairidx<>+260(SB)/4, $8
-DATA q8pairidx<>+264(SB)/4, $8
-DATA q8pairidx<>+268(SB)/4, $8
-DATA q8pairidx<>+272(SB)/4, $8
-DATA q8pairidx<>+276(SB)/4, $8
-DATA q8pairidx<>+280(SB)/4, $8
-DATA q8pairidx<>+284(SB)/4, $8
-DATA q8pairidx<>+288(SB)/4, $9
-DATA q8pairidx<>+292(SB)/4, $9
-DATA q8pairidx<>+296(SB)/4, $9
-DATA q8pairidx<>+300(SB)/4, $9
-DATA q8pairidx<>+304(SB)/4, $9
-DATA q8pairidx<>+308(SB)/4, $9
-DATA q8pairidx<>+312(SB)/4, $9
-DATA q8pairidx<>+316(SB)/4, $9
-DATA q8pairidx<>+320(SB)/4, $10
-DATA q8pairidx<>+324(SB)/4, $10
-DATA q8pairidx<>+328(SB)/4, $10
-DATA q8pairidx<>+332(SB)/4, $10
-DATA q8pairidx<>+336(SB)/4, $10
-DATA q8pairidx<>+340(SB)/4, $10
-DATA q8pairidx<>+344(SB)/4, $10
-DATA q8pairidx<>+348(SB)/4, $10
-DATA q8pairidx<>+352(SB)/4, $11
-DATA q8pairidx<>+356(SB)/4, $11
-DATA q8pairidx<>+360(SB)/4, $11
-DATA q8pairidx<>+364(SB)/4, $11
-DATA q8pairidx<>+368(SB)/4, $11
-DATA q8pairidx<>+372(SB)/4, $11
-DATA q8pairidx<>+376(SB)/4, $11
-DATA q8pairidx<>+380(SB)/4, $11
-DATA q8pairidx<>+384(SB)/4, $12
-DATA q8pairidx<>+388(SB)/4, $12
-DATA q8pairidx<>+392(SB)/4, $12
-DATA q8pairidx<>+396(SB)/4, $12
-DATA q8pairidx<>+400(SB)/4, $12
-DATA q8pairidx<>+404(SB)/4, $12
-DATA q8pairidx<>+408(SB)/4, $12
-DATA q8pairidx<>+412(SB)/4, $12
-DATA q8pairidx<>+416(SB)/4, $13
-DATA q8pairidx<>+420(SB)/4, $13
-DATA q8pairidx<>+424(SB)/4, $13
-DATA q8pairidx<>+428(SB)/4, $13
-DATA q8pairidx<>+432(SB)/4, $13
-DATA q8pairidx<>+436(SB)/4, $13
-DATA q8pairidx<>+440(SB)/4, $13
-DATA q8pairidx<>+444(SB)/4, $13
-DATA q8pairidx<>+448(SB)/4, $14
-DATA q8pairidx<>+452(SB)/4, $14
-DATA q8pairidx<>+456(SB)/4, $14
-DATA q8pairidx<>+460(SB)/4, $14
-DATA q8pairidx<>+464(SB)/4, $14
-DATA q8pairidx<>+468(SB)/4, $14
-DATA q8pairidx<>+472(SB)/4, $14
-DATA q8pairidx<>+476(SB)/4, $14
-DATA q8pairidx<>+480(SB)/4, $15
-DATA q8pairidx<>+484(SB)/4, $15
-DATA q8pairidx<>+488(SB)/4, $15
-DATA q8pairidx<>+492(SB)/4, $15
-DATA q8pairidx<>+496(SB)/4, $15
-DATA q8pairidx<>+500(SB)/4, $15
-DATA q8pairidx<>+504(SB)/4, $15
-DATA q8pairidx<>+508(SB)/4, $15
+// PAIRIDX(b): dwords 8b..8b+7 of q8pairidx hold b.
+#define PAIRIDX(b) DATA q8pairidx<>+b*32(SB)/4, $b; DATA q8pairidx<>+b*32+4(SB)/4, $b; DATA q8pairidx<>+b*32+8(SB)/4, $b; DATA q8pairidx<>+b*32+12(SB)/4, $b; DATA q8pairidx<>+b*32+16(SB)/4, $b; DATA q8pairidx<>+b*32+20(SB)/4, $b; DATA q8pairidx<>+b*32+24(SB)/4, $b; DATA q8pairidx<>+b*32+28(SB)/4, $b
+PAIRIDX(0)
+PAIRIDX(1)
+PAIRIDX(2)
+PAIRIDX(3)
+PAIRIDX(4)
+PAIRIDX(5)
+PAIRIDX(6)
+PAIRIDX(7)
+PAIRIDX(8)
+PAIRIDX(9)
+PAIRIDX(10)
+PAIRIDX(11)
+PAIRIDX(12)
+PAIRIDX(13)
+PAIRIDX(14)
+PAIRIDX(15)
 GLOBL q8pairidx<>(SB), RODATA|NOPTR, $512
 
 // func dotQ80Q8VNNI(w *byte, xq *int8, xd *float32, xs *int32, nb int) float32
