@@ -5,6 +5,8 @@
 // and axpys, their four-token (prefill) and two-row/four-row (decode FFN)
 // forms, the prefill down-projection GEMM, the Q4_0/Q8_0 float and
 // integer (VPMADDUBSW) kernels, and the fmaPeak and sumBytes probes.
+// Measured timings behind the choices below are in docs/bench.md, "Kernel notes moved from the assembly":
+// numbers age with machines and code, so comments here say what and why.
 
 // The float kernels take n, a multiple of 8 (the Go wrappers handle the
 // ragged tail). BF16 widens by zero-extending to 32 bits and shifting left
@@ -314,8 +316,8 @@ peak:
 	RET
 
 // A streaming read of n bytes (a multiple of 128): the bandwidth probe. It
-// prefetches 8 KiB ahead as the decode kernels do (without, it read 5-10 %
-// less than those kernels stream, and the bound would be an underestimate).
+// prefetches 8 KiB ahead as the decode kernels do, so that it reads as fast
+// as they stream and the bound it gives is not an underestimate.
 // func sumBytesAVX2(p *byte, n int) uint64
 TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-24
 	MOVQ p+0(FP), SI
@@ -652,8 +654,8 @@ TEXT ·gemmDownF16AVX2(SB), NOSPLIT, $0-64
 // neuron record in one pass (x loaded once for both rows), and the down
 // projection four records at a time (y loaded and stored once per four
 // rows). Written once as macros over the widening load, instantiated for
-// BF16 and F16. The mix of dot and axpy kernels, each alone streaming at the
-// memory bound, measured 30 % slower than either; the fused pair restores it.
+// BF16 and F16. Fused because separate dot and axpy kernels, each alone
+// streaming at the memory bound, ran slower mixed than either alone.
 
 #define LOADBF16X(off, base, r) VPMOVZXWD off(base)(AX*1), r; VPSLLD $16, r, r
 #define LOADF16X(off, base, r)  VCVTPH2PS off(base)(AX*1), r

@@ -5,6 +5,8 @@
 // AVX-512 float kernels (needs AVX-512F and AVX-512BW, plus F16C): the
 // BF16 dot and axpy, and the Q4_0/Q8_0 dots, axpys and four-row axpys
 // that widen blocks to float32 (16 lanes a register).
+// Measured timings behind the choices below are in docs/bench.md, "Kernel notes moved from the assembly":
+// numbers age with machines and code, so comments here say what and why.
 
 // AVX-512F variants of the BF16 dot and axpy (16 lanes per register); n is
 // a multiple of 16.

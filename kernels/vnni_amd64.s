@@ -5,6 +5,8 @@
 // AVX-512 VNNI integer kernels (needs AVX-512F, AVX-512BW and
 // AVX512_VNNI): the Q4_0 and Q8_0 dots against Q8-quantised activations
 // by VPDPBUSD, one row or two rows (gate and up) sharing the activations.
+// Measured timings behind the choices below are in docs/bench.md, "Kernel notes moved from the assembly":
+// numbers age with machines and code, so comments here say what and why.
 
 // Q4QUADW(off, base, xw, zw, zh): the quants of the four Q4_0 blocks at
 // off(base) side by side in zw (xw is its low 128 bits), split into their
@@ -36,8 +38,7 @@
 // a block. The accumulator starts at −8·Σ of the same eight activations
 // (the nibbles' offset), so nothing is corrected afterwards. A VPERMPS
 // picks each dword's block scale d_w·d_x for the final FMA. Fourteen
-// instructions per four blocks (the two-block layout before took eleven
-// per two). nb must be a multiple of 16.
+// instructions per four blocks. nb must be a multiple of 16.
 // QUADIDX(b): dwords 4b..4b+3 of q4quadidx hold b.
 #define QUADIDX(b) DATA q4quadidx<>+b*16(SB)/4, $b; DATA q4quadidx<>+b*16+4(SB)/4, $b; DATA q4quadidx<>+b*16+8(SB)/4, $b; DATA q4quadidx<>+b*16+12(SB)/4, $b
 QUADIDX(0)
