@@ -116,8 +116,8 @@ func TestSelectionValidate(t *testing.T) {
 		}
 	}
 	for _, sel := range []Selection{
-		{Phi: 1, Alpha: 0.2, Base: 0.3},                      // all loaded
-		{Phi: 0.7, Alpha: 0.2, Base: 0.3},                    // φ = γ: ⌊0.7·768⌋ = 537, the loaded count
+		{Phi: 1, Alpha: 0.2, Base: 0.3},                     // all loaded
+		{Phi: 0.7, Alpha: 0.2, Base: 0.3},                   // φ = γ: ⌊0.7·768⌋ = 537, the loaded count
 		{Phi: 0.3, Alpha: 0.2, Base: float64(float32(0.3))}, // φ = δ, δ as the pack stores it (float32)
 	} {
 		if err := sel.Validate(N, loaded); err != nil {

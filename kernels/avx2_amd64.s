@@ -1,0 +1,814 @@
+#include "textflag.h"
+#include "amd64_macros.h"
+
+// AVX2 kernels (needs AVX2, FMA and F16C): the 16- and 32-bit float dots
+// and axpys, their four-token (prefill) and two-row/four-row (decode FFN)
+// forms, the prefill down-projection GEMM, the Q4_0/Q8_0 float and
+// integer (VPMADDUBSW) kernels, and the fmaPeak and sumBytes probes.
+// Measured timings behind the choices below are in docs/bench.md, "Kernel notes moved from the assembly":
+// numbers age with machines and code, so comments here say what and why.
+
+// The float kernels take n, a multiple of 8 (the Go wrappers handle the
+// ragged tail). BF16 widens by zero-extending to 32 bits and shifting left
+// 16; F16 uses F16C's VCVTPH2PS. The widening from any base register, for
+// the kernels written once for both 16-bit types (DOTW, AXPYW, DOT4,
+// GEMMDOWN) and instantiated per type:
+#define LOADBF16W(off, base, r) VPMOVZXWD off(base), r; VPSLLD $16, r, r
+#define LOADF16W(off, base, r)  VCVTPH2PS off(base), r
+
+// The body of dotBF16AVX2 and dotF16AVX2 (w in SI, x in DI, n in CX),
+// written once over the widening load; leaves the sum in X0.
+#define DOTW(LOADW) \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3; \
+	loop32:; \
+	CMPQ CX, $32; \
+	JL   loop8; \
+	PREFETCHT0 8192(SI); \
+	LOADW(0, SI, Y4); \
+	LOADW(16, SI, Y5); \
+	LOADW(32, SI, Y6); \
+	LOADW(48, SI, Y7); \
+	VFMADD231PS 0(DI), Y4, Y0; \
+	VFMADD231PS 32(DI), Y5, Y1; \
+	VFMADD231PS 64(DI), Y6, Y2; \
+	VFMADD231PS 96(DI), Y7, Y3; \
+	ADDQ $64, SI; \
+	ADDQ $128, DI; \
+	SUBQ $32, CX; \
+	JMP  loop32; \
+	loop8:; \
+	CMPQ CX, $8; \
+	JL   done; \
+	LOADW(0, SI, Y4); \
+	VFMADD231PS 0(DI), Y4, Y0; \
+	ADDQ $16, SI; \
+	ADDQ $32, DI; \
+	SUBQ $8, CX; \
+	JMP  loop8; \
+	done:; \
+	VADDPS Y1, Y0, Y0; \
+	VADDPS Y3, Y2, Y2; \
+	VADDPS Y2, Y0, Y0; \
+	HSUM; \
+	VZEROUPPER
+
+// func dotBF16AVX2(w *uint16, x *float32, n int) float32
+TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ n+16(FP), CX
+	DOTW(LOADBF16W)
+	MOVSS X0, ret+24(FP)
+	RET
+
+// func dotF16AVX2(w *uint16, x *float32, n int) float32
+TEXT ·dotF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ n+16(FP), CX
+	DOTW(LOADF16W)
+	MOVSS X0, ret+24(FP)
+	RET
+
+// func dotF32AVX2(w *float32, x *float32, n int) float32
+TEXT ·dotF32AVX2(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+f32loop32:
+	CMPQ CX, $32
+	JL   f32loop8
+	VMOVUPS 0(SI), Y4
+	VMOVUPS 32(SI), Y5
+	VMOVUPS 64(SI), Y6
+	VMOVUPS 96(SI), Y7
+	VFMADD231PS 0(DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $128, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP  f32loop32
+f32loop8:
+	CMPQ CX, $8
+	JL   f32done
+	VMOVUPS 0(SI), Y4
+	VFMADD231PS 0(DI), Y4, Y0
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  f32loop8
+f32done:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	HSUM
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// y[i] += a·w[i]. The body of axpyBF16AVX2 and axpyF16AVX2 (y in DI, a
+// broadcast in Y15, w in SI, n in CX), written once over the widening load.
+#define AXPYW(LOADW) \
+	loop32:; \
+	CMPQ CX, $32; \
+	JL   loop8; \
+	LOADW(0, SI, Y4); \
+	LOADW(16, SI, Y5); \
+	LOADW(32, SI, Y6); \
+	LOADW(48, SI, Y7); \
+	VMOVUPS 0(DI), Y8; \
+	VMOVUPS 32(DI), Y9; \
+	VMOVUPS 64(DI), Y10; \
+	VMOVUPS 96(DI), Y11; \
+	VFMADD231PS Y4, Y15, Y8; \
+	VFMADD231PS Y5, Y15, Y9; \
+	VFMADD231PS Y6, Y15, Y10; \
+	VFMADD231PS Y7, Y15, Y11; \
+	VMOVUPS Y8, 0(DI); \
+	VMOVUPS Y9, 32(DI); \
+	VMOVUPS Y10, 64(DI); \
+	VMOVUPS Y11, 96(DI); \
+	ADDQ $64, SI; \
+	ADDQ $128, DI; \
+	SUBQ $32, CX; \
+	JMP  loop32; \
+	loop8:; \
+	CMPQ CX, $8; \
+	JL   done; \
+	LOADW(0, SI, Y4); \
+	VMOVUPS 0(DI), Y8; \
+	VFMADD231PS Y4, Y15, Y8; \
+	VMOVUPS Y8, 0(DI); \
+	ADDQ $16, SI; \
+	ADDQ $32, DI; \
+	SUBQ $8, CX; \
+	JMP  loop8; \
+	done:; \
+	VZEROUPPER; \
+	RET
+
+// func axpyBF16AVX2(y *float32, a float32, w *uint16, n int)
+TEXT ·axpyBF16AVX2(SB), NOSPLIT, $0-32
+	MOVQ y+0(FP), DI
+	VBROADCASTSS a+8(FP), Y15
+	MOVQ w+16(FP), SI
+	MOVQ n+24(FP), CX
+	AXPYW(LOADBF16W)
+
+// func axpyF16AVX2(y *float32, a float32, w *uint16, n int)
+TEXT ·axpyF16AVX2(SB), NOSPLIT, $0-32
+	MOVQ y+0(FP), DI
+	VBROADCASTSS a+8(FP), Y15
+	MOVQ w+16(FP), SI
+	MOVQ n+24(FP), CX
+	AXPYW(LOADF16W)
+
+// func axpyF32AVX2(y *float32, a float32, w *float32, n int)
+TEXT ·axpyF32AVX2(SB), NOSPLIT, $0-32
+	MOVQ y+0(FP), DI
+	VBROADCASTSS a+8(FP), Y15
+	MOVQ w+16(FP), SI
+	MOVQ n+24(FP), CX
+af32loop8:
+	CMPQ CX, $8
+	JL   af32done
+	VMOVUPS 0(SI), Y4
+	VMOVUPS 0(DI), Y8
+	VFMADD231PS Y4, Y15, Y8
+	VMOVUPS Y8, 0(DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  af32loop8
+af32done:
+	VZEROUPPER
+	RET
+
+// Four dot products sharing one weight row: out[j] = Σ w[i]·x_j[i], for
+// the prefill GEMM (the row is widened once for four tokens).
+// The body of dot4BF16AVX2 and dot4F16AVX2 (arguments in registers, out in
+// DX), written once and instantiated with each type's widening load.
+#define DOT4(LOADW) \
+	XORQ AX, AX; \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3; \
+	VXORPS Y8, Y8, Y8; \
+	VXORPS Y9, Y9, Y9; \
+	VXORPS Y10, Y10, Y10; \
+	VXORPS Y11, Y11, Y11; \
+	d4loop16:; \
+	CMPQ CX, $16; \
+	JL   d4loop8; \
+	LOADW(0, SI, Y4); \
+	LOADW(16, SI, Y5); \
+	VFMADD231PS 0(R8)(AX*1), Y4, Y0; \
+	VFMADD231PS 0(R9)(AX*1), Y4, Y1; \
+	VFMADD231PS 0(R10)(AX*1), Y4, Y2; \
+	VFMADD231PS 0(R11)(AX*1), Y4, Y3; \
+	VFMADD231PS 32(R8)(AX*1), Y5, Y8; \
+	VFMADD231PS 32(R9)(AX*1), Y5, Y9; \
+	VFMADD231PS 32(R10)(AX*1), Y5, Y10; \
+	VFMADD231PS 32(R11)(AX*1), Y5, Y11; \
+	ADDQ $32, SI; \
+	ADDQ $64, AX; \
+	SUBQ $16, CX; \
+	JMP  d4loop16; \
+	d4loop8:; \
+	CMPQ CX, $8; \
+	JL   d4done; \
+	LOADW(0, SI, Y4); \
+	VFMADD231PS 0(R8)(AX*1), Y4, Y0; \
+	VFMADD231PS 0(R9)(AX*1), Y4, Y1; \
+	VFMADD231PS 0(R10)(AX*1), Y4, Y2; \
+	VFMADD231PS 0(R11)(AX*1), Y4, Y3; \
+	ADDQ $16, SI; \
+	ADDQ $32, AX; \
+	SUBQ $8, CX; \
+	JMP  d4loop8; \
+	d4done:; \
+	VADDPS Y8, Y0, Y0; \
+	VADDPS Y9, Y1, Y1; \
+	VADDPS Y10, Y2, Y2; \
+	VADDPS Y11, Y3, Y3; \
+	VEXTRACTF128 $1, Y0, X4; \
+	VADDPS X4, X0, X0; \
+	VEXTRACTF128 $1, Y1, X5; \
+	VADDPS X5, X1, X1; \
+	VEXTRACTF128 $1, Y2, X6; \
+	VADDPS X6, X2, X2; \
+	VEXTRACTF128 $1, Y3, X7; \
+	VADDPS X7, X3, X3; \
+	VHADDPS X1, X0, X0; \
+	VHADDPS X3, X2, X2; \
+	VHADDPS X2, X0, X0; \
+	VMOVUPS X0, (DX); \
+	VZEROUPPER; \
+	RET
+
+// func dot4BF16AVX2(w *uint16, x0, x1, x2, x3 *float32, n int, out *[4]float32)
+TEXT ·dot4BF16AVX2(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ x0+8(FP), R8
+	MOVQ x1+16(FP), R9
+	MOVQ x2+24(FP), R10
+	MOVQ x3+32(FP), R11
+	MOVQ n+40(FP), CX
+	MOVQ out+48(FP), DX
+	DOT4(LOADBF16W)
+
+// func dot4F16AVX2(w *uint16, x0, x1, x2, x3 *float32, n int, out *[4]float32)
+TEXT ·dot4F16AVX2(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ x0+8(FP), R8
+	MOVQ x1+16(FP), R9
+	MOVQ x2+24(FP), R10
+	MOVQ x3+32(FP), R11
+	MOVQ n+40(FP), CX
+	MOVQ out+48(FP), DX
+	DOT4(LOADF16W)
+
+// A register-only FMA loop: 10 independent accumulators, iters × 10
+// VFMADD231PS of 8 lanes (2 FLOPs per lane). Measures the peak.
+// func fmaPeakAVX2(iters int) float32
+TEXT ·fmaPeakAVX2(SB), NOSPLIT, $0-12
+	MOVQ iters+0(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VPCMPEQD Y14, Y14, Y14
+	VPSRLD $10, Y14, Y14 // a small positive float pattern, never denormal
+	VMOVAPS Y14, Y15
+peak:
+	VFMADD231PS Y14, Y15, Y0
+	VFMADD231PS Y14, Y15, Y1
+	VFMADD231PS Y14, Y15, Y2
+	VFMADD231PS Y14, Y15, Y3
+	VFMADD231PS Y14, Y15, Y4
+	VFMADD231PS Y14, Y15, Y5
+	VFMADD231PS Y14, Y15, Y6
+	VFMADD231PS Y14, Y15, Y7
+	VFMADD231PS Y14, Y15, Y8
+	VFMADD231PS Y14, Y15, Y9
+	DECQ CX
+	JNZ  peak
+	VADDPS Y1, Y0, Y0
+	HSUM
+	VZEROUPPER
+	MOVSS X0, ret+8(FP)
+	RET
+
+// A streaming read of n bytes (a multiple of 128): the bandwidth probe. It
+// prefetches 8 KiB ahead as the decode kernels do, so that it reads as fast
+// as they stream and the bound it gives is not an underestimate.
+// func sumBytesAVX2(p *byte, n int) uint64
+TEXT ·sumBytesAVX2(SB), NOSPLIT, $0-24
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+sumloop:
+	CMPQ CX, $128
+	JL   sumdone
+	PREFETCHT0 8192(SI)
+	PREFETCHT0 8256(SI)
+	VPADDQ 0(SI), Y0, Y0
+	VPADDQ 32(SI), Y1, Y1
+	VPADDQ 64(SI), Y2, Y2
+	VPADDQ 96(SI), Y3, Y3
+	ADDQ $128, SI
+	SUBQ $128, CX
+	JMP  sumloop
+sumdone:
+	VPADDQ Y1, Y0, Y0
+	VPADDQ Y3, Y2, Y2
+	VPADDQ Y2, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDQ X1, X0, X0
+	VPEXTRQ $0, X0, AX
+	VPEXTRQ $1, X0, BX
+	ADDQ BX, AX
+	VZEROUPPER
+	MOVQ AX, ret+16(FP)
+	RET
+
+// Block-quantised kernels; nb is the number of 32-weight blocks.
+#define SCALE(r) MOVWLZX 0(SI), AX; VMOVQ AX, X1; VCVTPH2PS X1, X1; VBROADCASTSS X1, r
+#define Q8(off, r) VPMOVSXBD off(SI), r; VCVTDQ2PS r, r
+
+// func dotQ80AVX2(w *byte, x *float32, nb int) float32
+TEXT ·dotQ80AVX2(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y9, Y9, Y9
+q8loop:
+	TESTQ CX, CX
+	JE    q8done
+	SCALE(Y1)
+	Q8(2, Y4)
+	Q8(10, Y5)
+	Q8(18, Y6)
+	Q8(26, Y7)
+	VMULPS 0(DI), Y4, Y4
+	VFMADD231PS 32(DI), Y5, Y4
+	VMULPS 64(DI), Y6, Y6
+	VFMADD231PS 96(DI), Y7, Y6
+	VADDPS Y6, Y4, Y4
+	VFMADD231PS Y4, Y1, Y0
+	ADDQ $34, SI
+	ADDQ $128, DI
+	DECQ CX
+	JMP  q8loop
+q8done:
+	HSUM
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+// Q4 nibbles of a block's 16 bytes into four float vectors (elements
+// 0-7, 8-15, 16-23, 24-31), minus 8. Needs Y2 = 15s and Y3 = 8s.
+#define Q4(a, b, c, d) VPMOVZXBD 2(SI), a; VPMOVZXBD 10(SI), b; VPSRLD $4, a, c; VPSRLD $4, b, d; VPAND Y2, a, a; VPAND Y2, b, b; VPSUBD Y3, a, a; VPSUBD Y3, b, b; VPSUBD Y3, c, c; VPSUBD Y3, d, d; VCVTDQ2PS a, a; VCVTDQ2PS b, b; VCVTDQ2PS c, c; VCVTDQ2PS d, d
+#define Q4CONST MOVL $15, AX; VMOVQ AX, X2; VPBROADCASTD X2, Y2; MOVL $8, AX; VMOVQ AX, X3; VPBROADCASTD X3, Y3
+
+// func dotQ40AVX2(w *byte, x *float32, nb int) float32
+TEXT ·dotQ40AVX2(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ nb+16(FP), CX
+	Q4CONST
+	VXORPS Y0, Y0, Y0
+q4loop:
+	TESTQ CX, CX
+	JE    q4done
+	SCALE(Y1)
+	Q4(Y4, Y5, Y6, Y7)
+	VMULPS 0(DI), Y4, Y4
+	VFMADD231PS 32(DI), Y5, Y4
+	VMULPS 64(DI), Y6, Y6
+	VFMADD231PS 96(DI), Y7, Y6
+	VADDPS Y6, Y4, Y4
+	VFMADD231PS Y4, Y1, Y0
+	ADDQ $18, SI
+	ADDQ $128, DI
+	DECQ CX
+	JMP  q4loop
+q4done:
+	HSUM
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
+#define AXPY4(a, b, c, d) VMOVUPS 0(DI), Y8; VMOVUPS 32(DI), Y9; VMOVUPS 64(DI), Y10; VMOVUPS 96(DI), Y11; VFMADD231PS a, Y1, Y8; VFMADD231PS b, Y1, Y9; VFMADD231PS c, Y1, Y10; VFMADD231PS d, Y1, Y11; VMOVUPS Y8, 0(DI); VMOVUPS Y9, 32(DI); VMOVUPS Y10, 64(DI); VMOVUPS Y11, 96(DI)
+
+// y[i] += a·d_b·q_i
+// func axpyQ80AVX2(y *float32, a float32, w *byte, nb int)
+TEXT ·axpyQ80AVX2(SB), NOSPLIT, $0-32
+	MOVQ y+0(FP), DI
+	VMOVSS a+8(FP), X15
+	MOVQ w+16(FP), SI
+	MOVQ nb+24(FP), CX
+aq8loop:
+	TESTQ CX, CX
+	JE    aq8done
+	MOVWLZX 0(SI), AX
+	VMOVQ AX, X1
+	VCVTPH2PS X1, X1
+	VMULSS X15, X1, X1
+	VBROADCASTSS X1, Y1
+	Q8(2, Y4)
+	Q8(10, Y5)
+	Q8(18, Y6)
+	Q8(26, Y7)
+	AXPY4(Y4, Y5, Y6, Y7)
+	ADDQ $34, SI
+	ADDQ $128, DI
+	DECQ CX
+	JMP  aq8loop
+aq8done:
+	VZEROUPPER
+	RET
+
+// func axpyQ40AVX2(y *float32, a float32, w *byte, nb int)
+TEXT ·axpyQ40AVX2(SB), NOSPLIT, $0-32
+	MOVQ y+0(FP), DI
+	VMOVSS a+8(FP), X15
+	MOVQ w+16(FP), SI
+	MOVQ nb+24(FP), CX
+	Q4CONST
+aq4loop:
+	TESTQ CX, CX
+	JE    aq4done
+	MOVWLZX 0(SI), AX
+	VMOVQ AX, X1
+	VCVTPH2PS X1, X1
+	VMULSS X15, X1, X1
+	VBROADCASTSS X1, Y1
+	Q4(Y4, Y5, Y6, Y7)
+	AXPY4(Y4, Y5, Y6, Y7)
+	ADDQ $18, SI
+	ADDQ $128, DI
+	DECQ CX
+	JMP  aq4loop
+aq4done:
+	VZEROUPPER
+	RET
+
+// Integer dots against activations quantised to Q8 per block of 32 (as
+// llama.cpp does): xq holds 32 int8 per block, xd the block scales, xs the
+// block sums of xq. For each block: s = Σ qw·qx by VPMADDUBSW (unsigned ×
+// signed bytes into int16 pairs) and VPMADDWD (pairs into int32).
+
+// func dotQ80Q8AVX2(w *byte, xq *int8, xd *float32, nb int) float32
+TEXT ·dotQ80Q8AVX2(SB), NOSPLIT, $0-36
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xd+16(FP), R8
+	MOVQ nb+24(FP), CX
+	VXORPS Y0, Y0, Y0
+	MOVL $1, AX
+	VMOVQ AX, X2
+	VPBROADCASTW X2, Y2 // int16 ones
+qq8loop:
+	TESTQ CX, CX
+	JE    qq8done
+	MOVWLZX 0(SI), AX
+	VMOVQ AX, X1
+	VCVTPH2PS X1, X1
+	VMULSS 0(R8), X1, X1
+	VBROADCASTSS X1, Y1 // d_w · d_x
+	VMOVDQU 2(SI), Y4   // qw
+	VMOVDQU 0(DI), Y5   // qx
+	VPSIGNB Y4, Y4, Y6  // |qw|
+	VPSIGNB Y4, Y5, Y7  // qx · sign(qw)
+	VPMADDUBSW Y7, Y6, Y6
+	VPMADDWD Y2, Y6, Y6
+	VCVTDQ2PS Y6, Y6
+	VFMADD231PS Y6, Y1, Y0
+	ADDQ $34, SI
+	ADDQ $32, DI
+	ADDQ $4, R8
+	DECQ CX
+	JMP  qq8loop
+qq8done:
+	HSUM
+	VZEROUPPER
+	MOVSS X0, ret+32(FP)
+	RET
+
+// Σ_b d_w·d_x·(Σ q·qx − 8·Σ qx), q the unsigned nibbles; 8·Σqx is taken
+// off one lane of the block's int32 sums before they become float, so no
+// two large float sums cancel.
+// func dotQ40Q8AVX2(w *byte, xq *int8, xd *float32, xs *int32, nb int) float32
+TEXT ·dotQ40Q8AVX2(SB), NOSPLIT, $0-44
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xd+16(FP), R8
+	MOVQ xs+24(FP), R9
+	MOVQ nb+32(FP), CX
+	VXORPS Y0, Y0, Y0
+	MOVL $1, AX
+	VMOVQ AX, X2
+	VPBROADCASTW X2, Y2 // int16 ones
+	MOVL $0x0f0f0f0f, AX
+	VMOVQ AX, X3
+	VPBROADCASTD X3, Y3 // nibble mask
+qq4loop:
+	TESTQ CX, CX
+	JE    qq4done
+	MOVWLZX 0(SI), AX
+	VMOVQ AX, X1
+	VCVTPH2PS X1, X1
+	VMULSS 0(R8), X1, X1
+	VBROADCASTSS X1, Y1        // d_w · d_x
+	VMOVDQU 2(SI), X4          // 16 bytes
+	VPSRLW $4, X4, X5
+	VINSERTI128 $1, X5, Y4, Y4 // [bytes | bytes>>4]
+	VPAND Y3, Y4, Y4           // nibbles: elements 0..31
+	VMOVDQU 0(DI), Y5
+	VPMADDUBSW Y5, Y4, Y6
+	VPMADDWD Y2, Y6, Y6
+	MOVL 0(R9), AX
+	SHLL $3, AX
+	VMOVD AX, X7               // [8·Σqx, 0, …, 0]
+	VPSUBD Y7, Y6, Y6          // the offset, exactly, in integers
+	VCVTDQ2PS Y6, Y6
+	VFMADD231PS Y6, Y1, Y0
+	ADDQ $18, SI
+	ADDQ $32, DI
+	ADDQ $4, R8
+	ADDQ $4, R9
+	DECQ CX
+	JMP  qq4loop
+qq4done:
+	HSUM
+	VZEROUPPER
+	MOVSS X0, ret+40(FP)
+	RET
+
+// The prefill FFN's down projection for four tokens, as a register-blocked
+// GEMM: acc[t, i] += Σ_j h[t, j] · down_j[i] for t < 4, all i < H (H a
+// multiple of 16), j < K. Eight accumulators hold a 4 × 16 output tile; each
+// BF16 down row slice is widened once for four tokens.
+// The body of gemmDownBF16AVX2 and gemmDownF16AVX2 (arguments in registers,
+// K in R14), instantiated with each type's widening load.
+#define GEMMDOWN(LOADW) \
+	SHLQ $2, R13; \
+	LEAQ (R13)(R13*2), R9; \
+	SHLQ $2, DX; \
+	LEAQ (DX)(DX*2), R12; \
+	gcol:; \
+	CMPQ R11, $16; \
+	JL   gdone; \
+	VMOVUPS 0(DI), Y0; \
+	VMOVUPS 32(DI), Y1; \
+	VMOVUPS 0(DI)(R13*1), Y2; \
+	VMOVUPS 32(DI)(R13*1), Y3; \
+	VMOVUPS 0(DI)(R13*2), Y4; \
+	VMOVUPS 32(DI)(R13*2), Y5; \
+	VMOVUPS 0(DI)(R9*1), Y6; \
+	VMOVUPS 32(DI)(R9*1), Y7; \
+	MOVQ R14, CX; \
+	MOVQ SI, BX; \
+	MOVQ R8, AX; \
+	ginner:; \
+	LOADW(0, AX, Y8); \
+	LOADW(16, AX, Y9); \
+	VBROADCASTSS 0(BX), Y10; \
+	VBROADCASTSS 0(BX)(DX*1), Y11; \
+	VBROADCASTSS 0(BX)(DX*2), Y12; \
+	VBROADCASTSS 0(BX)(R12*1), Y13; \
+	VFMADD231PS Y8, Y10, Y0; \
+	VFMADD231PS Y9, Y10, Y1; \
+	VFMADD231PS Y8, Y11, Y2; \
+	VFMADD231PS Y9, Y11, Y3; \
+	VFMADD231PS Y8, Y12, Y4; \
+	VFMADD231PS Y9, Y12, Y5; \
+	VFMADD231PS Y8, Y13, Y6; \
+	VFMADD231PS Y9, Y13, Y7; \
+	ADDQ $4, BX; \
+	ADDQ R10, AX; \
+	DECQ CX; \
+	JNZ  ginner; \
+	VMOVUPS Y0, 0(DI); \
+	VMOVUPS Y1, 32(DI); \
+	VMOVUPS Y2, 0(DI)(R13*1); \
+	VMOVUPS Y3, 32(DI)(R13*1); \
+	VMOVUPS Y4, 0(DI)(R13*2); \
+	VMOVUPS Y5, 32(DI)(R13*2); \
+	VMOVUPS Y6, 0(DI)(R9*1); \
+	VMOVUPS Y7, 32(DI)(R9*1); \
+	ADDQ $64, DI; \
+	ADDQ $32, R8; \
+	SUBQ $16, R11; \
+	JMP  gcol; \
+	gdone:; \
+	VZEROUPPER; \
+	RET
+
+// func gemmDownBF16AVX2(acc *float32, accStride int, h *float32, hStride int, down *uint16, recStride int, K int, H int)
+TEXT ·gemmDownBF16AVX2(SB), NOSPLIT, $0-64
+	MOVQ acc+0(FP), DI
+	MOVQ accStride+8(FP), R13
+	MOVQ h+16(FP), SI
+	MOVQ hStride+24(FP), DX
+	MOVQ down+32(FP), R8
+	MOVQ recStride+40(FP), R10
+	MOVQ H+56(FP), R11
+	MOVQ K+48(FP), R14
+	GEMMDOWN(LOADBF16W)
+
+// func gemmDownF16AVX2(acc *float32, accStride int, h *float32, hStride int, down *uint16, recStride int, K int, H int)
+TEXT ·gemmDownF16AVX2(SB), NOSPLIT, $0-64
+	MOVQ acc+0(FP), DI
+	MOVQ accStride+8(FP), R13
+	MOVQ h+16(FP), SI
+	MOVQ hStride+24(FP), DX
+	MOVQ down+32(FP), R8
+	MOVQ recStride+40(FP), R10
+	MOVQ H+56(FP), R11
+	MOVQ K+48(FP), R14
+	GEMMDOWN(LOADF16W)
+
+// Decode FFN kernels for the 16-bit types: the gate and up dots of one
+// neuron record in one pass (x loaded once for both rows), and the down
+// projection four records at a time (y loaded and stored once per four
+// rows). Written once as macros over the widening load, instantiated for
+// BF16 and F16. Fused because separate dot and axpy kernels, each alone
+// streaming at the memory bound, ran slower mixed than either alone.
+
+#define LOADBF16X(off, base, r) VPMOVZXWD off(base)(AX*1), r; VPSLLD $16, r, r
+#define LOADF16X(off, base, r)  VCVTPH2PS off(base)(AX*1), r
+
+// DOT2: SI = row a, BX = row b, DI = x, CX = n (a multiple of 32), DX = out,
+// R12 = the next record to prefetch (3 rows of n elements: three cache
+// lines per 32 elements of a and b).
+#define DOT2(LOADW) \
+	XORQ AX, AX; \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3; \
+	VXORPS Y4, Y4, Y4; \
+	VXORPS Y5, Y5, Y5; \
+	VXORPS Y6, Y6, Y6; \
+	VXORPS Y7, Y7, Y7; \
+	d2loop:; \
+	PREFETCHT0 0(R12); \
+	PREFETCHT0 64(R12); \
+	PREFETCHT0 128(R12); \
+	ADDQ $192, R12; \
+	VMOVUPS 0(DI)(AX*2), Y8; \
+	VMOVUPS 32(DI)(AX*2), Y9; \
+	VMOVUPS 64(DI)(AX*2), Y10; \
+	VMOVUPS 96(DI)(AX*2), Y11; \
+	LOADW(0, SI, Y12); \
+	LOADW(16, SI, Y13); \
+	LOADW(32, SI, Y14); \
+	LOADW(48, SI, Y15); \
+	VFMADD231PS Y8, Y12, Y0; \
+	VFMADD231PS Y9, Y13, Y1; \
+	VFMADD231PS Y10, Y14, Y2; \
+	VFMADD231PS Y11, Y15, Y3; \
+	LOADW(0, BX, Y12); \
+	LOADW(16, BX, Y13); \
+	LOADW(32, BX, Y14); \
+	LOADW(48, BX, Y15); \
+	VFMADD231PS Y8, Y12, Y4; \
+	VFMADD231PS Y9, Y13, Y5; \
+	VFMADD231PS Y10, Y14, Y6; \
+	VFMADD231PS Y11, Y15, Y7; \
+	ADDQ $64, AX; \
+	SUBQ $32, CX; \
+	JNZ  d2loop; \
+	VADDPS Y1, Y0, Y0; \
+	VADDPS Y3, Y2, Y2; \
+	VADDPS Y2, Y0, Y0; \
+	VADDPS Y5, Y4, Y4; \
+	VADDPS Y7, Y6, Y6; \
+	VADDPS Y6, Y4, Y4; \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS X1, X0, X0; \
+	VEXTRACTF128 $1, Y4, X5; \
+	VADDPS X5, X4, X4; \
+	VHADDPS X4, X0, X0; \
+	VHADDPS X0, X0, X0; \
+	VMOVQ X0, 0(DX); \
+	VZEROUPPER; \
+	RET
+
+// func dot2BF16AVX2(a, b *uint16, x *float32, n int, out *[2]float32, next *byte)
+TEXT ·dot2BF16AVX2(SB), NOSPLIT, $0-48
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), BX
+	MOVQ x+16(FP), DI
+	MOVQ n+24(FP), CX
+	MOVQ out+32(FP), DX
+	MOVQ next+40(FP), R12
+	DOT2(LOADBF16X)
+
+// func dot2F16AVX2(a, b *uint16, x *float32, n int, out *[2]float32, next *byte)
+TEXT ·dot2F16AVX2(SB), NOSPLIT, $0-48
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), BX
+	MOVQ x+16(FP), DI
+	MOVQ n+24(FP), CX
+	MOVQ out+32(FP), DX
+	MOVQ next+40(FP), R12
+	DOT2(LOADF16X)
+
+// AXPY4: DI = y, DX = the four factors, R8..R11 = rows, CX = n (a multiple of 32).
+#define AXPY4W(LOADW) \
+	XORQ AX, AX; \
+	VBROADCASTSS 0(DX), Y12; \
+	VBROADCASTSS 4(DX), Y13; \
+	VBROADCASTSS 8(DX), Y14; \
+	VBROADCASTSS 12(DX), Y15; \
+	a4loop:; \
+	VMOVUPS 0(DI)(AX*2), Y0; \
+	VMOVUPS 32(DI)(AX*2), Y1; \
+	VMOVUPS 64(DI)(AX*2), Y2; \
+	VMOVUPS 96(DI)(AX*2), Y3; \
+	LOADW(0, R8, Y4); \
+	LOADW(16, R8, Y5); \
+	LOADW(32, R8, Y6); \
+	LOADW(48, R8, Y7); \
+	LOADW(0, R9, Y8); \
+	LOADW(16, R9, Y9); \
+	LOADW(32, R9, Y10); \
+	LOADW(48, R9, Y11); \
+	VFMADD231PS Y4, Y12, Y0; \
+	VFMADD231PS Y5, Y12, Y1; \
+	VFMADD231PS Y6, Y12, Y2; \
+	VFMADD231PS Y7, Y12, Y3; \
+	VFMADD231PS Y8, Y13, Y0; \
+	VFMADD231PS Y9, Y13, Y1; \
+	VFMADD231PS Y10, Y13, Y2; \
+	VFMADD231PS Y11, Y13, Y3; \
+	LOADW(0, R10, Y4); \
+	LOADW(16, R10, Y5); \
+	LOADW(32, R10, Y6); \
+	LOADW(48, R10, Y7); \
+	LOADW(0, R11, Y8); \
+	LOADW(16, R11, Y9); \
+	LOADW(32, R11, Y10); \
+	LOADW(48, R11, Y11); \
+	VFMADD231PS Y4, Y14, Y0; \
+	VFMADD231PS Y5, Y14, Y1; \
+	VFMADD231PS Y6, Y14, Y2; \
+	VFMADD231PS Y7, Y14, Y3; \
+	VFMADD231PS Y8, Y15, Y0; \
+	VFMADD231PS Y9, Y15, Y1; \
+	VFMADD231PS Y10, Y15, Y2; \
+	VFMADD231PS Y11, Y15, Y3; \
+	VMOVUPS Y0, 0(DI)(AX*2); \
+	VMOVUPS Y1, 32(DI)(AX*2); \
+	VMOVUPS Y2, 64(DI)(AX*2); \
+	VMOVUPS Y3, 96(DI)(AX*2); \
+	ADDQ $64, AX; \
+	SUBQ $32, CX; \
+	JNZ  a4loop; \
+	VZEROUPPER; \
+	RET
+
+// func axpy4BF16AVX2(y *float32, a *[4]float32, w0, w1, w2, w3 *uint16, n int)
+TEXT ·axpy4BF16AVX2(SB), NOSPLIT, $0-56
+	MOVQ y+0(FP), DI
+	MOVQ a+8(FP), DX
+	MOVQ w0+16(FP), R8
+	MOVQ w1+24(FP), R9
+	MOVQ w2+32(FP), R10
+	MOVQ w3+40(FP), R11
+	MOVQ n+48(FP), CX
+	AXPY4W(LOADBF16X)
+
+// func axpy4F16AVX2(y *float32, a *[4]float32, w0, w1, w2, w3 *uint16, n int)
+TEXT ·axpy4F16AVX2(SB), NOSPLIT, $0-56
+	MOVQ y+0(FP), DI
+	MOVQ a+8(FP), DX
+	MOVQ w0+16(FP), R8
+	MOVQ w1+24(FP), R9
+	MOVQ w2+32(FP), R10
+	MOVQ w3+40(FP), R11
+	MOVQ n+48(FP), CX
+	AXPY4W(LOADF16X)
