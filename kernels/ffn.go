@@ -33,11 +33,22 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 	if dt.Quantized() && ops.Integer {
 		acts = quantizeTokens(p, ops, x, H, T)
 	}
+	g := active.Gemm
+	useGemm := gemmFits(g, 2*total, H, T)
+	var gemmBlocks []float32
+	if useGemm {
+		gemmBlocks = p.gemmScratch(p.Workers() * ffnBlock(T, H))
+	}
 	p.Run(total, func(lo, hi, worker int) {
 		acc := partial[worker*T*H : (worker+1)*T*H]
 		records := recordCursor{blocks: blocks, spans: spans, recBytes: recBytes}
 		if T == 1 {
 			ffnDecode(acc, &records, ops, rowBytes, lo, hi, x, acts, act)
+			return
+		}
+		if useGemm {
+			ffnPrefillGEMM(g, ops, dt, &records, spans, rowBytes, lo, hi, H, x, T, acc,
+				gemmBlocks[worker*ffnBlock(T, H):(worker+1)*ffnBlock(T, H)], act, total)
 			return
 		}
 		// Tiles of 16 records × 16 tokens keep the records, the token inputs

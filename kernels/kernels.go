@@ -146,6 +146,10 @@ func F32s(b []byte) []float32 {
 // computed, and BF16 rows are widened once per four tokens.
 func MatMul(p *Pool, out []float32, w *Weight, x []float32) {
 	T := len(x) / w.Cols
+	if g := active.Gemm; gemmFits(g, w.Rows, w.Cols, T) {
+		matMulGEMM(p, g, out, w, x, T)
+		return
+	}
 	if w.DType.Quantized() && active.ops[w.DType].Integer {
 		matMulInteger(p, [][]float32{out}, []*Weight{w}, x)
 		return
@@ -171,7 +175,7 @@ func MatMulShared(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 	for _, w := range ws {
 		same = same && w.DType == dt && w.Cols == cols
 	}
-	if !same || !dt.Quantized() || !active.ops[dt].Integer {
+	if !same || !dt.Quantized() || !active.ops[dt].Integer || gemmFits(active.Gemm, ws[0].Rows, cols, len(x)/cols) {
 		for i, w := range ws {
 			MatMul(p, outs[i], w, x)
 		}

@@ -105,6 +105,15 @@ func dot2Q80Q8VNNI(a, b *byte, xq *int8, xd *float32, xs *int32, nb int, out *[2
 func axpy4Q80AVX512(y *float32, a *[4]float32, w0, w1, w2, w3 *byte, nb int)
 
 //go:noescape
+func gemm4x6AVX512(w *[4]*float32, x *[6]*float32, n int, acc *[24][16]float32)
+
+//go:noescape
+func hsum24AVX512(acc *[24][16]float32, out *[24]float32)
+
+//go:noescape
+func gemmDown6AVX512(acc *float32, accStride int, h *float32, down *float32, ldd int, K int, H int)
+
+//go:noescape
 func fmaPeakAVX2(iters int) float32
 
 //go:noescape
@@ -198,6 +207,7 @@ func avx512Table(avx2 *Table) *Table {
 	q40.Dot, q80.Dot = blockDot(dotQ40AVX512), blockDot(dotQ80AVX512)
 	q40.Axpy, q80.Axpy = blockAxpy(axpyQ40AVX512), blockAxpy(axpyQ80AVX512)
 	q40.Axpy4, q80.Axpy4 = blockAxpy4(axpy4Q40AVX512, axpy4Q40Ref), blockAxpy4(axpy4Q80AVX512, axpy4Q80Ref)
+	t.Gemm = &GemmKernel{Tile: gemm4x6AVX512, Fold: hsum24AVX512, Down: gemmDown6AVX512}
 	if !cpu.X86.HasAVX512VNNI {
 		return t
 	}

@@ -26,7 +26,8 @@ type Pool struct {
 	pending atomic.Int32 // helpers still on the current job
 	closed  atomic.Bool
 	buf     []float32
-	acts    []Q8Act // quantizeTokens' storage
+	acts    []Q8Act   // quantizeTokens' storage
+	gemm    []float32 // the prefill GEMM's per-worker blocks
 }
 
 type helper struct {
@@ -162,4 +163,13 @@ func (p *Pool) scratch(n int) []float32 {
 		p.buf = make([]float32, n)
 	}
 	return p.buf[:n]
+}
+
+// gemmScratch returns a reusable buffer of n floats for the prefill GEMM
+// (apart from scratch, which FFNRecords holds while it runs the GEMM).
+func (p *Pool) gemmScratch(n int) []float32 {
+	if cap(p.gemm) < n {
+		p.gemm = make([]float32, n)
+	}
+	return p.gemm[:n]
 }

@@ -52,6 +52,9 @@ type Table struct {
 	FMALanes int
 	// SumBytes reads every byte of b (the bandwidth probe).
 	SumBytes func(b []byte) uint64
+	// Gemm is the prefill micro-kernel over float32 rows, or nil (prefill
+	// then takes the Dot4/GemmDown tiles).
+	Gemm *GemmKernel
 }
 
 // Ops returns the operations for dtype dt.

@@ -1,0 +1,219 @@
+package kernels
+
+import (
+	"unsafe"
+
+	"github.com/sipack/sipack/format"
+)
+
+// The prefill GEMM: out[t, r] = Σ_c W[r, c]·x[t, c] for many tokens at
+// once, on tables that have a register-tiled micro-kernel (Table.Gemm).
+// Rows of any dtype are widened to float32 a block of columns at a time
+// (through the table's own Axpy with a = 1 into zeros, which is exact), so
+// one float32 kernel serves every dtype; the widening is paid once per
+// block of rows and shared by every token.
+
+const (
+	gemmRows = 4   // weight rows per micro-kernel call
+	gemmToks = 6   // tokens per micro-kernel call
+	gemmKC   = 512 // columns per block: 4 rows + 6 tokens of it stay in L1
+)
+
+// GemmKernel is a table's prefill micro-kernel: Tile adds to acc[t·4 + r]
+// the 16 partial sums (lanes) of Σ_{k<n} w[r][k]·x[t][k] (n a multiple of
+// 16); Fold sets out[i] to the sum of acc[i]'s lanes.
+//
+// Down is the FFN's down projection for six tokens: acc[t·accStride + c] +=
+// Σ_{j<K} h[j·6 + t]·down[j·ldd + c] for c < H (a multiple of 64).
+type GemmKernel struct {
+	Tile func(w *[4]*float32, x *[6]*float32, n int, acc *[24][16]float32)
+	Fold func(acc *[24][16]float32, out *[24]float32)
+	Down func(acc *float32, accStride int, h *float32, down *float32, ldd int, K int, H int)
+}
+
+// gemmFits reports whether rows × cols × T goes through the GEMM.
+func gemmFits(g *GemmKernel, rows, cols, T int) bool {
+	return g != nil && T >= gemmToks && cols%32 == 0 && rows >= gemmRows
+}
+
+// gemmBlock is one worker's storage for gemmRowsOf over T tokens.
+func gemmBlock(T int) int { return T/gemmToks*384 + gemmRows*gemmKC }
+
+// gemmRowsOf runs the GEMM for rows [q0·4, q1·4) of a matrix whose row r is
+// row(r), over the T tokens of x (width cols), calling emit(r, t, v) with
+// every output; ops widens rows of dtype dt. block is one worker's storage
+// (gemmBlock(T) floats). Tokens past the last whole group of six, and the
+// caller's rows past the last group of four, are left to the caller.
+func gemmRowsOf(g *GemmKernel, ops *Ops, dt format.DType, row func(r int) []byte, q0, q1, cols int, x []float32, T int,
+	block []float32, emit func(r, t int, v float32)) {
+	groups := T / gemmToks
+	acc, wide := block[:groups*384], block[groups*384:]
+	var wp [4]*float32
+	var xp [6]*float32
+	var out [24]float32
+	for q := q0; q < q1; q++ {
+		r0 := q * gemmRows
+		a := acc[:groups*384]
+		clear(a)
+		for k0 := 0; k0 < cols; k0 += gemmKC {
+			n := min(gemmKC, cols-k0)
+			for i := 0; i < gemmRows; i++ {
+				if dt == format.F32 {
+					wp[i] = &F32s(row(r0 + i))[k0]
+					continue
+				}
+				// Widen this block of the row: the dtype's row bytes for
+				// columns [k0, k0+n) are a whole number of blocks.
+				w := wide[i*gemmKC : i*gemmKC+n]
+				clear(w)
+				rb, _ := dt.RowBytes(k0)
+				nb, _ := dt.RowBytes(n)
+				ops.Axpy(w, 1, row(r0 + i)[rb:rb+nb])
+				wp[i] = &w[0]
+			}
+			for gi := 0; gi < groups; gi++ {
+				for j := range xp {
+					xp[j] = &x[(gi*gemmToks+j)*cols+k0]
+				}
+				g.Tile(&wp, &xp, n, accAt(a, gi))
+			}
+		}
+		for gi := 0; gi < groups; gi++ {
+			g.Fold(accAt(a, gi), &out)
+			for t := 0; t < gemmToks; t++ {
+				for i := 0; i < gemmRows; i++ {
+					emit(r0+i, gi*gemmToks+t, out[t*gemmRows+i])
+				}
+			}
+		}
+	}
+}
+
+// matMulGEMM is MatMul through the table's GEMM: whole groups of four rows
+// and six tokens in the micro-kernel, the rest through matTile.
+func matMulGEMM(p *Pool, g *GemmKernel, out []float32, w *Weight, x []float32, T int) {
+	ops := active.Ops(w.DType)
+	R, C := w.Rows, w.Cols
+	quads, groups := R/gemmRows, T/gemmToks
+	rb, _ := w.DType.RowBytes(C)
+	row := func(r int) []byte { return w.Data[r*rb : (r+1)*rb] }
+	per := gemmBlock(T)
+	blocks := p.gemmScratch(p.Workers() * per)
+	p.Run(quads, func(lo, hi, worker int) {
+		gemmRowsOf(g, ops, w.DType, row, lo, hi, C, x, T, blocks[worker*per:(worker+1)*per],
+			func(r, t int, v float32) { out[t*R+r] = v })
+		// The tokens after the last group of six, for these rows.
+		if groups*gemmToks < T {
+			matTile(out, w, x, lo*gemmRows, hi*gemmRows, groups*gemmToks, T)
+		}
+	})
+	if quads*gemmRows < R {
+		matTile(out, w, x, quads*gemmRows, R, 0, T)
+	}
+}
+
+// accAt is group gi's 24 partial-sum vectors in a.
+func accAt(a []float32, gi int) *[24][16]float32 {
+	return (*[24][16]float32)(unsafe.Pointer(&a[gi*384]))
+}
+
+// ffnRecBlock is the records one GEMM pass of the prefill FFN covers: their
+// gate and up rows are 2·ffnRecBlock rows of the micro-kernel, their down
+// columns one GemmDown call per four tokens.
+const ffnRecBlock = 32
+
+// ffnBlock is one worker's storage for ffnPrefillGEMM over T tokens.
+func ffnBlock(T, H int) int { return gemmBlock(T) + 3*T*ffnRecBlock + ffnRecBlock*H }
+
+// ffnPrefillGEMM is FFNRecords' prefill for records [lo, hi) of one worker
+// on a table with a GEMM: per block of records (never across two blocks of
+// the caller), g and u of every token through the micro-kernel, then
+// h = silu(g)·u and the down projection of the block four tokens at a time.
+func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCursor, spans []span, rowBytes, lo, hi, H int,
+	x []float32, T int, acc, block, act []float32, total int) {
+	groups := T / gemmToks
+	gemm := block[:gemmBlock(T)]
+	gu := block[gemmBlock(T) : gemmBlock(T)+2*T*ffnRecBlock]
+	hbuf := block[gemmBlock(T)+2*T*ffnRecBlock : gemmBlock(T)+3*T*ffnRecBlock]
+	wide := block[gemmBlock(T)+3*T*ffnRecBlock : ffnBlock(T, H)]
+	recBytes := 3 * rowBytes
+	for j0 := lo; j0 < hi; {
+		// The block of records: at most ffnRecBlock, within one span.
+		j1 := min(j0+ffnRecBlock, hi)
+		for i := range spans {
+			if spans[i].first > j0 {
+				j1 = min(j1, spans[i].first)
+				break
+			}
+		}
+		n := j1 - j0
+		row := func(r int) []byte {
+			rec := records.at(j0 + r/2)
+			return rec[(r%2)*rowBytes : (r%2+1)*rowBytes]
+		}
+		quads := 2 * n / gemmRows
+		stride := 2 * n // gu is (T, 2n): g of record i at 2i, u at 2i+1
+		gemmRowsOf(g, ops, dt, row, 0, quads, H, x, T, gemm, func(r, t int, v float32) { gu[t*stride+r] = v })
+		for t := 0; t < T; t++ {
+			r0 := quads * gemmRows
+			if t >= groups*gemmToks {
+				r0 = 0
+			}
+			xt := x[t*H : (t+1)*H]
+			for r := r0; r < 2*n; r++ {
+				gu[t*stride+r] = ops.Dot(row(r), xt)
+			}
+			for i := 0; i < n; i++ {
+				h := SiLU(gu[t*stride+2*i]) * gu[t*stride+2*i+1]
+				hbuf[t*n+i] = h
+				if act != nil {
+					act[t*total+j0+i] = h
+				}
+			}
+		}
+		// down: y_t += Σ_i h[t, i]·down_i, the records contiguous in one block.
+		t := 0
+		if g.Down != nil && H%64 == 0 {
+			// The block's down columns as float32 rows (widened once for
+			// every token), h six tokens a record, six tokens a call.
+			records.at(j0)
+			b := records.blocks[records.spans[records.bi].block]
+			k0 := j0 - records.spans[records.bi].first
+			for i := 0; i < n; i++ {
+				w := wide[i*H : (i+1)*H]
+				d := b[(k0+i)*recBytes+2*rowBytes : (k0+i+1)*recBytes]
+				if dt == format.F32 {
+					copy(w, F32s(d))
+				} else {
+					clear(w)
+					ops.Axpy(w, 1, d)
+				}
+			}
+			hp := gu[:6*n] // g and u are spent: h six tokens a record
+			for ; t+gemmToks <= T; t += gemmToks {
+				for i := 0; i < n; i++ {
+					for q := 0; q < gemmToks; q++ {
+						hp[i*6+q] = hbuf[(t+q)*n+i]
+					}
+				}
+				g.Down(&acc[t*H], H, &hp[0], &wide[0], H, n, H)
+			}
+		}
+		if ops.GemmDown != nil {
+			records.at(j0) // the cursor now holds j0's block
+			b := records.blocks[records.spans[records.bi].block]
+			k0 := j0 - records.spans[records.bi].first
+			down := b[k0*recBytes+2*rowBytes:]
+			for ; t+4 <= T; t += 4 {
+				ops.GemmDown(acc[t*H:], H, hbuf[t*n:], n, down, recBytes, n, H)
+			}
+		}
+		for ; t < T; t++ {
+			for i := 0; i < n; i++ {
+				rec := records.at(j0 + i)
+				ops.Axpy(acc[t*H:(t+1)*H], hbuf[t*n+i], rec[2*rowBytes:])
+			}
+		}
+		j0 = j1
+	}
+}

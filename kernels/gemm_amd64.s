@@ -1,0 +1,258 @@
+#include "textflag.h"
+
+// Prefill GEMM micro-kernel (needs AVX-512F): four weight rows against six
+// tokens in dot form, every weight row and token vector loaded once per 16
+// columns for 24 multiply-adds. The rows are float32 (the driver widens
+// other dtypes into a scratch block first, so one kernel serves every
+// dtype); the 24 partial-sum vectors live in memory between calls, so the
+// driver can block the columns to keep the rows and tokens in L1 and fold
+// the vectors once at the end (hsum24AVX512).
+
+// func gemm4x6AVX512(w *[4]*float32, x *[6]*float32, n int, acc *[24][16]float32)
+TEXT ·gemm4x6AVX512(SB), NOSPLIT, $0-32
+	MOVQ w+0(FP), AX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R9
+	MOVQ 16(AX), R10
+	MOVQ 24(AX), R11
+	MOVQ x+8(FP), AX
+	MOVQ 0(AX), R12
+	MOVQ 8(AX), R13
+	MOVQ 16(AX), R14
+	MOVQ 24(AX), SI
+	MOVQ 32(AX), DI
+	MOVQ 40(AX), BX
+	MOVQ n+16(FP), CX
+	SHLQ $2, CX
+	MOVQ acc+24(FP), AX
+	VMOVUPS 0(AX), Z0
+	VMOVUPS 64(AX), Z1
+	VMOVUPS 128(AX), Z2
+	VMOVUPS 192(AX), Z3
+	VMOVUPS 256(AX), Z4
+	VMOVUPS 320(AX), Z5
+	VMOVUPS 384(AX), Z6
+	VMOVUPS 448(AX), Z7
+	VMOVUPS 512(AX), Z8
+	VMOVUPS 576(AX), Z9
+	VMOVUPS 640(AX), Z10
+	VMOVUPS 704(AX), Z11
+	VMOVUPS 768(AX), Z12
+	VMOVUPS 832(AX), Z13
+	VMOVUPS 896(AX), Z14
+	VMOVUPS 960(AX), Z15
+	VMOVUPS 1024(AX), Z16
+	VMOVUPS 1088(AX), Z17
+	VMOVUPS 1152(AX), Z18
+	VMOVUPS 1216(AX), Z19
+	VMOVUPS 1280(AX), Z20
+	VMOVUPS 1344(AX), Z21
+	VMOVUPS 1408(AX), Z22
+	VMOVUPS 1472(AX), Z23
+	XORQ DX, DX
+	TESTQ CX, CX
+	JZ   gstore
+gloop:
+	VMOVUPS (R8)(DX*1), Z24
+	VMOVUPS (R9)(DX*1), Z25
+	VMOVUPS (R10)(DX*1), Z26
+	VMOVUPS (R11)(DX*1), Z27
+	VMOVUPS (R12)(DX*1), Z28
+	VFMADD231PS Z24, Z28, Z0
+	VFMADD231PS Z25, Z28, Z1
+	VFMADD231PS Z26, Z28, Z2
+	VFMADD231PS Z27, Z28, Z3
+	VMOVUPS (R13)(DX*1), Z29
+	VFMADD231PS Z24, Z29, Z4
+	VFMADD231PS Z25, Z29, Z5
+	VFMADD231PS Z26, Z29, Z6
+	VFMADD231PS Z27, Z29, Z7
+	VMOVUPS (R14)(DX*1), Z28
+	VFMADD231PS Z24, Z28, Z8
+	VFMADD231PS Z25, Z28, Z9
+	VFMADD231PS Z26, Z28, Z10
+	VFMADD231PS Z27, Z28, Z11
+	VMOVUPS (SI)(DX*1), Z29
+	VFMADD231PS Z24, Z29, Z12
+	VFMADD231PS Z25, Z29, Z13
+	VFMADD231PS Z26, Z29, Z14
+	VFMADD231PS Z27, Z29, Z15
+	VMOVUPS (DI)(DX*1), Z28
+	VFMADD231PS Z24, Z28, Z16
+	VFMADD231PS Z25, Z28, Z17
+	VFMADD231PS Z26, Z28, Z18
+	VFMADD231PS Z27, Z28, Z19
+	VMOVUPS (BX)(DX*1), Z29
+	VFMADD231PS Z24, Z29, Z20
+	VFMADD231PS Z25, Z29, Z21
+	VFMADD231PS Z26, Z29, Z22
+	VFMADD231PS Z27, Z29, Z23
+	ADDQ $64, DX
+	CMPQ DX, CX
+	JLT  gloop
+gstore:
+	VMOVUPS Z0, 0(AX)
+	VMOVUPS Z1, 64(AX)
+	VMOVUPS Z2, 128(AX)
+	VMOVUPS Z3, 192(AX)
+	VMOVUPS Z4, 256(AX)
+	VMOVUPS Z5, 320(AX)
+	VMOVUPS Z6, 384(AX)
+	VMOVUPS Z7, 448(AX)
+	VMOVUPS Z8, 512(AX)
+	VMOVUPS Z9, 576(AX)
+	VMOVUPS Z10, 640(AX)
+	VMOVUPS Z11, 704(AX)
+	VMOVUPS Z12, 768(AX)
+	VMOVUPS Z13, 832(AX)
+	VMOVUPS Z14, 896(AX)
+	VMOVUPS Z15, 960(AX)
+	VMOVUPS Z16, 1024(AX)
+	VMOVUPS Z17, 1088(AX)
+	VMOVUPS Z18, 1152(AX)
+	VMOVUPS Z19, 1216(AX)
+	VMOVUPS Z20, 1280(AX)
+	VMOVUPS Z21, 1344(AX)
+	VMOVUPS Z22, 1408(AX)
+	VMOVUPS Z23, 1472(AX)
+	VZEROUPPER
+	RET
+
+// HSUM16(i) folds the 16 floats at acc[i] into out[i].
+#define HSUM16(i) \
+	VMOVUPS (i*64)(SI), Z0; \
+	VEXTRACTF64X4 $1, Z0, Y1; \
+	VADDPS Y1, Y0, Y0; \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS X1, X0, X0; \
+	VPERMILPS $0x4e, X0, X1; \
+	VADDPS X1, X0, X0; \
+	VPERMILPS $0xb1, X0, X1; \
+	VADDSS X1, X0, X0; \
+	VMOVSS X0, (i*4)(DI)
+
+// func hsum24AVX512(acc *[24][16]float32, out *[24]float32)
+TEXT ·hsum24AVX512(SB), NOSPLIT, $0-16
+	MOVQ acc+0(FP), SI
+	MOVQ out+8(FP), DI
+	HSUM16(0)
+	HSUM16(1)
+	HSUM16(2)
+	HSUM16(3)
+	HSUM16(4)
+	HSUM16(5)
+	HSUM16(6)
+	HSUM16(7)
+	HSUM16(8)
+	HSUM16(9)
+	HSUM16(10)
+	HSUM16(11)
+	HSUM16(12)
+	HSUM16(13)
+	HSUM16(14)
+	HSUM16(15)
+	HSUM16(16)
+	HSUM16(17)
+	HSUM16(18)
+	HSUM16(19)
+	HSUM16(20)
+	HSUM16(21)
+	HSUM16(22)
+	HSUM16(23)
+	VZEROUPPER
+	RET
+
+// The prefill down projection (needs AVX-512F): six tokens × 64 columns of
+// the output, accumulated over K records: acc[t·accStride + c] +=
+// Σ_j h[j·6 + t]·down[j·ldd + c], down rows float32 (widened by the
+// driver), h laid out six tokens a record so the six broadcasts are
+// adjacent. H is a multiple of 64.
+
+// DOWNTOK(t, off) broadcasts h[j·6+t] and adds its products with the four
+// column vectors Z24-Z27 into that token's accumulators.
+#define DOWNTOK(off, a0, a1, a2, a3) \
+	VBROADCASTSS off(BX), Z28; \
+	VFMADD231PS Z24, Z28, a0; \
+	VFMADD231PS Z25, Z28, a1; \
+	VFMADD231PS Z26, Z28, a2; \
+	VFMADD231PS Z27, Z28, a3
+
+// ACCROWLD and ACCROWST load and store one token's 64 accumulators.
+#define ACCROWLD(base, a0, a1, a2, a3) \
+	VMOVUPS 0(base), a0; \
+	VMOVUPS 64(base), a1; \
+	VMOVUPS 128(base), a2; \
+	VMOVUPS 192(base), a3
+
+#define ACCROWST(base, a0, a1, a2, a3) \
+	VMOVUPS a0, 0(base); \
+	VMOVUPS a1, 64(base); \
+	VMOVUPS a2, 128(base); \
+	VMOVUPS a3, 192(base)
+
+// func gemmDown6AVX512(acc *float32, accStride int, h *float32, down *float32, ldd int, K int, H int)
+TEXT ·gemmDown6AVX512(SB), NOSPLIT, $0-56
+	MOVQ acc+0(FP), DI
+	MOVQ accStride+8(FP), R13
+	SHLQ $2, R13
+	MOVQ h+16(FP), SI
+	MOVQ down+24(FP), R8
+	MOVQ ldd+32(FP), R10
+	SHLQ $2, R10
+	MOVQ K+40(FP), R14
+	MOVQ H+48(FP), R11
+	TESTQ R14, R14
+	JZ   ddone
+dcol:
+	CMPQ R11, $64
+	JL   ddone
+	// token rows of acc: DI, DI+R13, ..., DI+5·R13
+	MOVQ DI, AX
+	ACCROWLD(AX, Z0, Z1, Z2, Z3)
+	ADDQ R13, AX
+	ACCROWLD(AX, Z4, Z5, Z6, Z7)
+	ADDQ R13, AX
+	ACCROWLD(AX, Z8, Z9, Z10, Z11)
+	ADDQ R13, AX
+	ACCROWLD(AX, Z12, Z13, Z14, Z15)
+	ADDQ R13, AX
+	ACCROWLD(AX, Z16, Z17, Z18, Z19)
+	ADDQ R13, AX
+	ACCROWLD(AX, Z20, Z21, Z22, Z23)
+	MOVQ R14, CX
+	MOVQ SI, BX
+	MOVQ R8, R9
+dinner:
+	VMOVUPS 0(R9), Z24
+	VMOVUPS 64(R9), Z25
+	VMOVUPS 128(R9), Z26
+	VMOVUPS 192(R9), Z27
+	DOWNTOK(0, Z0, Z1, Z2, Z3)
+	DOWNTOK(4, Z4, Z5, Z6, Z7)
+	DOWNTOK(8, Z8, Z9, Z10, Z11)
+	DOWNTOK(12, Z12, Z13, Z14, Z15)
+	DOWNTOK(16, Z16, Z17, Z18, Z19)
+	DOWNTOK(20, Z20, Z21, Z22, Z23)
+	ADDQ $24, BX
+	ADDQ R10, R9
+	DECQ CX
+	JNZ  dinner
+	MOVQ DI, AX
+	ACCROWST(AX, Z0, Z1, Z2, Z3)
+	ADDQ R13, AX
+	ACCROWST(AX, Z4, Z5, Z6, Z7)
+	ADDQ R13, AX
+	ACCROWST(AX, Z8, Z9, Z10, Z11)
+	ADDQ R13, AX
+	ACCROWST(AX, Z12, Z13, Z14, Z15)
+	ADDQ R13, AX
+	ACCROWST(AX, Z16, Z17, Z18, Z19)
+	ADDQ R13, AX
+	ACCROWST(AX, Z20, Z21, Z22, Z23)
+	ADDQ $256, DI
+	ADDQ $256, R8
+	SUBQ $64, R11
+	JMP  dcol
+ddone:
+	VZEROUPPER
+	RET

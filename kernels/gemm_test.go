@@ -1,0 +1,48 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/sipack/sipack/format"
+)
+
+// TestMatMulPrefill: MatMul over many tokens (the prefill GEMM where the
+// table has one: whole groups of 4 rows × 6 tokens in the micro-kernel,
+// column blocks of 512, the ragged rows and tokens through the tiles)
+// against float64 over the dequantised weights, within the float32
+// rounding bound of a sum of n products, for every dtype and table.
+func TestMatMulPrefill(t *testing.T) {
+	forTables(t, func(t *testing.T, tb *Table) {
+		rng := rand.New(rand.NewPCG(31, 32))
+		p := NewPool(2)
+		defer p.Close()
+		for _, dt := range []format.DType{format.F32, format.BF16, format.F16, format.Q8_0, format.Q4_0} {
+			for _, c := range []struct{ rows, cols, T int }{{8, 64, 6}, {13, 544, 17}, {4, 1056, 12}, {37, 512, 7}, {3, 96, 9}, {64, 2048, 13}} {
+				wb, wf := randRow(rng, dt, c.rows*c.cols)
+				w := &Weight{Data: wb, DType: dt, Rows: c.rows, Cols: c.cols}
+				x := randVec(rng, c.T*c.cols)
+				out := make([]float32, c.T*c.rows)
+				MatMul(p, out, w, x)
+				for tok := 0; tok < c.T; tok++ {
+					xt := x[tok*c.cols : (tok+1)*c.cols]
+					for r := 0; r < c.rows; r++ {
+						wr := wf[r*c.cols : (r+1)*c.cols]
+						var exact float64
+						for i := range xt {
+							exact += float64(wr[i]) * float64(xt[i])
+						}
+						bound := tol(wr, xt)
+						if tb.Ops(dt).Integer && !gemmFits(tb.Gemm, c.rows, c.cols, c.T) {
+							bound = 1e9 // the integer path rounds activations: TestIntegerDotsMatchReference bounds it
+						}
+						if d := math.Abs(float64(out[tok*c.rows+r]) - exact); d > bound {
+							t.Fatalf("%v %dx%d T=%d [t %d, r %d]: %g, want %g (|Δ| %g > %g)", dt, c.rows, c.cols, c.T, tok, r, out[tok*c.rows+r], exact, d, bound)
+						}
+					}
+				}
+			}
+		}
+	})
+}
