@@ -30,7 +30,7 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 	clear(partial)
 	ops := active.Ops(dt)
 	var acts []Q8Act
-	if dt.Quantized() && ops.Integer {
+	if ops.ActDot {
 		acts = quantizeTokens(p, ops, x, H, T)
 	}
 	g := active.Gemm
@@ -94,7 +94,7 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 					for ; t < t1; t++ {
 						var h float32
 						if acts != nil {
-							h = SiLU(ops.DotQ8(gate, &acts[t])) * ops.DotQ8(up, &acts[t])
+							h = SiLU(ops.DotAct(gate, &acts[t])) * ops.DotAct(up, &acts[t])
 						} else {
 							xt := x[t*H : (t+1)*H]
 							h = SiLU(ops.Dot(gate, xt)) * ops.Dot(up, xt)
@@ -184,7 +184,7 @@ func (c *recordCursor) at(j int) []byte {
 // up dots per record, then the down axpys, four records at a time where
 // the dtype has a four-row axpy (y loaded and stored once per four).
 func ffnDecode(acc []float32, records *recordCursor, ops *Ops, rowBytes, lo, hi int, x []float32, acts []Q8Act, act []float32) {
-	axpy4, dot2, dot2q := ops.Axpy4, ops.Dot2, ops.Dot2Q8
+	axpy4, dot2, dot2q := ops.Axpy4, ops.Dot2, ops.Dot2Act
 	var h [4]float32
 	var gu [2]float32
 	var down [4][]byte
@@ -209,7 +209,7 @@ func ffnDecode(acc []float32, records *recordCursor, ops *Ops, rowBytes, lo, hi 
 				dot2q(gate, up, &acts[0], &gu, ahead)
 				g, u = gu[0], gu[1]
 			case acts != nil:
-				g, u = ops.DotQ8(gate, &acts[0]), ops.DotQ8(up, &acts[0])
+				g, u = ops.DotAct(gate, &acts[0]), ops.DotAct(up, &acts[0])
 			case dot2 != nil:
 				dot2(gate, up, x, &gu, ahead)
 				g, u = gu[0], gu[1]

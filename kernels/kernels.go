@@ -150,7 +150,7 @@ func MatMul(p *Pool, out []float32, w *Weight, x []float32) {
 		matMulGEMM(p, g, out, w, x, T)
 		return
 	}
-	if w.DType.Quantized() && active.ops[w.DType].Integer {
+	if active.ops[w.DType].ActDot {
 		matMulInteger(p, [][]float32{out}, []*Weight{w}, x)
 		return
 	}
@@ -175,7 +175,7 @@ func MatMulShared(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 	for _, w := range ws {
 		same = same && w.DType == dt && w.Cols == cols
 	}
-	if !same || !dt.Quantized() || !active.ops[dt].Integer || gemmFits(active.Gemm, ws[0].Rows, cols, len(x)/cols) {
+	if !same || !active.ops[dt].ActDot || gemmFits(active.Gemm, ws[0].Rows, cols, len(x)/cols) {
 		for i, w := range ws {
 			MatMul(p, outs[i], w, x)
 		}
@@ -225,7 +225,7 @@ func quantizeTokens(p *Pool, ops *Ops, x []float32, cols, T int) []Q8Act {
 		acts = p.acts[:T]
 	}
 	for t := range acts {
-		quantizeAct(&acts[t], x[t*cols:(t+1)*cols], ops.Quad)
+		convertAct(&acts[t], x[t*cols:(t+1)*cols], ops)
 	}
 	return acts
 }

@@ -177,8 +177,8 @@ func avx2Table() *Table {
 	// reference composes four of this table's row axpys.
 	q80.Axpy4, q40.Axpy4 = nil, nil
 	if cpu.X86.HasSSSE3 {
-		q80.DotQ8 = q8ActDot(dotQ80Q8AVX2)
-		q40.DotQ8 = func(w []byte, a *Q8Act) float32 {
+		q80.DotAct = q8ActDot(dotQ80Q8AVX2)
+		q40.DotAct = func(w []byte, a *Q8Act) float32 {
 			if len(a.D) == 0 {
 				return 0
 			}
@@ -226,15 +226,15 @@ func avx512Table(avx2 *Table) *Table {
 		}
 		return dotQ40Q8AVX2(&w[18*from], &a.Q[32*from], &a.D[from], &a.S[from], len(a.D)-from)
 	}
-	q40.Integer, q40.Quad = true, true
-	q40.DotQ8 = func(w []byte, a *Q8Act) float32 {
+	q40.ActDot, q40.Quad = true, true
+	q40.DotAct = func(w []byte, a *Q8Act) float32 {
 		full, s := q40Full(a), float32(0)
 		if full > 0 {
 			s = dotQ40Q8VNNI(&w[0], (*int8)(unsafe.Pointer(&a.Quad[0])), &a.D[0], full)
 		}
 		return s + q40Tail(w, a, full)
 	}
-	q40.Dot2Q8 = func(a, b []byte, act *Q8Act, out *[2]float32, next []byte) {
+	q40.Dot2Act = func(a, b []byte, act *Q8Act, out *[2]float32, next []byte) {
 		full := q40Full(act)
 		*out = [2]float32{}
 		if full > 0 {
@@ -250,15 +250,15 @@ func avx512Table(avx2 *Table) *Table {
 		}
 		return dotQ80Q8AVX2(&w[34*from], &a.Q[32*from], &a.D[from], len(a.D)-from)
 	}
-	q80.Integer = true
-	q80.DotQ8 = func(w []byte, a *Q8Act) float32 {
+	q80.ActDot = true
+	q80.DotAct = func(w []byte, a *Q8Act) float32 {
 		full, s := len(a.D)&^15, float32(0)
 		if full > 0 {
 			s = dotQ80Q8VNNI(&w[0], &a.Q[0], &a.D[0], &a.S[0], full)
 		}
 		return s + q80Tail(w, a, full)
 	}
-	q80.Dot2Q8 = func(a, b []byte, act *Q8Act, out *[2]float32, next []byte) {
+	q80.Dot2Act = func(a, b []byte, act *Q8Act, out *[2]float32, next []byte) {
 		full := len(act.D) &^ 15
 		*out = [2]float32{}
 		if full > 0 {

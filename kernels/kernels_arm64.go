@@ -46,8 +46,8 @@ func init() {
 	}
 	dp := derive(neon, "neon-dotprod")
 	q80, q40 := &dp.ops[format.Q8_0], &dp.ops[format.Q4_0]
-	q80.Integer, q40.Integer = true, true
-	q80.DotQ8, q40.DotQ8 = q8ActDot(dotQ80Q8NEON), q8ActDot(dotQ40Q8NEON)
+	q80.ActDot, q40.ActDot = true, true
+	q80.DotAct, q40.DotAct = q8ActDot(dotQ80Q8NEON), q8ActDot(dotQ40Q8NEON)
 	register(neon, dp)
 }
 

@@ -196,7 +196,7 @@ func testMatMulAndFFNMatchReference(t *testing.T, tb *Table) {
 		if !dt.Quantized() {
 			return false
 		}
-		return width%32 != 0 || (tb.Ops(dt).Integer && !gemmFits(tb.Gemm, rows, width, T))
+		return width%32 != 0 || (tb.Ops(dt).ActDot && !gemmFits(tb.Gemm, rows, width, T))
 	}
 	for _, threads := range []int{1, 2, 3} {
 		p := NewPool(threads)

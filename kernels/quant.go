@@ -173,12 +173,33 @@ type Q8Act struct {
 	// little-endian int32 c_i = −8 · (the sum of the four bytes of dword i
 	// of each of the two halves).
 	Quad []byte
+	// B is the activations rounded to BF16 (to nearest, ties to even),
+	// for the VDPBF16PS dots of BF16 weights; then Q, D, S are empty.
+	B []uint16
 }
 
 // QuantizeAct quantises x (a multiple of 32) into a (reusing its storage)
 // for the integer dots of the active table against weights of dtype dt
 // (with the Quad layout where those read it).
-func QuantizeAct(a *Q8Act, x []float32, dt format.DType) { quantizeAct(a, x, active.ops[dt].Quad) }
+func QuantizeAct(a *Q8Act, x []float32, dt format.DType) { convertAct(a, x, active.Ops(dt)) }
+
+// convertAct converts x as ops' activation dots read it: BF16, or Q8
+// blocks (with the Quad layout where ops reads it).
+func convertAct(a *Q8Act, x []float32, ops *Ops) {
+	if !ops.ActBF16 {
+		a.B = a.B[:0]
+		quantizeAct(a, x, ops.Quad)
+		return
+	}
+	if cap(a.B) < len(x) {
+		a.B = make([]uint16, len(x))
+	}
+	a.B = a.B[:len(x)]
+	for i, v := range x {
+		a.B[i] = F32ToBF16(v)
+	}
+	a.Q, a.D, a.S, a.Quad = a.Q[:0], a.D[:0], a.S[:0], a.Quad[:0]
+}
 
 // quantizeAct is QuantizeAct, building the Quad layout only if quad is set
 // (only the Q4_0 kernels read it). Each value is rounded half away from

@@ -29,15 +29,19 @@ type Ops struct {
 	// down_j starting at down[j·recStride].
 	GemmDown func(acc []float32, accStride int, h []float32, hStride int, down []byte, recStride, K, H int)
 
-	// Integer selects, for block types, dots against Q8-quantised
-	// activations (as llama.cpp does) instead of widening the weights.
-	Integer bool
-	// DotQ8 is the integer dot of a row with quantised activations.
-	DotQ8 func(w []byte, a *Q8Act) float32
-	// Dot2Q8 is Dot2 on the integer path.
-	Dot2Q8 func(a, b []byte, act *Q8Act, out *[2]float32, next []byte)
-	// Quad says DotQ8/Dot2Q8 read Q8Act.Quad, so quantising builds it.
+	// ActDot selects dots against activations converted once per token
+	// (as llama.cpp does) instead of widening the weights: Q8 blocks and
+	// integer dots for the block types, BF16 and VDPBF16PS for BF16 (ActBF16).
+	// Both round the activations; the float path does not.
+	ActDot bool
+	// DotAct is the dot of a row with converted activations.
+	DotAct func(w []byte, a *Q8Act) float32
+	// Dot2Act is Dot2 on the converted activations.
+	Dot2Act func(a, b []byte, act *Q8Act, out *[2]float32, next []byte)
+	// Quad says DotAct/Dot2Act read Q8Act.Quad, so quantising builds it.
 	Quad bool
+	// ActBF16 says the converted activations are Q8Act.B (BF16), not Q8.
+	ActBF16 bool
 }
 
 // Table holds the Ops of every dtype for one instruction set, and the two
@@ -68,8 +72,8 @@ var Generic = Table{
 		format.F32:  {Dot: dotF32Ref, Axpy: axpyF32Ref},
 		format.F16:  {Dot: dotF16Ref, Axpy: axpyF16Ref, Dot4: dot4F16Ref, GemmDown: gemmDownF16Ref},
 		format.BF16: {Dot: dotBF16Ref, Axpy: axpyBF16Ref, Dot4: dot4BF16Ref, GemmDown: gemmDownBF16Ref},
-		format.Q8_0: {Dot: dotQ80Ref, Axpy: axpyQ80Ref, Axpy4: axpy4Q80Ref, DotQ8: dotQ80Q8Ref},
-		format.Q4_0: {Dot: dotQ40Ref, Axpy: axpyQ40Ref, Axpy4: axpy4Q40Ref, DotQ8: dotQ40Q8Ref},
+		format.Q8_0: {Dot: dotQ80Ref, Axpy: axpyQ80Ref, Axpy4: axpy4Q80Ref, DotAct: dotQ80Q8Ref},
+		format.Q4_0: {Dot: dotQ40Ref, Axpy: axpyQ40Ref, Axpy4: axpy4Q40Ref, DotAct: dotQ40Q8Ref},
 	},
 	FMAPeak: fmaPeakRef, FMALanes: 1, SumBytes: sumBytesRef,
 }
@@ -100,7 +104,8 @@ func Use(t *Table) (restore func()) {
 // register appends the architecture's tables (in order of preference) and
 // activates the best, or the one SIPACK_KERNELS names. SIPACK_QDOT=int or
 // =float then forces the integer or the float path for the block types in
-// every table (the active one included).
+// every table (the active one included), and SIPACK_BF16DOT=round or =exact
+// the rounded-activation or the exact path for BF16.
 func register(ts ...*Table) {
 	tables = append(tables, ts...)
 	active = tables[len(tables)-1]
@@ -111,16 +116,20 @@ func register(ts ...*Table) {
 			}
 		}
 	}
-	q := os.Getenv("SIPACK_QDOT")
-	if q != "int" && q != "float" {
-		return
-	}
-	for i, t := range tables {
-		c := t.WithIntegerPath(q == "int") // Generic stays the plain reference value
-		if active == t {
-			active = c
+	swap := func(f func(*Table) *Table) {
+		for i, t := range tables {
+			c := f(t) // Generic stays the plain reference value
+			if active == t {
+				active = c
+			}
+			tables[i] = c
 		}
-		tables[i] = c
+	}
+	if q := os.Getenv("SIPACK_QDOT"); q == "int" || q == "float" {
+		swap(func(t *Table) *Table { return t.WithIntegerPath(q == "int") })
+	}
+	if q := os.Getenv("SIPACK_BF16DOT"); q == "round" || q == "exact" {
+		swap(func(t *Table) *Table { return t.WithBF16Rounding(q == "round") })
 	}
 }
 
@@ -129,9 +138,20 @@ func register(ts ...*Table) {
 func (t *Table) WithIntegerPath(on bool) *Table {
 	c := *t
 	for _, dt := range []format.DType{format.Q8_0, format.Q4_0} {
-		c.ops[dt].Integer = on && c.ops[dt].DotQ8 != nil
+		c.ops[dt].ActDot = on && c.ops[dt].DotAct != nil
 	}
 	c.Name += map[bool]string{true: "+int", false: "+float"}[on]
+	return &c
+}
+
+// WithBF16Rounding returns a copy of t whose BF16 decode dots round the
+// activations to BF16 (on, where the table has VDPBF16PS kernels) or take
+// the exact float path.
+func (t *Table) WithBF16Rounding(on bool) *Table {
+	c := *t
+	o := &c.ops[format.BF16]
+	o.ActDot = on && o.ActBF16 && o.DotAct != nil
+	c.Name += map[bool]string{true: "+bf16act", false: "+exact"}[on]
 	return &c
 }
 
@@ -148,8 +168,8 @@ func Dot(w []byte, dt format.DType, x []float32) float32 { return active.ops[dt]
 // Axpy does y[i] += a·w[i] for a row w of len(y) elements of dtype dt.
 func Axpy(y []float32, a float32, w []byte, dt format.DType) { active.ops[dt].Axpy(y, a, w) }
 
-// DotQ8Act is the integer dot of a quantised row with quantised activations.
-func DotQ8Act(w []byte, dt format.DType, a *Q8Act) float32 { return active.ops[dt].DotQ8(w, a) }
+// DotQ8Act is the dot of a row with activations converted for its dtype.
+func DotQ8Act(w []byte, dt format.DType, a *Q8Act) float32 { return active.ops[dt].DotAct(w, a) }
 
 // IntegerPath reports whether weights of dtype dt take the integer path.
-func IntegerPath(dt format.DType) bool { return active.ops[dt].Integer }
+func IntegerPath(dt format.DType) bool { return active.ops[dt].ActDot }

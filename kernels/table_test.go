@@ -15,7 +15,7 @@ import (
 func referenceOf(tb *Table) *Table {
 	c := Generic
 	for _, dt := range []format.DType{format.Q8_0, format.Q4_0} {
-		c.ops[dt].Integer = tb.ops[dt].Integer
+		c.ops[dt].ActDot = tb.ops[dt].ActDot
 	}
 	return &c
 }
@@ -52,7 +52,7 @@ func TestGenericTableIsReference(t *testing.T) {
 		for i := 0; i < v.NumField(); i++ {
 			check(format.DType(dt).String()+"."+v.Type().Field(i).Name, v.Field(i))
 		}
-		if Generic.ops[dt].Integer || Generic.ops[dt].Quad {
+		if Generic.ops[dt].ActDot || Generic.ops[dt].Quad {
 			t.Errorf("generic table %v takes the integer path: the reference is the float one", format.DType(dt))
 		}
 	}
@@ -60,7 +60,7 @@ func TestGenericTableIsReference(t *testing.T) {
 	check("SumBytes", reflect.ValueOf(Generic.SumBytes))
 	for _, dt := range []format.DType{format.F32, format.F16, format.BF16, format.Q8_0, format.Q4_0} {
 		for _, tb := range Tables() {
-			if o := tb.Ops(dt); o.Dot == nil || o.Axpy == nil || (o.Integer && o.DotQ8 == nil) {
+			if o := tb.Ops(dt); o.Dot == nil || o.Axpy == nil || (o.ActDot && o.DotAct == nil) {
 				t.Errorf("table %s, %v: Dot, Axpy (and DotQ8 on the integer path) must be set", tb.Name, dt)
 			}
 		}
