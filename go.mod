@@ -3,6 +3,7 @@ module github.com/sipack/sipack
 go 1.26.8
 
 require (
+	github.com/ardanlabs/jinja v1.8.0
 	github.com/google/flatbuffers v25.12.19+incompatible
 	github.com/nlpodyssey/safetensors v0.0.0-20250209183917-bfb01cc25f7c
 	github.com/urfave/cli/v2 v2.27.7
