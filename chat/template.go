@@ -7,7 +7,9 @@
 // messages, add_generation_prompt, bos_token and eos_token;
 // raise_exception and strftime_now are the engine's built-ins and tools is
 // left undefined. The engine has no loader, so a template (untrusted text
-// from a pack) cannot read files or include other templates. It refuses a
+// from a pack) cannot read files or include other templates; it has no cap
+// on loop counts or output size, so a hostile template can make rendering
+// slow or large (load only packs you would run). It refuses a
 // tokenizer_config.json without a chat_template, a template list without
 // names, and messages with roles other than system, user, assistant and tool.
 package chat
