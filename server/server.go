@@ -20,6 +20,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -190,7 +191,7 @@ func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 	}
 	want := "Bearer " + s.opt.APIKey
 	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != want {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte(want)) != 1 {
 			writeError(w, http.StatusUnauthorized, "authentication_error", "invalid_api_key", "missing or wrong API key (Authorization: Bearer KEY)")
 			return
 		}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -616,4 +617,74 @@ func TestConversationPrefillsOnlyNewTurn(t *testing.T) {
 	if err != nil || r3.Text != r1.Text || r3.PrefilledTokens != r3.PromptTokens {
 		t.Fatalf("after reset: %+v %v, want the first turn again", r3, err)
 	}
+}
+
+// TestNoTemplate: a pack without a chat template still serves text
+// completions; chat completions are refused with a 400 that says why.
+func TestNoTemplate(t *testing.T) {
+	e, err := NewEngine(EngineOptions{Model: tinyModel, Gamma: 1, Ctx: 128, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(e, Options{Parallel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	h := srv.Handler()
+	for _, c := range []struct {
+		path, body string
+		status     int
+		want       string
+	}{
+		{"/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}]}`, 400, "no chat template"},
+		{"/v1/completions", `{"prompt": "In the beginning", "max_tokens": 3}`, 200, `"text_completion"`},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("POST", c.path, strings.NewReader(c.body)))
+		if rec.Code != c.status || !strings.Contains(rec.Body.String(), c.want) {
+			t.Errorf("%s: %d %s, want %d with %q", c.path, rec.Code, rec.Body.String(), c.status, c.want)
+		}
+	}
+}
+
+// FuzzRequestParsing: no request body makes the parsers panic, and what they
+// accept is in range.
+func FuzzRequestParsing(f *testing.F) {
+	for _, s := range []string{
+		`{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 5, "stop": ["a", "b"], "temperature": 0.5}`,
+		`{"messages": [{"role": "user", "content": [{"type": "text", "text": "x"}]}], "top_p": 0.9, "top_k": 3, "seed": -4}`,
+		`{"messages": [{"role": "assistant", "content": null}], "phi": 0.4, "alpha": 0.2, "stream": true, "stream_options": {"include_usage": true}}`,
+		`{"prompt": ["x"], "stop": "\n", "n": 1, "presence_penalty": -2, "frequency_penalty": 2}`,
+		`{"messages": "x"}`, `[[[[`, `{"max_tokens": 1e400}`, `{"stop": [1]}`, `{"messages": [{}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if jsonDepth(body) > maxDepth {
+			return
+		}
+		var req chatRequest
+		if decode(body, &req) != nil {
+			return
+		}
+		if msgs, err := parseMessages(req.Messages); err == nil {
+			if cerr := chat.CheckMessages(msgs); cerr != nil {
+				t.Fatalf("parseMessages accepted %v: %v", msgs, cerr)
+			}
+		}
+		r, err := req.request(512)
+		if err != nil {
+			return
+		}
+		s := r.Sampling
+		if s.Temperature < 0 || s.Temperature > 2 || s.TopP <= 0 || s.TopP > 1 || s.TopK < 0 || r.MaxTokens > 512 || r.MaxTokens < -1 {
+			t.Fatalf("accepted out-of-range request %+v", r)
+		}
+		for _, st := range r.Stop {
+			if st == "" {
+				t.Fatal("accepted an empty stop string")
+			}
+		}
+	})
 }
