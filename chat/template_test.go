@@ -170,3 +170,20 @@ func TestEncodeOneBOS(t *testing.T) {
 		t.Fatalf("ids %v: want one bos first and the eos text as the eos token", with)
 	}
 }
+
+// TestExtras: the helpers real templates call beyond messages and tokens.
+func TestExtras(t *testing.T) {
+	cfg := &Config{Templates: []format.ChatTemplate{{Name: "default", Template: "{% if tools is defined %}T{% endif %}" +
+		"{{ strftime_now('%Y') | length }}|{% if messages[0].content == 'boom' %}{{ raise_exception('no boom') }}{% endif %}ok"}}}
+	tmpl, err := cfg.Compile("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := tmpl.Render([]Message{{Role: "user", Content: "hi"}}, true)
+	if err != nil || out != "4|ok" {
+		t.Fatalf("got %q, %v; want \"4|ok\" (tools undefined, a 4-digit year)", out, err)
+	}
+	if _, err := tmpl.Render([]Message{{Role: "user", Content: "boom"}}, true); err == nil || !strings.Contains(err.Error(), "no boom") {
+		t.Fatalf("raise_exception: %v", err)
+	}
+}
