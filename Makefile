@@ -5,7 +5,7 @@ BIN     ?= bin
 FUZZTIME ?= 30s
 SYNTH   ?= /tmp/sipack-synth-1b
 
-.PHONY: all build test demo generate fuzz bench synth clean vet accuracy accuracy-quant test-arm64
+.PHONY: all build test demo generate fuzz bench synth clean vet accuracy accuracy-quant test-arm64 loadtest
 
 all: build
 
@@ -131,3 +131,14 @@ test-arm64:
 	cd kernels && qemu-aarch64 ../$(BIN)/kernels-arm64.test -test.v -test.run . > ../$(BIN)/kernels-arm64.log; s=$$?; \
 	  grep -E '^(--- |ok|PASS|FAIL)|kernel path' ../$(BIN)/kernels-arm64.log; exit $$s
 	cd runner && qemu-aarch64 ../$(BIN)/runner-arm64.test -test.run 'Golden|Selection|FastAndGeneric|QuantizedGreedy'
+
+# Load test of sirun serve (not in CI: it runs for LOADTEST_TIME): the tiny
+# model with its test chat template, LOADTEST_CLIENTS clients of the OpenAI
+# Go SDK sending plain and streamed chat and text completions; prints
+# requests/s, p50/p99 latency, errors (must be 0) and the server's RSS over
+# the run (the last minute must not exceed the first by more than 10 %).
+LOADTEST_TIME ?= 3m
+LOADTEST_CLIENTS ?= 8
+loadtest: build
+	$(BIN)/sipack convert -q testdata/tinyllama --chat-template testdata/chat/tiny_template.jinja -o $(BIN)/tinyllama-chat.sip
+	$(GO) run ./testdata/loadtest -sirun $(BIN)/sirun -pack $(BIN)/tinyllama-chat.sip -duration $(LOADTEST_TIME) -clients $(LOADTEST_CLIENTS)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/zeebo/blake3"
 
+	"github.com/sipack/sipack/chat"
 	"github.com/sipack/sipack/format"
 	"github.com/sipack/sipack/kernels"
 	"github.com/sipack/sipack/tokenizer"
@@ -50,6 +51,10 @@ type Options struct {
 	// BaseFraction is δ, the static fraction, for orders that do not set
 	// their own (original and random orders).
 	BaseFraction float32
+	// ChatTemplate, if set, is a file that sets or overrides the model's chat
+	// templates: a tokenizer_config.json (its chat_template), or Jinja source
+	// (stored as "default").
+	ChatTemplate string
 	Progress     func(n int, total int64)
 }
 
@@ -61,6 +66,43 @@ type Result struct {
 	DType      format.DType
 }
 
+// readChatTemplates reads the chat templates of a tokenizer_config.json, or a
+// Jinja file as the "default" template, and compiles each so that a broken
+// template is refused now rather than when the pack is run. A missing
+// tokenizer_config.json is no error when optional is set.
+func readChatTemplates(path string, optional bool) ([]format.ChatTemplate, error) {
+	if strings.HasSuffix(path, ".json") {
+		cfg, err := chat.LoadConfig(path)
+		if optional && errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !optional && len(cfg.Templates) == 0 {
+			return nil, fmt.Errorf("%s: no chat_template", path)
+		}
+		for i := range cfg.Templates {
+			if _, err := cfg.Compile(cfg.Templates[i].Name); err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+		}
+		return cfg.Templates, nil
+	}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--chat-template: %w", err)
+	}
+	cfg := &chat.Config{Templates: []format.ChatTemplate{{Name: "default", Template: string(src)}}}
+	if err := format.CheckChatTemplates(cfg.Templates); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if _, err := cfg.Compile(""); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg.Templates, nil
+}
+
 // Model is a checkpoint directory opened for conversion or profiling.
 type Model struct {
 	Dir                  string
@@ -69,9 +111,12 @@ type Model struct {
 	ConfigJSON           []byte
 	TokenizerJSON        []byte
 	GenerationConfigJSON []byte
-	Checkpoint           *Checkpoint
-	Tokenizer            *tokenizer.Tokenizer
-	ffn                  [][3]*Tensor // per layer: gate, up, down (checked)
+	// ChatTemplates are tokenizer_config.json's chat templates, "default"
+	// first (none for a base model).
+	ChatTemplates []format.ChatTemplate
+	Checkpoint    *Checkpoint
+	Tokenizer     *tokenizer.Tokenizer
+	ffn           [][3]*Tensor // per layer: gate, up, down (checked)
 }
 
 // Close releases the mapped shards.
@@ -104,6 +149,9 @@ func OpenModel(dir string) (*Model, error) {
 	}
 	if n := m.Tokenizer.VocabSize(); n > m.Config.VocabSize {
 		return nil, fmt.Errorf("%s: tokenizer has %d tokens, more than the model's vocab_size %d", tokPath, n, m.Config.VocabSize)
+	}
+	if m.ChatTemplates, err = readChatTemplates(filepath.Join(dir, "tokenizer_config.json"), true); err != nil {
+		return nil, err
 	}
 	genPath := filepath.Join(dir, "generation_config.json")
 	if raw, err := os.ReadFile(genPath); err == nil {
@@ -311,7 +359,15 @@ func (m *Model) WritePack(ctx context.Context, opt Options) (*Result, error) {
 		}
 		denseFFN[l] = true
 	}
+	templates := m.ChatTemplates
+	if opt.ChatTemplate != "" {
+		var err error
+		if templates, err = readChatTemplates(opt.ChatTemplate, false); err != nil {
+			return nil, err
+		}
+	}
 	idx := &format.Index{
+		ChatTemplates:        templates,
 		Config:               *c,
 		ConfigJSON:           m.ConfigJSON,
 		TokenizerJSON:        m.TokenizerJSON,

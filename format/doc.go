@@ -16,6 +16,9 @@
 // by the buffer before use and any out-of-range access is recovered into an
 // error; the config's sizes are capped before they size any allocation; every
 // dense tensor must be the expected one, with the expected shape, aligned,
-// inside the dense section and not overlapping another. Weight bytes are only
+// inside the dense section and not overlapping another; chat templates are
+// capped in number (64) and size (1 MiB), and must be valid UTF-8 with unique
+// names (their Jinja is rendered by package chat, which gives it no file or
+// network access). Weight bytes are only
 // hashed by Verify: without it, a flipped weight loads as a different model.
 package format

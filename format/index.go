@@ -3,6 +3,7 @@ package format
 import (
 	"fmt"
 	"math"
+	"unicode/utf8"
 
 	flatbuffers "github.com/google/flatbuffers/go"
 
@@ -98,7 +99,47 @@ type Index struct {
 	// RanksPresent is the number of ranks stored per sparse layer: N, or
 	// fewer in a pack sliced to a γ prefix (sipack slice).
 	RanksPresent int
+	// ChatTemplates are the model's chat templates (Jinja source), "default"
+	// first; none in a pack of a base model or an older pack (v1.3).
+	ChatTemplates []ChatTemplate
 }
+
+// ChatTemplate is one named chat template, as tokenizer_config.json's
+// chat_template gives it (a single template is named "default").
+type ChatTemplate struct {
+	Name     string
+	Template string
+}
+
+// CheckChatTemplates applies the rules of SPEC.md §3 to chat templates:
+// at most 64, names of 1-256 bytes and unique, templates of 1 B-1 MiB, all
+// valid UTF-8.
+func CheckChatTemplates(ts []ChatTemplate) error {
+	if len(ts) > MaxChatTemplates {
+		return fmt.Errorf("%d chat templates, at most %d", len(ts), MaxChatTemplates)
+	}
+	for i, t := range ts {
+		switch {
+		case len(t.Name) == 0 || len(t.Name) > MaxChatTemplateName || !utf8.ValidString(t.Name):
+			return fmt.Errorf("chat template %d: name must be 1-%d bytes of UTF-8", i, MaxChatTemplateName)
+		case len(t.Template) == 0 || len(t.Template) > MaxChatTemplateBytes || !utf8.ValidString(t.Template):
+			return fmt.Errorf("chat template %q: must be 1-%d bytes of UTF-8, got %d bytes", t.Name, MaxChatTemplateBytes, len(t.Template))
+		}
+		for _, prev := range ts[:i] {
+			if prev.Name == t.Name {
+				return fmt.Errorf("duplicate chat template name %q", t.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// Limits on chat templates, which are untrusted text from the file.
+const (
+	MaxChatTemplates     = 64
+	MaxChatTemplateBytes = 1 << 20 // real templates are a few KiB
+	MaxChatTemplateName  = 256
+)
 
 // encodeIndex serialises idx. Hashes are fixed-size byte vectors, so the
 // output length does not change when only hash bytes change: a writer plans
@@ -236,6 +277,23 @@ func encodeIndex(idx *Index) []byte {
 	sipfb.ProvenanceAddSeed(b, pv.Seed)
 	prov := sipfb.ProvenanceEnd(b)
 
+	var chatVec flatbuffers.UOffsetT
+	if len(idx.ChatTemplates) > 0 {
+		offs := make([]flatbuffers.UOffsetT, len(idx.ChatTemplates))
+		for i, ct := range idx.ChatTemplates {
+			name, tmpl := b.CreateString(ct.Name), b.CreateString(ct.Template)
+			sipfb.ChatTemplateStart(b)
+			sipfb.ChatTemplateAddName(b, name)
+			sipfb.ChatTemplateAddTemplate(b, tmpl)
+			offs[i] = sipfb.ChatTemplateEnd(b)
+		}
+		sipfb.IndexStartChatTemplatesVector(b, len(offs))
+		for i := len(offs) - 1; i >= 0; i-- {
+			b.PrependUOffsetT(offs[i])
+		}
+		chatVec = b.EndVector(len(offs))
+	}
+
 	cj, tj, gj := u8(idx.ConfigJSON), u8(idx.TokenizerJSON), u8(idx.GenerationConfigJSON)
 	src := u8(idx.SourceHash[:])
 	conv := b.CreateString(idx.Converter)
@@ -256,6 +314,9 @@ func encodeIndex(idx *Index) []byte {
 	sipfb.IndexAddConverter(b, conv)
 	if idx.RanksPresent != idx.Config.IntermediateSize {
 		sipfb.IndexAddRanksPresent(b, uint32(idx.RanksPresent))
+	}
+	if chatVec != 0 {
+		sipfb.IndexAddChatTemplates(b, chatVec)
 	}
 	root := sipfb.IndexEnd(b)
 	b.FinishWithFileIdentifier(root, []byte("SIPX"))
@@ -416,6 +477,21 @@ func decodeIndex(buf []byte) (idx *Index, err error) {
 		for i := 0; i < p.SecondaryTasksLength(); i++ {
 			pv.SecondaryTasks = append(pv.SecondaryTasks, string(p.SecondaryTasks(i)))
 		}
+	}
+
+	n = ix.ChatTemplatesLength()
+	if n > MaxChatTemplates {
+		return nil, formatErr(ErrIndex, sec, PreambleSize, "too many chat templates", n)
+	}
+	var fct sipfb.ChatTemplate
+	for i := 0; i < n; i++ {
+		if !ix.ChatTemplates(&fct, i) {
+			return nil, formatErr(ErrIndex, sec, PreambleSize, "unreadable chat template entry", i)
+		}
+		idx.ChatTemplates = append(idx.ChatTemplates, ChatTemplate{Name: string(fct.Name()), Template: string(fct.Template())})
+	}
+	if err := CheckChatTemplates(idx.ChatTemplates); err != nil {
+		return nil, formatErr(ErrIndex, sec, PreambleSize, err.Error(), nil)
 	}
 	return idx, nil
 }

@@ -15,7 +15,7 @@ const (
 	VersionMajor = 1
 	// VersionMinor counts compatible additions (new index fields); a reader
 	// must accept any minor version of its major.
-	VersionMinor = 2 // 1: ranks_present (sliced packs); 2: Q8_0 and Q4_0 dtypes
+	VersionMinor = 3 // 1: ranks_present (sliced packs); 2: Q8_0 and Q4_0 dtypes; 3: chat_templates
 
 	PreambleSize = 128
 	// SectionAlign is the alignment of the dense and FFN sections and of every band.

@@ -23,6 +23,15 @@ func (p *Pack) Summary(w io.Writer) {
 	fmt.Fprintf(w, "rope            %s\n", rope)
 	fmt.Fprintf(w, "norm eps        %g; tied embeddings %v; qkv bias %v\n", c.RMSNormEps, c.TieWordEmbeddings, c.AttentionBias)
 	fmt.Fprintf(w, "tokens          bos %d, eos %v; tokenizer.json %d bytes\n", c.BOSTokenID, c.EOSTokenIDs, len(idx.TokenizerJSON))
+	chatT := "none"
+	if len(idx.ChatTemplates) > 0 {
+		var names []string
+		for _, t := range idx.ChatTemplates {
+			names = append(names, fmt.Sprintf("%s (%d bytes)", t.Name, len(t.Template)))
+		}
+		chatT = strings.Join(names, ", ")
+	}
+	fmt.Fprintf(w, "chat templates  %s\n", chatT)
 	fmt.Fprintf(w, "record dtype    %s (%d bytes per neuron record)\n", idx.RecordDType, idx.RecordBytes)
 	var sparse, dense []string
 	for _, sl := range idx.SparseLayers {

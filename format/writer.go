@@ -128,6 +128,9 @@ func WritePack(ctx context.Context, path string, spec *WriteSpec) (err error) {
 	if len(spec.Dense) != len(idx.DenseTensors) {
 		return fmt.Errorf("sip: internal error: %d dense sources for %d tensors", len(spec.Dense), len(idx.DenseTensors))
 	}
+	if err := CheckChatTemplates(idx.ChatTemplates); err != nil {
+		return fmt.Errorf("sip: %w", err)
+	}
 	pre, err := planLayout(idx)
 	if err != nil {
 		return err

@@ -40,6 +40,7 @@ var convertCmd = &cli.Command{
 		&cli.IntFlag{Name: "max-prompts", Value: 0, Usage: "prompts per task when profiling on the fly (0: all)"},
 		&cli.IntFlag{Name: "gen-tokens", Value: -1, Usage: "tokens generated per prompt when profiling on the fly (-1: the manifest's, 128)"},
 		&cli.StringSliceFlag{Name: "manifests", Usage: "extra `DIR`s of task manifests"},
+		&cli.StringFlag{Name: "chat-template", Usage: "set or override the chat template: a tokenizer_config.json or a Jinja `FILE`"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary"},
 	},
 	Action: func(c *cli.Context) error {
@@ -74,6 +75,7 @@ var convertCmd = &cli.Command{
 		res, err := convert.Convert(ctx, convert.Options{
 			ModelDir: dir, Output: out, DType: c.String("dtype"), DenseDType: c.String("dense-dtype"), BandNeurons: c.Int("band"),
 			DenseLayers: c.IntSlice("dense-layers"), Order: order, BaseFraction: float32(c.Float64("base")),
+			ChatTemplate: c.String("chat-template"),
 			Progress: func(n int, total int64) {
 				bar.SetTotal(total)
 				bar.Add(n)

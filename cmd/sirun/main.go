@@ -53,7 +53,7 @@ func main() {
 		Commands: []*cli.Command{{
 			Name: "generate", Usage: "generate text from a prompt (the default command)", ArgsUsage: "PACK",
 			Flags: generateFlags, Action: generate,
-		}, evalCmd, perplexityCmd, benchCmd},
+		}, evalCmd, perplexityCmd, benchCmd, chatCmd, serveCmd},
 		ExitErrHandler: func(c *cli.Context, err error) {
 			if err != nil {
 				cliutil.Fail(os.Stderr, "sirun", err)

@@ -337,8 +337,28 @@ func (rcv *Index) MutateRanksPresent(n uint32) bool {
 	return rcv._tab.MutateUint32Slot(32, n)
 }
 
+func (rcv *Index) ChatTemplates(obj *ChatTemplate, j int) bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(34))
+	if o != 0 {
+		x := rcv._tab.Vector(o)
+		x += flatbuffers.UOffsetT(j) * 4
+		x = rcv._tab.Indirect(x)
+		obj.Init(rcv._tab.Bytes, x)
+		return true
+	}
+	return false
+}
+
+func (rcv *Index) ChatTemplatesLength() int {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(34))
+	if o != 0 {
+		return rcv._tab.VectorLen(o)
+	}
+	return 0
+}
+
 func IndexStart(builder *flatbuffers.Builder) {
-	builder.StartObject(15)
+	builder.StartObject(16)
 }
 func IndexAddConfig(builder *flatbuffers.Builder, config flatbuffers.UOffsetT) {
 	builder.PrependUOffsetTSlot(0, flatbuffers.UOffsetT(config), 0)
@@ -405,6 +425,12 @@ func IndexAddConverter(builder *flatbuffers.Builder, converter flatbuffers.UOffs
 }
 func IndexAddRanksPresent(builder *flatbuffers.Builder, ranksPresent uint32) {
 	builder.PrependUint32Slot(14, ranksPresent, 0)
+}
+func IndexAddChatTemplates(builder *flatbuffers.Builder, chatTemplates flatbuffers.UOffsetT) {
+	builder.PrependUOffsetTSlot(15, flatbuffers.UOffsetT(chatTemplates), 0)
+}
+func IndexStartChatTemplatesVector(builder *flatbuffers.Builder, numElems int) flatbuffers.UOffsetT {
+	return builder.StartVector(4, numElems, 4)
 }
 func IndexEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

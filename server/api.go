@@ -1,0 +1,399 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sipack/sipack/chat"
+)
+
+// params are the generation fields shared by chat and text completions.
+// Pointers tell a field that is absent from one that is zero.
+type params struct {
+	Model               *string         `json:"model"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	Temperature         *float64        `json:"temperature"`
+	TopP                *float64        `json:"top_p"`
+	TopK                *int            `json:"top_k"`
+	Seed                *int64          `json:"seed"`
+	PresencePenalty     *float64        `json:"presence_penalty"`
+	FrequencyPenalty    *float64        `json:"frequency_penalty"`
+	RepeatPenalty       *float64        `json:"repeat_penalty"`
+	Stop                json.RawMessage `json:"stop"`
+	Stream              *bool           `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	N         *int  `json:"n"`
+	IgnoreEOS *bool `json:"ignore_eos"`
+	// Extensions: this request's SelectInfer φ and α (γ is the server's).
+	Phi   *float64 `json:"phi"`
+	Alpha *float64 `json:"alpha"`
+}
+
+type chatRequest struct {
+	params
+	Messages json.RawMessage `json:"messages"`
+}
+
+type completionRequest struct {
+	params
+	Prompt json.RawMessage `json:"prompt"`
+}
+
+// request turns params into an engine request (without the prompt).
+func (p *params) request(ctx int) (Request, error) {
+	r := Request{Sampling: Sampling{Temperature: 1, TopP: 1, RepeatPenalty: 1, Seed: rand.Uint64()}}
+	in := func(name string, v *float64, lo, hi float64, loOpen bool) error {
+		if v == nil {
+			return nil
+		}
+		if *v < lo || *v > hi || (loOpen && *v == lo) {
+			open := "["
+			if loOpen {
+				open = "("
+			}
+			return fmt.Errorf("%s must be in %s%v, %v], got %v", name, open, lo, hi, *v)
+		}
+		return nil
+	}
+	for _, err := range []error{
+		in("temperature", p.Temperature, 0, 2, false),
+		in("top_p", p.TopP, 0, 1, true),
+		in("presence_penalty", p.PresencePenalty, -2, 2, false),
+		in("frequency_penalty", p.FrequencyPenalty, -2, 2, false),
+		in("repeat_penalty", p.RepeatPenalty, 0, 10, true),
+		in("phi", p.Phi, 0, 1, true),
+		in("alpha", p.Alpha, 0, 1, true),
+	} {
+		if err != nil {
+			return r, err
+		}
+	}
+	set := func(dst *float64, v *float64) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&r.Sampling.Temperature, p.Temperature)
+	set(&r.Sampling.TopP, p.TopP)
+	set(&r.Sampling.PresencePenalty, p.PresencePenalty)
+	set(&r.Sampling.FrequencyPenalty, p.FrequencyPenalty)
+	set(&r.Sampling.RepeatPenalty, p.RepeatPenalty)
+	set(&r.Phi, p.Phi)
+	set(&r.Alpha, p.Alpha)
+	if p.TopK != nil {
+		if *p.TopK < 0 {
+			return r, fmt.Errorf("top_k must be ≥ 0, got %d", *p.TopK)
+		}
+		r.Sampling.TopK = *p.TopK
+	}
+	if p.Seed != nil {
+		r.Sampling.Seed = uint64(*p.Seed)
+	}
+	if p.N != nil && *p.N != 1 {
+		return r, fmt.Errorf("n must be 1 (one choice per request), got %d", *p.N)
+	}
+	if p.IgnoreEOS != nil {
+		r.IgnoreEOS = *p.IgnoreEOS
+	}
+	r.MaxTokens = -1 // the rest of the context
+	for name, v := range map[string]*int{"max_tokens": p.MaxTokens, "max_completion_tokens": p.MaxCompletionTokens} {
+		if v == nil {
+			continue
+		}
+		if *v < 0 || *v > ctx {
+			return r, fmt.Errorf("%s must be in [0, %d] (the context), got %d", name, ctx, *v)
+		}
+		r.MaxTokens = *v
+	}
+	stops, err := parseStop(p.Stop)
+	if err != nil {
+		return r, err
+	}
+	r.Stop = stops
+	return r, nil
+}
+
+func parseStop(raw json.RawMessage) ([]string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var one string
+	if err := json.Unmarshal(raw, &one); err == nil {
+		raw = json.RawMessage(`[` + string(raw) + `]`)
+	}
+	var stops []string
+	if err := json.Unmarshal(raw, &stops); err != nil {
+		return nil, fmt.Errorf("stop: want a string or an array of strings")
+	}
+	if len(stops) > 16 {
+		return nil, fmt.Errorf("stop: at most 16 strings, got %d", len(stops))
+	}
+	for _, s := range stops {
+		if s == "" || len(s) > 256 {
+			return nil, fmt.Errorf("stop: strings must be 1-256 bytes, got %d", len(s))
+		}
+	}
+	return stops, nil
+}
+
+// parseMessages reads chat messages: role and content strings (content may
+// also be an array of {"type": "text", "text": ...} parts, or null).
+func parseMessages(raw json.RawMessage) ([]chat.Message, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, fmt.Errorf("messages: required")
+	}
+	var items []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, fmt.Errorf("messages: want an array of {role, content} objects")
+	}
+	if len(items) == 0 {
+		return nil, fmt.Errorf("messages: must not be empty")
+	}
+	msgs := make([]chat.Message, len(items))
+	for i, it := range items {
+		if err := json.Unmarshal(it["role"], &msgs[i].Role); err != nil || it["role"] == nil {
+			return nil, fmt.Errorf("messages[%d].role: want a string", i)
+		}
+		c := it["content"]
+		switch {
+		case c == nil || string(c) == "null":
+		case json.Unmarshal(c, &msgs[i].Content) == nil:
+		default:
+			var parts []struct {
+				Type string  `json:"type"`
+				Text *string `json:"text"`
+			}
+			if err := json.Unmarshal(c, &parts); err != nil {
+				return nil, fmt.Errorf("messages[%d].content: want a string or an array of text parts", i)
+			}
+			var b strings.Builder
+			for j, p := range parts {
+				if p.Type != "text" || p.Text == nil {
+					return nil, fmt.Errorf("messages[%d].content[%d]: only {\"type\": \"text\", \"text\": ...} parts are supported", i, j)
+				}
+				b.WriteString(*p.Text)
+			}
+			msgs[i].Content = b.String()
+		}
+	}
+	return msgs, chat.CheckMessages(msgs)
+}
+
+// prepare validates a request's prompt length and max tokens.
+func (s *Server) prepare(r *Request, prompt []int) error {
+	ctx := s.e.Ctx()
+	if len(prompt) == 0 {
+		return fmt.Errorf("empty prompt")
+	}
+	if len(prompt) >= ctx {
+		return fmt.Errorf("prompt is %d tokens, the context is %d (the server's --ctx)", len(prompt), ctx)
+	}
+	if r.MaxTokens < 0 {
+		r.MaxTokens = ctx - len(prompt)
+	}
+	r.Prompt = prompt
+	return nil
+}
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+func usageOf(res *Result) *usage {
+	return &usage{res.PromptTokens, res.CompletionTokens, res.PromptTokens + res.CompletionTokens}
+}
+
+// timings mirrors llama-server's per-request timings (an extension).
+func timingsOf(res *Result) map[string]any {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	return map[string]any{
+		"prompt_n": res.PrefilledTokens, "prompt_ms": ms(res.Prefill),
+		"predicted_n": res.CompletionTokens, "predicted_ms": ms(res.Decode),
+		"ffn_records_per_token": res.ActiveRecords,
+	}
+}
+
+func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	body := s.readBody(w, r)
+	if body == nil {
+		return
+	}
+	var req chatRequest
+	if err := decode(body, &req); err != nil {
+		badRequest(w, err.Error())
+		return
+	}
+	msgs, err := parseMessages(req.Messages)
+	if err != nil {
+		badRequest(w, err.Error())
+		return
+	}
+	gen, err := req.request(s.e.Ctx())
+	if err != nil {
+		badRequest(w, err.Error())
+		return
+	}
+	tmpl := s.e.Template()
+	if tmpl == nil {
+		badRequest(w, "the model has no chat template (convert it with sipack convert --chat-template FILE); use /v1/completions")
+		return
+	}
+	text, err := tmpl.Render(msgs, true)
+	if err != nil {
+		badRequest(w, err.Error())
+		return
+	}
+	if err := s.prepare(&gen, chat.Encode(s.e.Tok, text)); err != nil {
+		badRequest(w, err.Error())
+		return
+	}
+	s.run(w, r, &req.params, gen, true)
+}
+
+func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
+	body := s.readBody(w, r)
+	if body == nil {
+		return
+	}
+	var req completionRequest
+	if err := decode(body, &req); err != nil {
+		badRequest(w, err.Error())
+		return
+	}
+	var prompt string
+	if err := json.Unmarshal(req.Prompt, &prompt); err != nil {
+		var list []string
+		if json.Unmarshal(req.Prompt, &list) != nil || len(list) != 1 {
+			badRequest(w, "prompt: want a string (or an array of one string)")
+			return
+		}
+		prompt = list[0]
+	}
+	gen, err := req.request(s.e.Ctx())
+	if err != nil {
+		badRequest(w, err.Error())
+		return
+	}
+	if err := s.prepare(&gen, s.e.Tok.Encode(prompt, true)); err != nil {
+		badRequest(w, err.Error())
+		return
+	}
+	s.run(w, r, &req.params, gen, false)
+}
+
+// run waits for a slot, generates, and answers in JSON or as events.
+func (s *Server) run(w http.ResponseWriter, r *http.Request, p *params, gen Request, isChat bool) {
+	stream := p.Stream != nil && *p.Stream
+	sl := s.acquire(w, r)
+	if sl == nil {
+		return
+	}
+	// The slot goes back as soon as generation ends, before the answer's
+	// last bytes: a client that sends its next request on reading them must
+	// find the slot free.
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			s.release(sl)
+		}
+	}
+	defer release()
+	if s.beforeGenerate != nil {
+		s.beforeGenerate(r.Context())
+	}
+	send := func(string) {}
+	gen.OnText = func(t string) {
+		send(t)
+		if s.onText != nil {
+			s.onText(r.Context())
+		}
+	}
+	id, object := s.id("cmpl-"), "text_completion"
+	if isChat {
+		id, object = s.id("chatcmpl-"), "chat.completion"
+	}
+	model := s.opt.Model
+	start := time.Now()
+	var ev *sse
+	if stream {
+		ev = newSSE(w)
+		object += ".chunk"
+		if !isChat {
+			object = "text_completion"
+		}
+		chunk := func(delta map[string]any, text string, finish any) map[string]any {
+			choice := map[string]any{"index": 0, "finish_reason": finish, "logprobs": nil}
+			if isChat {
+				choice["delta"] = delta
+			} else {
+				choice["text"] = text
+			}
+			return map[string]any{"id": id, "object": object, "created": start.Unix(), "model": model, "choices": []any{choice}}
+		}
+		if isChat {
+			ev.send(chunk(map[string]any{"role": "assistant", "content": ""}, "", nil))
+		}
+		send = func(t string) { ev.send(chunk(map[string]any{"content": t}, t, nil)) }
+		res, err := sl.Generate(r.Context(), gen)
+		release()
+		if err != nil {
+			var e apiError
+			e.Error.Message, e.Error.Type, e.Error.Code = err.Error(), "invalid_request_error", "invalid_request"
+			ev.send(e)
+			ev.raw([]byte("[DONE]"))
+			return
+		}
+		s.finished(r, res, start)
+		finish := finishReason(res)
+		ev.send(chunk(map[string]any{}, "", finish))
+		if p.StreamOptions != nil && p.StreamOptions.IncludeUsage {
+			ev.send(map[string]any{"id": id, "object": object, "created": start.Unix(), "model": model, "choices": []any{}, "usage": usageOf(res)})
+		}
+		ev.raw([]byte("[DONE]"))
+		return
+	}
+	res, err := sl.Generate(r.Context(), gen)
+	release()
+	if err != nil {
+		badRequest(w, err.Error())
+		return
+	}
+	s.finished(r, res, start)
+	choice := map[string]any{"index": 0, "finish_reason": finishReason(res), "logprobs": nil}
+	if isChat {
+		choice["message"] = map[string]any{"role": "assistant", "content": res.Text}
+	} else {
+		choice["text"] = res.Text
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id": id, "object": object, "created": start.Unix(), "model": model,
+		"choices": []any{choice}, "usage": usageOf(res), "timings": timingsOf(res),
+	})
+}
+
+func finishReason(res *Result) string {
+	if res.FinishReason == "cancelled" {
+		return "stop"
+	}
+	return res.FinishReason
+}
+
+func (s *Server) finished(r *http.Request, res *Result, start time.Time) {
+	if s.onResult != nil {
+		s.onResult(res)
+	}
+	if s.opt.Log != nil {
+		s.opt.Log.Printf("%s %s: %d prompt tokens (%d prefilled), %d generated, %s, %.0f ms",
+			r.Method, r.URL.Path, res.PromptTokens, res.PrefilledTokens, res.CompletionTokens, res.FinishReason, float64(time.Since(start).Microseconds())/1000)
+	}
+}

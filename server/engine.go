@@ -1,0 +1,333 @@
+package server
+
+// engine.go is the one file that drives the runner: sessions, prefill (with
+// SelectInfer's vote), the decode loop and token streaming. Everything else
+// in this package (HTTP, chat turns) talks to Engine and Slot only, so a
+// change of the runner's API is a change of this file.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sipack/sipack/chat"
+	"github.com/sipack/sipack/kernels"
+	"github.com/sipack/sipack/runner"
+	"github.com/sipack/sipack/tokenizer"
+)
+
+// EngineOptions configure an Engine.
+type EngineOptions struct {
+	Model *runner.Model
+	// Gamma is the loaded fraction γ (fixed when the pack was opened).
+	Gamma float64
+	// Selection is the default SelectInfer selection (φ, α, δ); nil computes
+	// every loaded neuron.
+	Selection *runner.Selection
+	Ctx       int // context of each slot, tokens
+	Threads   int // worker threads of each slot
+	// Template is the chat template (nil: the model has none; chat is refused).
+	Template *chat.Template
+}
+
+// Engine is a loaded model that slots run on.
+type Engine struct {
+	opt EngineOptions
+	Tok *tokenizer.Tokenizer
+	eos map[int]bool
+}
+
+// NewEngine checks the options and returns an engine.
+func NewEngine(opt EngineOptions) (*Engine, error) {
+	m := opt.Model
+	if opt.Ctx < 1 || opt.Ctx > m.Config.MaxPositionEmbeddings {
+		return nil, fmt.Errorf("--ctx must be in [1, %d] for this model, got %d", m.Config.MaxPositionEmbeddings, opt.Ctx)
+	}
+	if opt.Threads < 1 {
+		return nil, fmt.Errorf("threads per slot must be ≥ 1, got %d", opt.Threads)
+	}
+	e := &Engine{opt: opt, Tok: m.Tokenizer, eos: map[int]bool{}}
+	for _, id := range m.Config.EOSTokenIDs {
+		e.eos[id] = true
+	}
+	return e, nil
+}
+
+// Ctx is the context of a slot in tokens.
+func (e *Engine) Ctx() int { return e.opt.Ctx }
+
+// Template is the chat template, or nil.
+func (e *Engine) Template() *chat.Template { return e.opt.Template }
+
+// DefaultSelection returns φ and α of the default selection (1, 0 when the
+// engine computes every loaded neuron).
+func (e *Engine) DefaultSelection() (phi, alpha float64) {
+	if e.opt.Selection == nil {
+		return 1, 0
+	}
+	return e.opt.Selection.Phi, e.opt.Selection.Alpha
+}
+
+// LoadedRecords is the number of FFN records loaded, all layers.
+func (e *Engine) LoadedRecords() int {
+	n := 0
+	for _, L := range e.opt.Model.Layers {
+		n += L.Ranks
+	}
+	return n
+}
+
+// Slot is one conversation at a time: a KV cache, a selection and a worker
+// pool of its own. A slot is not safe for concurrent use.
+type Slot struct {
+	e    *Engine
+	pool *kernels.Pool
+	ss   *runner.Session
+}
+
+// NewSlot allocates a slot (its KV cache and workers).
+func (e *Engine) NewSlot() (*Slot, error) {
+	pool := kernels.NewPool(e.opt.Threads)
+	ss, err := e.opt.Model.NewSession(pool, e.opt.Ctx, runner.SamplerConfig{TopP: 1, RepetitionPenalty: 1})
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &Slot{e: e, pool: pool, ss: ss}, nil
+}
+
+// Close stops the slot's workers.
+func (s *Slot) Close() { s.pool.Close() }
+
+// Reset forgets the conversation: the next request is prefilled from the start.
+func (s *Slot) Reset() {
+	s.ss.Pos = 0
+	s.ss.History = s.ss.History[:0]
+}
+
+// CacheBytes is the size of the slot's KV cache.
+func (s *Slot) CacheBytes() int { return int(s.ss.S.CacheBytes()) }
+
+// Sampling is a request's sampling: as llama.cpp orders it, repetition
+// penalty, then greedy or top-k → top-p → temperature; presence and
+// frequency penalties (OpenAI's) are subtracted from the logits of the
+// tokens generated so far before that.
+type Sampling struct {
+	Temperature      float64 // 0: greedy
+	TopK             int     // 0: off
+	TopP             float64 // 1: off
+	Seed             uint64
+	PresencePenalty  float64
+	FrequencyPenalty float64
+	RepeatPenalty    float64 // 1 (or 0): off
+}
+
+// Request is one generation.
+type Request struct {
+	Prompt []int
+	// Continue keeps the slot's cache: only the part of Prompt that differs
+	// from the tokens already seen is prefilled (and votes the selection).
+	// Without it the slot starts over.
+	Continue  bool
+	MaxTokens int
+	Sampling  Sampling
+	Stop      []string // stop strings; the text ends before the first one
+	IgnoreEOS bool
+	// Phi and Alpha override the engine's selection for this request (0: the
+	// default).
+	Phi, Alpha float64
+	// OnText receives the generated text as it becomes final (whole UTF-8
+	// characters, never a part of a stop string).
+	OnText func(string)
+}
+
+// Result is what a generation produced and measured.
+type Result struct {
+	Text             string
+	Tokens           []int
+	PromptTokens     int
+	PrefilledTokens  int    // prompt tokens run through the model (the rest was cached)
+	FinishReason     string // "stop" (eos or stop string), "length", "cancelled"
+	Prefill, Decode  time.Duration
+	ActiveRecords    int // FFN records computed per decode token
+	CompletionTokens int
+}
+
+// selection returns the selection of a request, nil for all loaded neurons.
+func (s *Slot) selection(r *Request) (*runner.Selection, error) {
+	def := s.e.opt.Selection
+	if r.Phi == 0 && r.Alpha == 0 {
+		return def, nil
+	}
+	sel := runner.Selection{Phi: 1, Alpha: 0.2, Compact: true}
+	if def != nil {
+		sel = *def
+	} else {
+		sel.Base = float64(s.e.opt.Model.Pack.Index.BaseFraction)
+	}
+	if r.Phi != 0 {
+		sel.Phi = r.Phi
+	}
+	if r.Alpha != 0 {
+		sel.Alpha = r.Alpha
+	}
+	if err := sel.Validate(s.e.opt.Gamma); err != nil {
+		return nil, err
+	}
+	return &sel, nil
+}
+
+// Generate runs a request on the slot. It stops early, with FinishReason
+// "cancelled", when ctx is done.
+func (s *Slot) Generate(ctx context.Context, r Request) (*Result, error) {
+	ss := s.ss
+	if r.MaxTokens < 0 {
+		return nil, fmt.Errorf("max tokens must be ≥ 0, got %d", r.MaxTokens)
+	}
+	if len(r.Prompt) == 0 {
+		return nil, fmt.Errorf("empty prompt")
+	}
+	sel, err := s.selection(&r)
+	if err != nil {
+		return nil, err
+	}
+	sc := runner.SamplerConfig{Temperature: r.Sampling.Temperature, TopK: r.Sampling.TopK, TopP: r.Sampling.TopP,
+		RepetitionPenalty: r.Sampling.RepeatPenalty, Seed: r.Sampling.Seed}
+	if sc.TopP == 0 {
+		sc.TopP = 1
+	}
+	if sc.RepetitionPenalty == 0 {
+		sc.RepetitionPenalty = 1
+	}
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+
+	// What to feed: with Continue, the prompt's tokens past the common
+	// prefix with the history; the cache holds the first ss.Pos of those.
+	keep := 0
+	if r.Continue {
+		keep = commonPrefix(ss.History, r.Prompt)
+		if keep == len(r.Prompt) { // nothing new: re-feed the last token so there are logits
+			keep--
+		}
+	}
+	ss.History = ss.History[:keep]
+	ss.Pos = min(ss.Pos, keep)
+	feed := r.Prompt[keep:]
+	res := &Result{PromptTokens: len(r.Prompt), PrefilledTokens: len(feed) + len(ss.Pending()), FinishReason: "length"}
+
+	start := time.Now()
+	ss.Sel = sel
+	logits, err := ss.Prefill(feed)
+	if err != nil {
+		s.Reset()
+		return nil, err
+	}
+	res.ActiveRecords = ss.ActiveRecords()
+	res.Prefill = time.Since(start)
+	decodeStart := time.Now()
+
+	sampler := runner.NewSampler(sc)
+	counts := map[int]int{}
+	var stream runner.TextStream
+	var out strings.Builder
+	sent := 0 // bytes of out passed to OnText
+	stopped := false
+	emit := func(final bool) {
+		text := out.String()
+		end := len(text)
+		if !final {
+			end -= stopOverlap(text[sent:], r.Stop)
+		}
+		if end > sent && r.OnText != nil {
+			r.OnText(text[sent:end])
+		}
+		sent = max(sent, end)
+	}
+	for i := 0; i < r.MaxTokens; i++ {
+		if ctx.Err() != nil {
+			res.FinishReason = "cancelled"
+			break
+		}
+		if r.Sampling.PresencePenalty != 0 || r.Sampling.FrequencyPenalty != 0 {
+			for t, n := range counts {
+				logits[t] -= float32(r.Sampling.PresencePenalty + r.Sampling.FrequencyPenalty*float64(n))
+			}
+		}
+		tok := sampler.Sample(logits, ss.History)
+		if s.e.eos[tok] && !r.IgnoreEOS {
+			res.FinishReason = "stop"
+			break
+		}
+		ss.History = append(ss.History, tok)
+		res.Tokens = append(res.Tokens, tok)
+		counts[tok]++
+		out.WriteString(stream.Push(s.e.Tok.TokenBytes(tok)))
+		if cut, ok := findStop(out.String(), sent, r.Stop); ok {
+			text := out.String()[:cut]
+			out.Reset()
+			out.WriteString(text)
+			res.FinishReason, stopped = "stop", true
+			break
+		}
+		emit(false)
+		if i == r.MaxTokens-1 {
+			break
+		}
+		if ss.Pos >= ss.S.Ctx {
+			break // "length": the context is full
+		}
+		if logits, err = ss.S.Forward(tok, ss.Pos); err != nil {
+			s.Reset()
+			return nil, err
+		}
+		ss.Pos++
+	}
+	if !stopped {
+		out.WriteString(stream.Flush())
+	}
+	emit(true)
+	res.Text = out.String()
+	res.CompletionTokens = len(res.Tokens)
+	res.Decode = time.Since(decodeStart)
+	return res, nil
+}
+
+// commonPrefix is the length of the common prefix of a and b.
+func commonPrefix(a, b []int) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// findStop finds the first stop string in text[from:]. None can start
+// before from: text is only passed on when no suffix of it begins a stop.
+func findStop(text string, from int, stops []string) (int, bool) {
+	best := -1
+	for _, st := range stops {
+		lo := from
+		if i := strings.Index(text[lo:], st); i >= 0 && (best < 0 || lo+i < best) {
+			best = lo + i
+		}
+	}
+	return best, best >= 0
+}
+
+// stopOverlap is the length of the longest suffix of text that is a proper
+// prefix of a stop string: text that may yet become a stop and is held back.
+func stopOverlap(text string, stops []string) int {
+	n := 0
+	for _, st := range stops {
+		for k := min(len(st)-1, len(text)); k > n; k-- {
+			if strings.HasSuffix(text, st[:k]) {
+				n = k
+				break
+			}
+		}
+	}
+	return n
+}
