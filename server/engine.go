@@ -172,7 +172,8 @@ func (s *Slot) selection(r *Request) (*runner.Selection, error) {
 	if r.Alpha != 0 {
 		sel.Alpha = r.Alpha
 	}
-	if err := sel.Validate(s.e.opt.Gamma); err != nil {
+	m := s.e.opt.Model
+	if err := sel.Validate(m.Config.IntermediateSize, m.Pack.LoadedRanks); err != nil {
 		return nil, err
 	}
 	return &sel, nil
@@ -220,12 +221,18 @@ func (s *Slot) Generate(ctx context.Context, r Request) (*Result, error) {
 
 	start := time.Now()
 	ss.Sel = sel
-	logits, err := ss.Prefill(feed)
+	logits, votes, err := ss.Prefill(feed)
 	if err != nil {
 		s.Reset()
 		return nil, err
 	}
-	res.ActiveRecords = ss.ActiveRecords()
+	plan, err := ss.PlanFor(votes) // this request's decode set
+	if err != nil {
+		s.Reset()
+		return nil, err
+	}
+	ss.Plan = plan
+	res.ActiveRecords = plan.Active(ss.M)
 	res.Prefill = time.Since(start)
 	decodeStart := time.Now()
 
@@ -279,11 +286,10 @@ func (s *Slot) Generate(ctx context.Context, r Request) (*Result, error) {
 		if ss.Pos >= ss.S.Ctx {
 			break // "length": the context is full
 		}
-		if logits, err = ss.S.Forward(tok, ss.Pos); err != nil {
+		if logits, err = ss.Decode(tok, plan); err != nil {
 			s.Reset()
 			return nil, err
 		}
-		ss.Pos++
 	}
 	if !stopped {
 		out.WriteString(stream.Flush())
