@@ -56,6 +56,9 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 		const recBlock, tokTile = 16, 16
 		var g, u [4]float32
 		dot4, gemmDown := ops.Dot4, ops.GemmDown
+		if acts != nil {
+			dot4 = nil // every token meets the converted activations
+		}
 		var hbuf []float32 // h of a tile, token-major, for the prefill GEMM only
 		if gemmDown != nil && T >= 4 {
 			hbuf = make([]float32, tokTile*recBlock)
@@ -68,7 +71,7 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 				// the down projection runs as a register-blocked GEMM after
 				// all of the tile's activations are known.
 				first, contiguous := blockOf(spans, j0, j1)
-				gemm := gemmDown != nil && t1-t0 >= 4 && contiguous
+				gemm := dot4 != nil && gemmDown != nil && t1-t0 >= 4 && contiguous // h in hbuf comes from the dot4 loop
 				for j := j0; j < j1; j++ {
 					rec := records.at(j)
 					gate, up, down := rec[:rowBytes], rec[rowBytes:2*rowBytes], rec[2*rowBytes:]

@@ -54,6 +54,19 @@ func dotF32Ref(w []byte, x []float32) float32 {
 	return s
 }
 
+// dotBF16BRef is the reference of the rounded-activation BF16 dot:
+// Σ_i bf16(w[i])·bf16(x[i]), the activations already rounded to BF16.
+func dotBF16BRef(w []byte, xb []uint16) float32 {
+	var s float32
+	for i, v := range xb {
+		s += BF16ToF32(binary.LittleEndian.Uint16(w[2*i:])) * BF16ToF32(v)
+	}
+	return s
+}
+
+// dotBF16ActRef is dotBF16BRef over converted activations.
+func dotBF16ActRef(w []byte, a *Q8Act) float32 { return dotBF16BRef(w, a.B) }
+
 // axpyBF16Ref is the reference: y[i] += a·bf16(w[i]).
 func axpyBF16Ref(y []float32, a float32, w []byte) {
 	for i := range y {

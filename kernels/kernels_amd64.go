@@ -114,6 +114,12 @@ func hsum24AVX512(acc *[24][16]float32, out *[24]float32)
 func gemmDown6AVX512(acc *float32, accStride int, h *float32, down *float32, ldd int, K int, H int)
 
 //go:noescape
+func dotBF16DP(w *uint16, xb *uint16, n int) float32
+
+//go:noescape
+func dot2BF16DP(a, b *uint16, xb *uint16, n int, out *[2]float32, next *byte)
+
+//go:noescape
 func fmaPeakAVX2(iters int) float32
 
 //go:noescape
@@ -208,6 +214,9 @@ func avx512Table(avx2 *Table) *Table {
 	q40.Axpy, q80.Axpy = blockAxpy(axpyQ40AVX512), blockAxpy(axpyQ80AVX512)
 	q40.Axpy4, q80.Axpy4 = blockAxpy4(axpy4Q40AVX512, axpy4Q40Ref), blockAxpy4(axpy4Q80AVX512, axpy4Q80Ref)
 	t.Gemm = &GemmKernel{Tile: gemm4x6AVX512, Fold: hsum24AVX512, Down: gemmDown6AVX512}
+	if cpu.X86.HasAVX512BF16 {
+		bf16DotTable(t)
+	}
 	if !cpu.X86.HasAVX512VNNI {
 		return t
 	}
@@ -268,6 +277,36 @@ func avx512Table(avx2 *Table) *Table {
 		out[1] += q80Tail(b, act, full)
 	}
 	return t
+}
+
+// bf16DotTable gives t's BF16 ops VDPBF16PS dots against activations
+// rounded to BF16 once per token, opt-in (SIPACK_BF16DOT=round): they move
+// the tiny model's logits by up to 0.2 against the exact path, so they are
+// the default only once a measurement says the speed is worth it. Rows
+// whose width is not a multiple of 64 finish on the reference over the
+// rounded activations, so the path is one rounding whatever the width.
+func bf16DotTable(t *Table) {
+	o := &t.ops[format.BF16]
+	o.ActBF16 = true
+	o.DotAct = func(w []byte, a *Q8Act) float32 {
+		n := len(a.B) &^ 31
+		s := float32(0)
+		if n > 0 {
+			s = dotBF16DP((*uint16)(unsafe.Pointer(&w[0])), &a.B[0], n)
+		}
+		return s + dotBF16BRef(w[2*n:], a.B[n:])
+	}
+	o.Dot2Act = func(a, b []byte, act *Q8Act, out *[2]float32, next []byte) {
+		n := len(act.B) &^ 63
+		*out = [2]float32{}
+		if n > 0 {
+			dot2BF16DP((*uint16)(unsafe.Pointer(&a[0])), (*uint16)(unsafe.Pointer(&b[0])), &act.B[0], n, out, prefetchFrom(a, next))
+		}
+		if n < len(act.B) {
+			out[0] += dotBF16BRef(a[2*n:], act.B[n:])
+			out[1] += dotBF16BRef(b[2*n:], act.B[n:])
+		}
+	}
 }
 
 // rowDot adapts a 16-bit row dot over a multiple of mask+1 elements,

@@ -209,15 +209,16 @@ func testMatMulAndFFNMatchReference(t *testing.T, tb *Table) {
 				wb, wf := randRow(rng, dt, rows*cols)
 				w := &Weight{Data: wb, DType: dt, Rows: rows, Cols: cols}
 				x := randVec(rng, T*cols)
+				xw := roundedActs(tb, dt, x, rows, cols, T) // what the weights meet
 				out := make([]float32, T*rows)
 				MatMul(p, out, w, x)
 				for tt := 0; tt < T; tt++ {
 					for r := 0; r < rows; r++ {
 						want := 0.0
 						for c := 0; c < cols; c++ {
-							want += float64(wf[r*cols+c]) * float64(x[tt*cols+c])
+							want += float64(wf[r*cols+c]) * float64(xw[tt*cols+c])
 						}
-						if d := math.Abs(float64(out[tt*rows+r]) - want); d > tol(wf[r*cols:(r+1)*cols], x[tt*cols:(tt+1)*cols]) {
+						if d := math.Abs(float64(out[tt*rows+r]) - want); d > tol(wf[r*cols:(r+1)*cols], xw[tt*cols:(tt+1)*cols]) {
 							t.Fatalf("%v MatMul %v threads %d [%d,%d]: %g vs %g", dt, shape, threads, tt, r, out[tt*rows+r], want)
 						}
 					}
@@ -255,6 +256,7 @@ func testMatMulAndFFNMatchReference(t *testing.T, tb *Table) {
 					}
 				}
 				x := randVec(rng, T*H)
+				xw := roundedActs(tb, dt, x, 2*total, H, T)
 				y := make([]float32, T*H)
 				act := make([]float32, T*len(recs))
 				FFNRecords(p, y, blocks, dt, H, x, act)
@@ -263,10 +265,10 @@ func testMatMulAndFFNMatchReference(t *testing.T, tb *Table) {
 					for j, r := range recs {
 						var g, u, gAbs, uAbs float64
 						for i := 0; i < H; i++ {
-							g += float64(r[i]) * float64(x[tt*H+i])
-							u += float64(r[H+i]) * float64(x[tt*H+i])
-							gAbs += math.Abs(float64(r[i]) * float64(x[tt*H+i]))
-							uAbs += math.Abs(float64(r[H+i]) * float64(x[tt*H+i]))
+							g += float64(r[i]) * float64(xw[tt*H+i])
+							u += float64(r[H+i]) * float64(xw[tt*H+i])
+							gAbs += math.Abs(float64(r[i]) * float64(xw[tt*H+i]))
+							uAbs += math.Abs(float64(r[H+i]) * float64(xw[tt*H+i]))
 						}
 						silu := g / (1 + math.Exp(-g))
 						h := silu * u
@@ -432,4 +434,19 @@ func FuzzFFNDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// roundedActs is x as the weights of dt meet it on table tb for a rows ×
+// cols product over T tokens: rounded to BF16 where BF16 takes the
+// rounded-activation dots (and the float prefill GEMM does not run), else x.
+func roundedActs(tb *Table, dt format.DType, x []float32, rows, cols, T int) []float32 {
+	o := tb.Ops(dt)
+	if !(o.ActDot && o.ActBF16) || gemmFits(tb.Gemm, rows, cols, T) {
+		return x
+	}
+	r := make([]float32, len(x))
+	for i, v := range x {
+		r[i] = BF16ToF32(F32ToBF16(v))
+	}
+	return r
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sipack/sipack/convert"
+	"github.com/sipack/sipack/format"
 	"github.com/sipack/sipack/kernels"
 )
 
@@ -41,5 +42,54 @@ func TestQuantizedGreedy(t *testing.T) {
 				t.Errorf("%s: only %d of %d prompts match for 16 tokens, want ≥ %d", c.dtype, matched, len(cases), c.minMatch)
 			}
 		}
+	}
+}
+
+// TestBF16RoundedActivations: the opt-in VDPBF16PS decode path (activations
+// rounded to BF16 once per token, as llama.cpp's BF16 path) against the
+// exact path on the golden prompts: greedy tokens for 32 steps and the
+// largest logit difference of the first decode step, reported; at least 4
+// of the 5 prompts must keep the golden's first 16 greedy tokens.
+func TestBF16RoundedActivations(t *testing.T) {
+	var rounded *kernels.Table
+	for _, tb := range kernels.Tables() {
+		if r := tb.WithBF16Rounding(true); r.Ops(format.BF16).ActDot {
+			rounded = r
+		}
+	}
+	if rounded == nil {
+		t.Log("no table with VDPBF16PS dots on this CPU: nothing to compare")
+		return
+	}
+	cases := readGolden(t, "../testdata/tinyllama/golden.json")
+	pool := kernels.NewPool(2)
+	defer pool.Close()
+	m := loadModel(t, packOf(t, "../testdata/tinyllama", convert.Options{}), 1)
+	matched, same32, maxDiff := 0, 0, 0.0
+	for _, g := range cases {
+		exact := greedy(t, m, pool, g.InputIDs, 32)
+		restore := kernels.Use(rounded)
+		got := greedy(t, m, pool, g.InputIDs, 32)
+		// First decode step's logits, both paths.
+		s, _ := m.NewState(pool, len(g.InputIDs)+2)
+		s.ForwardBatch(g.InputIDs, 0, Pass{})
+		lr, _ := s.Forward(exact[0], len(g.InputIDs))
+		lr = slices.Clone(lr)
+		restore()
+		s2, _ := m.NewState(pool, len(g.InputIDs)+2)
+		s2.ForwardBatch(g.InputIDs, 0, Pass{})
+		le, _ := s2.Forward(exact[0], len(g.InputIDs))
+		maxDiff = max(maxDiff, maxAbsDiff(lr, le))
+		if slices.Equal(got[:16], g.Greedy32[:16]) {
+			matched++
+		}
+		if slices.Equal(got, exact) {
+			same32++
+		}
+	}
+	t.Logf("BF16-rounded activations (%s): %d of %d golden prompts keep 16 greedy tokens, %d of %d equal the exact path for 32; first decode step max |Δ logit| %.3g",
+		rounded.Name, matched, len(cases), same32, len(cases), maxDiff)
+	if matched < 4 {
+		t.Errorf("only %d of %d prompts keep the golden greedy tokens with rounded activations", matched, len(cases))
 	}
 }
