@@ -11,6 +11,7 @@ import (
 
 	"github.com/sipack/sipack/bench"
 	"github.com/sipack/sipack/cmd/internal/cliutil"
+	"github.com/sipack/sipack/eval"
 	"github.com/sipack/sipack/format"
 	"github.com/sipack/sipack/kernels"
 	"github.com/sipack/sipack/manifests"
@@ -86,7 +87,8 @@ var evalCmd = &cli.Command{
 	ArgsUsage: "PACK",
 	Description: "Metrics: translate corpus BLEU-4 (13a, exp smoothing, brevity penalty), qa exact match\n" +
 		"and token F1, summarize ROUGE-L, lm perplexity of the reference given the prompt.\n" +
-		"Generation is greedy, stops at the first token containing a newline or EOS.",
+		"Generation is greedy, stops at the first token containing one of the manifest's stop\n" +
+		"strings (a newline for the built-in tasks) or EOS.",
 	Flags: append([]cli.Flag{
 		&cli.StringFlag{Name: "task", Usage: "task name or manifest `FILE`"},
 		&cli.StringFlag{Name: "data", Usage: "eval JSONL `FILE` instead of the task's own"},
@@ -122,7 +124,7 @@ var evalCmd = &cli.Command{
 		if !c.Bool("quiet") && !c.Bool("json") {
 			bar = cliutil.NewProgress("eval "+man.Name, 0, false)
 		}
-		res, err := m.Eval(ctx, man, runner.EvalOptions{
+		res, err := eval.Run(ctx, m, man, eval.Options{
 			Data: c.String("data"), Limit: c.Int("limit"), Jobs: c.Int("jobs"), Sel: sel,
 			Progress: func(done, total int) { bar.SetTotal(int64(total)); bar.Add(1) },
 		})
@@ -218,7 +220,7 @@ var perplexityCmd = &cli.Command{
 		}
 		pool := kernels.NewPool(c.Int("threads"))
 		defer pool.Close()
-		ppl, n, err := m.Perplexity(pool, m.Tokenizer.Encode(string(text), false), c.Int("window"))
+		ppl, n, err := eval.Perplexity(m, pool, m.Tokenizer.Encode(string(text), false), c.Int("window"))
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.Args().Get(1), err)
 		}
