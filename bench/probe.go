@@ -1,4 +1,4 @@
-package runner
+package bench
 
 import (
 	"math/rand/v2"
@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/sipack/sipack/kernels"
+	"github.com/sipack/sipack/runner"
 )
 
 // DecodeBytes is the bytes one decode token reads at position pos with the
 // given FFN records active: every attention matrix, the output matrix, the
 // dense layers' FFN, the active records, one embedding row, norms, and the
 // KV cache up to pos.
-func (m *Model) DecodeBytes(activeRecords, pos int) uint64 {
+func DecodeBytes(m *runner.Model, activeRecords, pos int) uint64 {
 	c := &m.Config
 	var b uint64
 	for _, L := range m.Layers {
@@ -29,7 +30,7 @@ func (m *Model) DecodeBytes(activeRecords, pos int) uint64 {
 
 // MatrixParams is the number of weights a full forward pass multiplies:
 // every attention matrix, every loaded FFN record (3·H each) and the output matrix.
-func (m *Model) MatrixParams() float64 {
+func MatrixParams(m *runner.Model) float64 {
 	var n float64
 	H := float64(m.Config.HiddenSize)
 	for _, L := range m.Layers {
@@ -116,16 +117,16 @@ type DecodeResult struct {
 	TTFT          time.Duration
 }
 
-// BenchDecode prefills a random prompt of promptLen tokens (which votes,
+// Decode prefills a random prompt of promptLen tokens (which votes,
 // with a selection), then times tokens greedy decode steps after one
 // untimed warm-up step (first touch of the mapped pages).
-func (m *Model) BenchDecode(pool *kernels.Pool, sel *Selection, promptLen, tokens int, seed uint64) (*DecodeResult, error) {
+func Decode(m *runner.Model, pool *kernels.Pool, sel *runner.Selection, promptLen, tokens int, seed uint64) (*DecodeResult, error) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	prompt := make([]int, promptLen)
 	for i := range prompt {
 		prompt[i] = rng.IntN(m.Config.VocabSize)
 	}
-	ss, err := m.NewSession(pool, promptLen+tokens+2, SamplerConfig{TopP: 1, RepetitionPenalty: 1})
+	ss, err := m.NewSession(pool, promptLen+tokens+2, runner.SamplerConfig{TopP: 1, RepetitionPenalty: 1})
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +139,7 @@ func (m *Model) BenchDecode(pool *kernels.Pool, sel *Selection, promptLen, token
 	if err != nil {
 		return nil, err
 	}
-	tok := Argmax(logits)
+	tok := runner.Argmax(logits)
 	ttft := time.Since(start)
 	res := &DecodeResult{TTFT: ttft, PrefillTokS: float64(promptLen) / ttft.Seconds(), ActiveRecords: ss.ActiveRecords()}
 	// Warm-up step.
@@ -151,7 +152,7 @@ func (m *Model) BenchDecode(pool *kernels.Pool, sel *Selection, promptLen, token
 	// median ignores them where the mean would not.
 	steps := make([]time.Duration, tokens)
 	for i := 0; i < tokens; i++ {
-		tok = Argmax(logits)
+		tok = runner.Argmax(logits)
 		t0 := time.Now()
 		if logits, err = ss.S.Forward(tok, ss.Pos); err != nil {
 			return nil, err
@@ -167,6 +168,6 @@ func (m *Model) BenchDecode(pool *kernels.Pool, sel *Selection, promptLen, token
 		}
 		res.TokS = 1 / med.Seconds()
 	}
-	res.BytesPerToken = m.DecodeBytes(res.ActiveRecords, ss.Pos)
+	res.BytesPerToken = DecodeBytes(m, res.ActiveRecords, ss.Pos)
 	return res, nil
 }
