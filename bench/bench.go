@@ -34,11 +34,11 @@ func Run(paths []string, opt Options) ([]*Report, error) {
 	case len(paths) == 0:
 		return nil, fmt.Errorf("no packs to measure")
 	case opt.Threads < 1:
-		return nil, fmt.Errorf("--threads must be ≥ 1, got %d", opt.Threads)
+		return nil, fmt.Errorf("threads must be ≥ 1, got %d", opt.Threads)
 	case opt.Rounds < 1 || opt.Tokens < 1:
-		return nil, fmt.Errorf("--rounds and --tokens must be ≥ 1, got %d and %d", opt.Rounds, opt.Tokens)
+		return nil, fmt.Errorf("rounds and tokens must be ≥ 1, got %d and %d", opt.Rounds, opt.Tokens)
 	case opt.Prefill < 1:
-		return nil, fmt.Errorf("--prefill must be ≥ 1, got %d", opt.Prefill)
+		return nil, fmt.Errorf("prefill tokens must be ≥ 1, got %d", opt.Prefill)
 	}
 	if opt.Log == nil {
 		opt.Log = io.Discard
