@@ -5,7 +5,7 @@ BIN     ?= bin
 FUZZTIME ?= 30s
 SYNTH   ?= /tmp/sipack-synth-1b
 
-.PHONY: all build test demo generate fuzz bench synth clean vet accuracy accuracy-quant test-arm64 loadtest
+.PHONY: all build test demo generate fuzz bench compare synth clean vet accuracy accuracy-quant test-arm64 cross loadtest
 
 all: build
 
@@ -21,6 +21,13 @@ vet:
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
+
+# Every platform people run local models on builds, without cgo; amd64 and
+# arm64 get the assembly kernels, every other arch the generic ones.
+CROSS = linux/amd64 linux/arm64 darwin/arm64 darwin/amd64 windows/amd64
+cross:
+	@for t in $(CROSS); do echo "== GOOS=$${t%/*} GOARCH=$${t#*/} go build ./..."; \
+	  CGO_ENABLED=0 GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build ./... || exit 1; done
 
 # Build, convert testdata's tiny model into a pack, inspect it and generate
 # from it; then the method: profile the translate task, write a pack ranked
@@ -115,12 +122,31 @@ accuracy-quant: build
 
 # Kernel benchmarks (GB/s of weights streamed; fast path and reference in one
 # run), then the 1B-shape decode/prefill benchmark with 1 and 2 threads, and
-# the quantised packs against dense bf16.
+# the quantised packs against dense bf16. `sipack synth` writes the random
+# 1B-shape packs once into $(BENCH_DIR) (the checkpoint, 2.5 GB, in
+# $(BENCH_DIR)/synth-1b); `sirun bench` only measures packs it is given;
+# `sipack plot bench` draws its JSON lines.
+#
+# Against llama.cpp (same packs; llama.cpp's GGUFs written by the script):
+#   make build && MAKE_PACK='bin/sipack synth --dtype $$DTYPE -o $$OUT' ../shared/llamacpp/compare.sh --threads 2
+# (or `make compare`); compare.sh keeps its packs in BENCH_DIR, /tmp/sipack-bench by default, as here.
+BENCH_DIR ?= /tmp/sipack-bench
+BENCH_DTYPES = bf16 f16 q4_0 q8_0
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./kernels
-	$(BIN)/sirun bench --threads 1 --plot $(BIN)/bench-1t.png
-	$(BIN)/sirun bench --threads 2 --plot $(BIN)/bench-2t.png
-	$(BIN)/sirun bench --quick --dtypes bf16,q4_0,q8_0 --threads 2 --rounds 5
+	for d in $(BENCH_DTYPES); do \
+	  test -f $(BENCH_DIR)/synth-1b-$$d.sip || $(BIN)/sipack synth --dtype $$d --dir $(BENCH_DIR)/synth-1b -o $(BENCH_DIR)/synth-1b-$$d.sip || exit 1; \
+	done
+	$(BIN)/sirun bench --threads 1 --json-out $(BIN)/bench-1t.jsonl $(BENCH_DIR)/synth-1b-bf16.sip $(BENCH_DIR)/synth-1b-f16.sip
+	$(BIN)/sipack plot bench -o $(BIN)/bench-1t.png $(BIN)/bench-1t.jsonl
+	$(BIN)/sirun bench --threads 2 --json-out $(BIN)/bench-2t.jsonl $(BENCH_DIR)/synth-1b-bf16.sip $(BENCH_DIR)/synth-1b-f16.sip
+	$(BIN)/sipack plot bench -o $(BIN)/bench-2t.png $(BIN)/bench-2t.jsonl
+	$(BIN)/sirun bench --quick --threads 2 --rounds 5 $(BENCH_DIR)/synth-1b-bf16.sip $(BENCH_DIR)/synth-1b-q4_0.sip $(BENCH_DIR)/synth-1b-q8_0.sip
+
+# sirun against llama.cpp on the same machine (../shared/llamacpp/compare.sh),
+# with the packs sipack synth writes.
+compare: build
+	BENCH_DIR=$(BENCH_DIR) MAKE_PACK='$(BIN)/sipack synth --dtype $$DTYPE --dir $(BENCH_DIR)/synth-1b -o $$OUT' ../shared/llamacpp/compare.sh --threads 2
 
 # The kernels and the golden runner tests on arm64 (the NEON path), under
 # qemu user emulation (installs Debian's qemu-user when missing).

@@ -2,17 +2,19 @@ package format
 
 // Read-only file mappings. A mapping must never extend past the end of the
 // file (touching such a page raises SIGBUS), so callers pass a length already
-// checked against the file size; MapFile checks it once more.
+// checked against the file size; MapFile checks it once more. The mapping
+// itself is per OS: mmap with MADV_WILLNEED on unix (mmap_unix.go),
+// MapViewOfFile on windows (mmap_windows.go), and on any other OS a plain
+// read into memory (mmap_other.go), which is correct but loads the prefix
+// up front.
 
 import (
 	"fmt"
 	"os"
-
-	"golang.org/x/sys/unix"
 )
 
-// MapFile maps [0, length) of f read-only and asks the kernel to read it ahead.
-// A zero length gives an empty, unmapped slice.
+// MapFile maps [0, length) of f read-only and asks the kernel to read it ahead
+// where the OS has a way to ask. A zero length gives an empty, unmapped slice.
 func MapFile(f *os.File, length int64) ([]byte, error) {
 	if length == 0 {
 		return []byte{}, nil
@@ -24,11 +26,13 @@ func MapFile(f *os.File, length int64) ([]byte, error) {
 	if length < 0 || length > st.Size() {
 		return nil, fmt.Errorf("mmap %s: length %d outside file of %d bytes", f.Name(), length, st.Size())
 	}
-	b, err := unix.Mmap(int(f.Fd()), 0, int(length), unix.PROT_READ, unix.MAP_SHARED)
+	if int64(int(length)) != length {
+		return nil, fmt.Errorf("mmap %s: length %d does not fit this platform's address space", f.Name(), length)
+	}
+	b, err := mapFile(f, int(length))
 	if err != nil {
 		return nil, fmt.Errorf("mmap %s: %w", f.Name(), err)
 	}
-	_ = unix.Madvise(b, unix.MADV_WILLNEED)
 	return b, nil
 }
 
@@ -37,5 +41,5 @@ func Unmap(b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
-	return unix.Munmap(b)
+	return unmap(b)
 }

@@ -15,10 +15,12 @@ import (
 // Limits a reader applies to config values before it sizes anything by them.
 const (
 	maxHidden = 1 << 16
-	maxLayers = 1 << 10
 	maxVocab  = 1 << 22
 	maxHeads  = 1 << 12
-	maxN      = 1 << 20
+	// MaxLayers and MaxNeurons cap a pack's layers and FFN neurons per
+	// layer; the profile package holds profiles to the same caps.
+	MaxLayers  = 1 << 10
+	MaxNeurons = 1 << 20
 )
 
 // OpenOptions controls what part of a pack is loaded.
@@ -207,9 +209,9 @@ func (p *Pack) validate() error {
 	switch {
 	case c.HiddenSize <= 0 || c.HiddenSize > maxHidden:
 		return bad(ErrShape, "hidden_size out of range", c.HiddenSize)
-	case c.IntermediateSize <= 0 || c.IntermediateSize > maxN:
+	case c.IntermediateSize <= 0 || c.IntermediateSize > MaxNeurons:
 		return bad(ErrShape, "intermediate_size out of range", c.IntermediateSize)
-	case c.NumLayers <= 0 || c.NumLayers > maxLayers:
+	case c.NumLayers <= 0 || c.NumLayers > MaxLayers:
 		return bad(ErrShape, "num_layers out of range", c.NumLayers)
 	case c.NumHeads <= 0 || c.NumHeads > maxHeads || c.NumKVHeads <= 0 || c.NumHeads%c.NumKVHeads != 0:
 		return bad(ErrShape, "num_heads must be a positive multiple of num_kv_heads", [2]int{c.NumHeads, c.NumKVHeads})

@@ -3,6 +3,7 @@ package format
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 )
 
@@ -98,4 +99,27 @@ func human(n uint64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// Concentration returns, for each fraction f, the share of the total of
+// scores held by the top ⌊f·len⌋ entries.
+func Concentration(scores []float64, fracs []float64) []float64 {
+	s := append([]float64(nil), scores...)
+	sort.Sort(sort.Reverse(sort.Float64Slice(s)))
+	var total float64
+	for _, v := range s {
+		total += v
+	}
+	out := make([]float64, len(fracs))
+	for i, f := range fracs {
+		k := int(f * float64(len(s)))
+		var acc float64
+		for _, v := range s[:k] {
+			acc += v
+		}
+		if total > 0 {
+			out[i] = acc / total
+		}
+	}
+	return out
 }

@@ -36,7 +36,7 @@ type Manifest struct {
 	Eval         string   `json:"eval"`     // JSONL for evaluation
 	GenTokens    int      `json:"gen_tokens"`
 	MaxNewTokens int      `json:"max_new_tokens"`
-	Stop         []string `json:"stop"`
+	Stop         []string `json:"stop"` // generation stops at a token containing one; absent: ["\n"]
 	Metric       string   `json:"metric"`
 
 	source string // where it was read from, for errors
@@ -97,6 +97,14 @@ func Parse(name string, raw []byte) (*Manifest, error) {
 	}
 	if m.MaxNewTokens == 0 {
 		m.MaxNewTokens = 64
+	}
+	if m.Stop == nil {
+		m.Stop = []string{"\n"} // what every task stopped at before stop was read
+	}
+	for i, s := range m.Stop {
+		if s == "" {
+			return nil, fmt.Errorf("manifest %s: stop string %d is empty (it would stop at every token)", name, i+1)
+		}
 	}
 	if m.GenTokens < 0 || m.MaxNewTokens < 0 {
 		return nil, fmt.Errorf("manifest %s: gen_tokens and max_new_tokens must be positive", name)

@@ -54,6 +54,12 @@ func TestUserManifest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if len(m.Stop) != 1 || m.Stop[0] != "\n" {
+			t.Fatalf("%s: no stop field gives stop %q, want the newline", ref, m.Stop)
+		}
+		if len(m.Stop) != 1 || m.Stop[0] != "\n" {
+			t.Fatalf("%s: no stop field gives stop %q, want the newline", ref, m.Stop)
+		}
 		rows, _, err := m.ReadRows("train", "")
 		if err != nil || len(rows) != 1 || rows[0].Reference != "2" {
 			t.Fatalf("%s: rows %v, %v", ref, rows, err)
@@ -68,6 +74,7 @@ func TestBadManifestsAndData(t *testing.T) {
 		{`{"name": "x", "template": "{prompt}", "metric": "accuracy"}`, `unknown metric "accuracy"`},
 		{`{"name": "x", "template": "{prompt}", "metric": "qa", "colour": 1}`, "unknown field"},
 		{`{"name": `, "unexpected EOF"},
+		{`{"name": "x", "template": "{prompt}", "metric": "qa", "stop": ["\n", ""]}`, "stop string 2 is empty"},
 	} {
 		if _, err := Parse("m.json", []byte(c.js)); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "m.json") {
 			t.Errorf("%s: %v, want %q", c.js, err, c.want)

@@ -238,7 +238,7 @@ func (s *Slot) Generate(ctx context.Context, r Request) (*Result, error) {
 
 	sampler := runner.NewSampler(sc)
 	counts := map[int]int{}
-	var stream runner.TextStream
+	var stream tokenizer.TextStream
 	var out strings.Builder
 	sent := 0 // bytes of out passed to OnText
 	stopped := false

@@ -464,14 +464,3 @@ func (t *Tokenizer) Decode(ids []int) string {
 	}
 	return strings.ToValidUTF8(string(b), "\uFFFD")
 }
-
-// TokenID returns the id of an exact token string (added tokens included).
-func (t *Tokenizer) TokenID(s string) (int, bool) {
-	for _, a := range t.added {
-		if a.Content == s {
-			return a.ID, true
-		}
-	}
-	id, ok := t.vocab[s]
-	return id, ok
-}

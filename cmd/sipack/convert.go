@@ -5,16 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/sipack/sipack/cmd/internal/cliutil"
-	"github.com/sipack/sipack/cmd/internal/pipeline"
 	"github.com/sipack/sipack/convert"
-	"github.com/sipack/sipack/format"
-	"github.com/sipack/sipack/manifests"
+	"github.com/sipack/sipack/profile"
 )
 
 var convertCmd = &cli.Command{
@@ -115,18 +112,17 @@ func rankOrder(ctx context.Context, c *cli.Context, dir string) (*convert.Order,
 	if mode != "profile" && c.IsSet("profile") {
 		return nil, fmt.Errorf("--profile ranks by a profile; it cannot be combined with --order %s", mode)
 	}
-	m, err := convert.OpenModel(dir)
-	if err != nil {
-		return nil, err
-	}
-	cfg, hash := m.Config, m.SourceHash()
-	m.Close()
-	sparse := convert.SparseLayers(cfg, c.IntSlice("dense-layers"))
 	switch mode {
 	case "original":
 		return nil, nil
 	case "random":
-		return convert.RandomOrder(sparse, cfg.IntermediateSize, c.Uint64("seed")), nil
+		m, err := convert.OpenModel(dir)
+		if err != nil {
+			return nil, err
+		}
+		cfg := m.Config
+		m.Close()
+		return convert.RandomOrder(convert.SparseLayers(cfg, c.IntSlice("dense-layers")), cfg.IntermediateSize, c.Uint64("seed")), nil
 	case "profile":
 	default:
 		return nil, fmt.Errorf("unknown --order %q (want profile, random or original)", mode)
@@ -134,115 +130,31 @@ func rankOrder(ctx context.Context, c *cli.Context, dir string) (*convert.Order,
 	if !c.IsSet("profile") {
 		return nil, fmt.Errorf("--order profile needs --profile FILE or a task name")
 	}
-	pc := &profileCache{c: c, ctx: ctx, dir: dir, hash: hash}
-	defer pc.close()
-	var task *format.Profile
-	switch c.String("profile-format") {
-	case "partinfer":
-		task, err = format.ReadPartInferList(c.String("profile"), cfg.NumLayers, cfg.IntermediateSize)
-	case "sipack":
-		task, err = pc.get(c.String("profile"))
-	default:
-		return nil, fmt.Errorf("unknown --profile-format %q (want sipack or partinfer)", c.String("profile-format"))
+	if f := c.String("profile-format"); f != "sipack" && f != "partinfer" {
+		return nil, fmt.Errorf("unknown --profile-format %q (want sipack or partinfer)", f)
 	}
-	if err != nil {
-		return nil, err
-	}
-	if err := convert.CheckProfile(task, cfg, hash, c.String("profile")); err != nil {
-		return nil, err
-	}
-	var secondary []*format.Profile
-	switch sec := c.String("secondary"); sec {
-	case "self":
-		secondary = []*format.Profile{task}
-	case "all":
-		for _, name := range manifests.Builtin() {
-			man, err := manifests.Load(name, c.StringSlice("manifests")...)
-			if err != nil {
-				return nil, err
+	quiet := c.Bool("quiet")
+	var bar *cliutil.Progress
+	return profile.Order(ctx, profile.OrderOptions{
+		ModelDir: dir, Task: c.String("profile"), TaskFormat: c.String("profile-format"), Secondary: c.String("secondary"),
+		Base: c.Float64("base"), DenseLayers: c.IntSlice("dense-layers"), Manifests: c.StringSlice("manifests"),
+		MaxPrompts: c.Int("max-prompts"), GenTokens: c.Int("gen-tokens"), Seed: c.Uint64("seed"),
+		Progress: func(task string, done, total int, _ int64) {
+			if quiet {
+				return
 			}
-			if man.Train == "" {
-				continue // no data: summarize needs a user's file
+			if done == 1 {
+				bar = cliutil.NewProgress("profile "+task, int64(total), false)
 			}
-			p := task
-			if task.Task != name {
-				if p, err = pc.get(name); err != nil {
-					return nil, err
-				}
+			bar.Add(1)
+			if done == total {
+				bar.Done(true)
 			}
-			secondary = append(secondary, p)
-		}
-	default:
-		for _, f := range strings.Split(sec, ",") {
-			p, err := format.ReadProfile(f)
-			if err != nil {
-				return nil, err
+		},
+		Log: func(msg string) {
+			if !quiet {
+				fmt.Fprintln(os.Stderr, msg)
 			}
-			if err := convert.CheckProfile(p, cfg, hash, f); err != nil {
-				return nil, err
-			}
-			secondary = append(secondary, p)
-		}
-	}
-	order, err := convert.RankOrder(task, convert.SecondaryScores(secondary), c.Float64("base"), sparse)
-	if err != nil {
-		return nil, err
-	}
-	for _, p := range secondary {
-		order.Provenance.SecondaryTasks = append(order.Provenance.SecondaryTasks, p.Task)
-	}
-	return order, nil
-}
-
-// profileCache finds task profiles: a file, the cache, or a run on the fly.
-type profileCache struct {
-	c      *cli.Context
-	ctx    context.Context
-	dir    string
-	hash   [format.HashSize]byte
-	opened *pipeline.Opened
-}
-
-func (pc *profileCache) close() {
-	if pc.opened != nil {
-		pc.opened.Close()
-	}
-}
-
-func (pc *profileCache) get(spec string) (*format.Profile, error) {
-	if st, err := os.Stat(spec); err == nil && !st.IsDir() {
-		return format.ReadProfile(spec)
-	}
-	if strings.HasSuffix(spec, ".prof") {
-		return nil, fmt.Errorf("profile file %s: no such file", spec)
-	}
-	man, err := manifests.Load(spec, pc.c.StringSlice("manifests")...)
-	if err != nil {
-		return nil, err
-	}
-	key := fmt.Sprintf("%s-p%d-g%d-s%d", man.Name, pc.c.Int("max-prompts"), pc.c.Int("gen-tokens"), pc.c.Uint64("seed"))
-	cache := pipeline.CachePath(pc.hash, key)
-	if p, err := format.ReadProfile(cache); err == nil {
-		if !pc.c.Bool("quiet") {
-			fmt.Fprintf(os.Stderr, "using cached profile %s\n", cache)
-		}
-		return p, nil
-	}
-	if pc.opened == nil {
-		if pc.opened, err = pipeline.Open(pc.ctx, pc.dir); err != nil {
-			return nil, err
-		}
-	}
-	p, err := runProfile(pc.c, pc.ctx, pc.opened, man, pipeline.ProfileOptions{
-		MaxPrompts: pc.c.Int("max-prompts"), GenTokens: pc.c.Int("gen-tokens"), Seed: pc.c.Uint64("seed"),
+		},
 	})
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(filepath.Dir(cache), 0o755); err == nil {
-		if err := format.WriteProfile(cache, p); err == nil && !pc.c.Bool("quiet") {
-			fmt.Fprintf(os.Stderr, "cached profile %s\n", cache)
-		}
-	}
-	return p, nil
 }

@@ -9,19 +9,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sipack/sipack/cmd/internal/clitest"
 )
 
 var bin string
 
 // TestMain builds the sipack binary once; the tests run it as a user would.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "sipack-cli")
-	if err != nil {
+	var dir string
+	var err error
+	if bin, dir, err = clitest.Build("sipack"); err != nil {
 		panic(err)
-	}
-	bin = filepath.Join(dir, "sipack")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		panic(string(out))
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -30,20 +29,7 @@ func TestMain(m *testing.M) {
 
 func run(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(stderr.String(), "panic:") || strings.Contains(stderr.String(), "goroutine ") {
-		t.Fatalf("sipack %v panicked:\n%s", args, stderr.String())
-	}
-	return stdout.String(), stderr.String(), code
+	return clitest.Run(t, bin, "", args...)
 }
 
 const tiny = "../../testdata/tinyllama"
@@ -267,5 +253,42 @@ func TestDiskFull(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Fatalf("failed convert left %v", entries)
+	}
+}
+
+// TestPlotBenchAndSynthFlags: `sipack plot bench` draws sirun bench --json
+// lines and names the file and line of one that is not; synth refuses bad
+// flags before writing anything (a real synth writes 2.5 GB: not here).
+func TestPlotBenchAndSynthFlags(t *testing.T) {
+	dir := t.TempDir()
+	lines := filepath.Join(dir, "b.jsonl")
+	os.WriteFile(lines, []byte(`{"pack":"/x/synth-1b-bf16.sip","dtype":"bf16","bandwidth_gbs":40,"dense_tok_s":15,"dense_bytes_per_token":2500000000,`+
+		`"grid":[{"gamma":0.7,"phi":0.4,"tok_s":25,"bytes_per_token":1500000000},{"gamma":0.7,"phi":0.6,"tok_s":20,"bytes_per_token":1900000000}]}`+"\n"), 0o644)
+	png := filepath.Join(dir, "b.png")
+	if _, e, code := run(t, "plot", "bench", "-o", png, lines); code != 0 {
+		t.Fatalf("plot bench (%d): %s", code, e)
+	}
+	if b, _ := os.ReadFile(png); len(b) < 1000 || string(b[1:4]) != "PNG" {
+		t.Fatal("plot bench wrote no PNG")
+	}
+	bad := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(bad, []byte("\n{\"pack\": 3}\n"), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plot", "bench", "-o", png, bad}, "bad.jsonl:2"},
+		{[]string{"plot", "bench", "-o", png, filepath.Join(dir, "none.jsonl")}, "none.jsonl"},
+		{[]string{"plot", "bench", "-o", png}, "at least one"},
+		{[]string{"synth", "--dtype", "bf16"}, "output"},
+		{[]string{"synth", "--dtype", "q3_k", "-o", filepath.Join(dir, "x.sip"), "--dir", filepath.Join(dir, "ck")}, "q3_k"},
+		{[]string{"synth", "-o", filepath.Join(dir, "x.sip"), "extra"}, "no arguments"},
+	} {
+		if _, errOut, code := run(t, c.args...); code == 0 || !strings.Contains(errOut, c.want) {
+			t.Errorf("sipack %v: exit %d, stderr %q; want %q", c.args, code, errOut, c.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ck")); err == nil {
+		t.Error("synth with a bad --dtype wrote the checkpoint anyway")
 	}
 }

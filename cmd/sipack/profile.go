@@ -10,10 +10,10 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/sipack/sipack/cmd/internal/cliutil"
-	"github.com/sipack/sipack/cmd/internal/pipeline"
 	"github.com/sipack/sipack/cmd/internal/plots"
 	"github.com/sipack/sipack/format"
 	"github.com/sipack/sipack/manifests"
+	"github.com/sipack/sipack/profile"
 )
 
 var profileCmd = &cli.Command{
@@ -56,12 +56,12 @@ var profileCmd = &cli.Command{
 		}
 		ctx, stop := cliutil.SignalContext()
 		defer stop()
-		o, err := pipeline.Open(ctx, c.Args().First())
+		o, err := profile.Open(ctx, c.Args().First())
 		if err != nil {
 			return err
 		}
 		defer o.Close()
-		p, err := runProfile(c, ctx, o, man, pipeline.ProfileOptions{
+		p, err := runProfile(c, ctx, o, man, profile.TaskOptions{
 			Data: c.String("data"), MaxPrompts: c.Int("max-prompts"), GenTokens: c.Int("gen-tokens"), Seed: c.Uint64("seed"),
 		})
 		if err != nil {
@@ -70,21 +70,21 @@ var profileCmd = &cli.Command{
 			}
 			return err
 		}
-		if err := format.WriteProfile(out, p); err != nil {
+		if err := profile.Write(out, p); err != nil {
 			return err
 		}
 		if !c.Bool("quiet") {
 			fmt.Fprintf(os.Stderr, "wrote %s\n", out)
 		}
 		if f := c.String("plot"); f != "" {
-			return plots.ProfileConcentration(f, []*format.Profile{p}, []string{p.Task})
+			return plots.ProfileConcentration(f, []*profile.Profile{p}, []string{p.Task})
 		}
 		return nil
 	},
 }
 
 // runProfile profiles with a progress bar and prints the throughput.
-func runProfile(c *cli.Context, ctx context.Context, o *pipeline.Opened, man *manifests.Manifest, opt pipeline.ProfileOptions) (*format.Profile, error) {
+func runProfile(c *cli.Context, ctx context.Context, o *profile.Opened, man *manifests.Manifest, opt profile.TaskOptions) (*profile.Profile, error) {
 	bar := &cliutil.Progress{}
 	if !c.Bool("quiet") {
 		bar = cliutil.NewProgress("profile "+man.Name, 0, false)
@@ -98,15 +98,13 @@ func runProfile(c *cli.Context, ctx context.Context, o *pipeline.Opened, man *ma
 		bar.SetTotal(int64(total))
 		bar.Add(1)
 	}
-	p, err := pipeline.Profile(ctx, o.Model, man, opt)
+	p, err := profile.RunTask(ctx, o.Model, man, opt)
 	bar.Done(err == nil)
 	if err != nil {
 		return nil, err
 	}
 	if !c.Bool("quiet") {
-		secs := time.Since(start).Seconds()
-		fmt.Fprintf(os.Stderr, "profiled task %s: %d prompts, %d tokens (%d generated per prompt) in %.1f s, %.1f tokens/s\n",
-			p.Task, p.Prompts, p.Tokens, p.GenTokens, secs, float64(p.Tokens)/secs)
+		fmt.Fprintln(os.Stderr, profile.Summary(p, time.Since(start)))
 	}
 	return p, nil
 }
@@ -120,20 +118,20 @@ var profileMergeCmd = &cli.Command{
 		if c.NArg() < 2 {
 			return fmt.Errorf("merge needs at least two profiles, got %d", c.NArg())
 		}
-		acc, err := format.ReadProfile(c.Args().Get(0))
+		acc, err := profile.Read(c.Args().Get(0))
 		if err != nil {
 			return err
 		}
 		for _, f := range c.Args().Slice()[1:] {
-			p, err := format.ReadProfile(f)
+			p, err := profile.Read(f)
 			if err != nil {
 				return err
 			}
-			if acc, err = format.Merge(acc, p); err != nil {
+			if acc, err = profile.Merge(acc, p); err != nil {
 				return fmt.Errorf("merge %s: %w", f, err)
 			}
 		}
-		return format.WriteProfile(c.String("output"), acc)
+		return profile.Write(c.String("output"), acc)
 	},
 }
 
@@ -147,9 +145,9 @@ var profileShowCmd = &cli.Command{
 		if c.NArg() < 1 {
 			return fmt.Errorf("show needs a profile file")
 		}
-		var ps []*format.Profile
+		var ps []*profile.Profile
 		for _, f := range c.Args().Slice() {
-			p, err := format.ReadProfile(f)
+			p, err := profile.Read(f)
 			if err != nil {
 				return err
 			}
@@ -164,7 +162,7 @@ var profileShowCmd = &cli.Command{
 				}
 				fmt.Printf("overlap of the top-30 %% sets, %s vs %s, per layer:", ps[i].Task, ps[j].Task)
 				for l := 0; l < ps[i].Layers; l++ {
-					fmt.Printf(" %.2f", format.TopOverlap(ps[i].Sums[l], ps[j].Sums[l], 0.3))
+					fmt.Printf(" %.2f", profile.TopOverlap(ps[i].Sums[l], ps[j].Sums[l], 0.3))
 				}
 				fmt.Println()
 			}
@@ -194,10 +192,10 @@ var profilePlotCmd = &cli.Command{
 		if c.NArg() < 1 {
 			return fmt.Errorf("plot needs at least one profile")
 		}
-		var ps []*format.Profile
+		var ps []*profile.Profile
 		var names []string
 		for _, f := range c.Args().Slice() {
-			p, err := format.ReadProfile(f)
+			p, err := profile.Read(f)
 			if err != nil {
 				return err
 			}

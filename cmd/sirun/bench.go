@@ -1,60 +1,43 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"runtime/pprof"
-	"slices"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/sipack/sipack/cmd/internal/cliutil"
-	"github.com/sipack/sipack/cmd/internal/plots"
-	"github.com/sipack/sipack/convert"
-	"github.com/sipack/sipack/convert/testmodel"
-	"github.com/sipack/sipack/format"
-	"github.com/sipack/sipack/kernels"
-	"github.com/sipack/sipack/runner"
+	"github.com/sipack/sipack/bench"
 )
 
 var benchCmd = &cli.Command{
 	Name:      "bench",
-	Usage:     "measure bandwidth, decode tok/s on a γ×φ grid, prefill and the bandwidth bound",
-	ArgsUsage: "[PACK ...]",
-	Description: "Without PACK, builds (once, in --dir) a random-weight Llama-3.2-1B-shape checkpoint and\n" +
-		"its BF16 and F16 packs. Every decode figure comes with the bytes it reads per token and\n" +
-		"the fraction of the bound (measured bandwidth / bytes per token) it reached.",
+	Usage:     "measure bandwidth, decode tok/s on a γ×φ grid, prefill and the bandwidth bound of packs",
+	ArgsUsage: "PACK [PACK ...]",
+	Description: "Every decode figure comes with the bytes it reads per token and the fraction of the\n" +
+		"bound (measured bandwidth / bytes per token) it reached. Ratios between packs are against\n" +
+		"the first pack's dense decode, taken within each round. Random-weight 1B-shape packs to\n" +
+		"measure are made by `sipack synth --dtype DTYPE -o PACK`; `sipack plot bench` draws the\n" +
+		"JSON lines this prints with --json.",
 	Flags: []cli.Flag{
 		&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: defaultThreads(), Usage: "worker threads"},
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object (per pack, one per line)"},
-		&cli.StringFlag{Name: "plot", Usage: "draw tok/s against φ with the bound to this PNG `FILE`"},
-		&cli.StringFlag{Name: "dir", Value: filepath.Join(os.TempDir(), "sipack-bench"), Usage: "where the synthetic checkpoint and packs are kept"},
-		&cli.StringFlag{Name: "dtypes", Value: "bf16,f16", Usage: "synthetic pack dtypes"},
+		&cli.StringFlag{Name: "json-out", Usage: "also write the JSON lines to `FILE` (e.g. for sipack plot bench)"},
 		&cli.IntFlag{Name: "tokens", Value: 8, Usage: "decode tokens timed per figure (the figure is 1 / the median step)"},
 		&cli.IntFlag{Name: "rounds", Value: 3, Usage: "measure every decode figure this many times, interleaved, and report medians"},
-		&cli.IntFlag{Name: "prefill", Value: 256, Usage: "prompt tokens of the prefill figure"},
-		&cli.BoolFlag{Name: "quick", Usage: "dense and γ 0.7 × φ 0.4 only, shorter prefill"},
+		&cli.IntFlag{Name: "prefill", Value: 256, Usage: "prompt tokens of the prefill figure (with --quick and not given: 64)"},
+		&cli.BoolFlag{Name: "quick", Usage: "dense and γ 0.7 × φ 0.4 only, shorter prefill unless --prefill is given"},
 		&cli.StringFlag{Name: "cpuprofile", Usage: "write a Go CPU profile of the whole benchmark to `FILE` (go tool pprof)"},
 	},
 	Action: func(c *cli.Context) error {
-		threads := c.Int("threads")
-		if threads < 1 {
-			return fmt.Errorf("--threads must be ≥ 1, got %d", threads)
+		if c.NArg() == 0 {
+			return fmt.Errorf("bench needs at least one PACK (make a 1B-shape one with: sipack synth --dtype bf16 -o synth-1b-bf16.sip)")
 		}
-		if c.Int("rounds") < 1 || c.Int("tokens") < 1 {
-			return fmt.Errorf("--rounds and --tokens must be ≥ 1, got %d and %d", c.Int("rounds"), c.Int("tokens"))
-		}
-		packs := c.Args().Slice()
-		if len(packs) == 0 {
-			var err error
-			if packs, err = syntheticPacks(c.String("dir"), strings.Split(c.String("dtypes"), ",")); err != nil {
-				return err
-			}
+		opt := bench.Options{Threads: c.Int("threads"), Tokens: c.Int("tokens"), Rounds: c.Int("rounds"),
+			Prefill: c.Int("prefill"), Quick: c.Bool("quick"), Log: os.Stderr}
+		if opt.Quick && !c.IsSet("prefill") {
+			opt.Prefill = 64
 		}
 		if f := c.String("cpuprofile"); f != "" {
 			out, err := os.Create(f)
@@ -67,323 +50,29 @@ var benchCmd = &cli.Command{
 			}
 			defer pprof.StopCPUProfile()
 		}
-		fmt.Fprintf(os.Stderr, "sirun bench: kernels %s, %d threads; measuring the FMA peak\n", kernels.Active().Name, threads)
-		peak := runner.MeasureFMAPeak(threads)
-		pool := kernels.NewPool(threads)
-		defer pool.Close()
-		probe := runner.NewBandwidthProbe(probeBytes, pool)
-		reports, err := benchPacks(c, packs, pool, probe, peak)
+		reports, err := bench.Run(c.Args().Slice(), opt)
 		if err != nil {
 			return err
 		}
+		var lines []byte
 		for _, r := range reports {
-			if c.Bool("json") {
-				b, _ := json.Marshal(r)
-				fmt.Println(string(b))
-			} else {
-				r.markdown(os.Stdout)
+			b, err := json.Marshal(r)
+			if err != nil {
+				return err
+			}
+			lines = append(append(lines, b...), '\n')
+			if !c.Bool("json") {
+				r.Markdown(os.Stdout)
 			}
 		}
-		if f := c.String("plot"); f != "" {
-			var series []plots.Series
-			for _, r := range reports {
-				s := plots.Series{Name: filepath.Base(r.Pack), Bound: r.BandwidthGBs * 1e9}
-				for _, g := range r.Grid {
-					s.Points = append(s.Points, plots.BenchPoint{Gamma: g.Gamma, Phi: g.Phi, TokS: g.TokS, Bytes: g.BytesPerToken})
-				}
-				series = append(series, s)
-			}
-			if err := plots.BenchTokS(f, series); err != nil {
+		if c.Bool("json") {
+			os.Stdout.Write(lines)
+		}
+		if f := c.String("json-out"); f != "" {
+			if err := os.WriteFile(f, lines, 0o644); err != nil {
 				return err
 			}
 		}
 		return nil
 	},
-}
-
-// probeBytes is the bandwidth probe's buffer: far larger than any L3 this
-// has run on (32 MiB per CCD on the AMD EPYCs, 105 MiB on the Xeon), small
-// enough to add little to the peak RSS the report gives (it is included).
-const probeBytes = 256 << 20
-
-// syntheticPacks makes (or reuses) the 1B-shape checkpoint and its packs.
-func syntheticPacks(dir string, dtypes []string) ([]string, error) {
-	ck := filepath.Join(dir, "synth-1b")
-	if _, err := os.Stat(filepath.Join(ck, "model.safetensors.index.json")); err != nil {
-		tok, err := testmodelTokenizer()
-		if err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(os.Stderr, "sirun bench: writing a random Llama-3.2-1B-shape checkpoint to %s (2.5 GB)\n", ck)
-		if err := testmodel.Write(ck, testmodel.Llama32_1B(tok)); err != nil {
-			return nil, err
-		}
-	}
-	var out []string
-	for _, dt := range dtypes {
-		dt = strings.TrimSpace(dt)
-		p := filepath.Join(dir, "synth-1b-"+dt+".sip")
-		if _, err := os.Stat(p); err != nil {
-			fmt.Fprintf(os.Stderr, "sirun bench: converting to %s\n", p)
-			if _, err := convert.Convert(context.Background(), convert.Options{ModelDir: ck, Output: p, DType: dt, BaseFraction: 0.3}); err != nil {
-				return nil, err
-			}
-		}
-		out = append(out, p)
-	}
-	return out, nil
-}
-
-// testmodelTokenizer is the tiny model's tokenizer, embedded in every pack of
-// it; the synthetic model only needs some byte-level BPE vocabulary.
-func testmodelTokenizer() ([]byte, error) {
-	for _, p := range []string{"testdata/tinyllama/tokenizer.json", "../../testdata/tinyllama/tokenizer.json"} {
-		if b, err := os.ReadFile(p); err == nil {
-			return b, nil
-		}
-	}
-	return testmodel.ByteTokenizer(), nil
-}
-
-type gridPoint struct {
-	Gamma         float64 `json:"gamma"`
-	Phi           float64 `json:"phi"`
-	TokS          float64 `json:"tok_s"`
-	BytesPerToken uint64  `json:"bytes_per_token"`
-	BoundTokS     float64 `json:"bound_tok_s"`
-	BoundFraction float64 `json:"bound_fraction"`
-	SpeedupDense  float64 `json:"speedup_vs_dense"`
-	// SpeedupFirstDense is against the dense decode of the run's first
-	// pack (e.g. q4_0 against bf16 with --dtypes bf16,q4_0).
-	SpeedupFirstDense float64 `json:"speedup_vs_first_dense"`
-	BandwidthGBs      float64 `json:"bandwidth_gbs"` // measured beside this figure
-}
-
-type benchReport struct {
-	Pack               string      `json:"pack"`
-	DType              string      `json:"dtype"`
-	Kernels            string      `json:"kernels"`
-	Threads            int         `json:"threads"`
-	BandwidthGBs       float64     `json:"bandwidth_gbs"` // the highest of this pack's probes
-	DenseBandwidthGBs  float64     `json:"dense_bandwidth_gbs"`
-	FMAPeakGFlops      float64     `json:"fma_peak_gflops"`
-	DenseTokS          float64     `json:"dense_tok_s"`
-	DenseBytesPerToken uint64      `json:"dense_bytes_per_token"`
-	DenseBoundFraction float64     `json:"dense_bound_fraction"`
-	PrefillTokens      int         `json:"prefill_tokens"`
-	PrefillTokS        float64     `json:"prefill_tok_s"`
-	PrefillGFlops      float64     `json:"prefill_gflops"`
-	PrefillPeakFrac    float64     `json:"prefill_peak_fraction"`
-	TTFTms             float64     `json:"ttft_ms"`
-	PeakRSSBytes       uint64      `json:"peak_rss_bytes"`
-	Rounds             int         `json:"rounds"`
-	FirstPack          string      `json:"first_pack"`
-	DenseVsFirst       float64     `json:"dense_vs_first_dense"`
-	Grid               []gridPoint `json:"grid"`
-}
-
-// benchFigure is one decode figure of a pack's grid (the dense one first)
-// and what each round measured of it.
-type benchFigure struct {
-	gamma, phi float64
-	sel        *runner.Selection
-	tokS, bw   []float64 // per round: tok/s, and the bandwidth beside it
-	bytes      uint64
-}
-
-// packBench is one pack's report in the making.
-type packBench struct {
-	path    string
-	r       *benchReport
-	figures []*benchFigure
-}
-
-func openModel(path string, gamma float64) (*format.Pack, *runner.Model, error) {
-	p, err := format.Open(path, format.OpenOptions{Gamma: gamma})
-	if err != nil {
-		return nil, nil, err
-	}
-	m, err := runner.Load(p)
-	if err != nil {
-		p.Close()
-		return nil, nil, err
-	}
-	return p, m, nil
-}
-
-// benchPacks measures every pack: prefill once each, then the decode
-// figures of all packs in rounds. Each figure's bound is the read bandwidth
-// measured right before and right after it (the higher of the two: the
-// stricter bound). On a shared VM the bandwidth jumps between regimes (50
-// and 90 GB/s were both seen within a minute here), so ratios of two
-// figures, within a pack or across packs, are taken within a round, and
-// every reported value is the median over rounds.
-func benchPacks(c *cli.Context, paths []string, pool *kernels.Pool, probe *runner.BandwidthProbe, peak float64) ([]*benchReport, error) {
-	gammas, phis := []float64{0.5, 0.7, 1.0}, []float64{0.2, 0.3, 0.4, 0.6}
-	prefill := c.Int("prefill")
-	if c.Bool("quick") {
-		gammas, phis, prefill = []float64{0.7}, []float64{0.4}, min(prefill, 64)
-	}
-	var benches []*packBench
-	for _, path := range paths {
-		pb := &packBench{path: path, r: &benchReport{Pack: path, Kernels: kernels.Active().Name, Threads: pool.Workers(), FMAPeakGFlops: peak / 1e9, Rounds: c.Int("rounds")}}
-		p, m, err := openModel(path, 1)
-		if err != nil {
-			return nil, err
-		}
-		pb.r.DType = p.Index.RecordDType.String()
-		base := 0.3
-		if b := float64(p.Index.BaseFraction); b > 0 {
-			base = b
-		}
-		// Prefill at γ = 1, after a token that maps every page (a first
-		// touch of the pack's pages is not prefill's cost).
-		fmt.Fprintf(os.Stderr, "sirun bench: %s: prefill of %d tokens\n", filepath.Base(path), prefill)
-		_, err = m.BenchDecode(pool, nil, 1, 1, 2)
-		var pf *runner.DecodeResult
-		if err == nil {
-			pf, err = m.BenchDecode(pool, nil, prefill, 1, 2)
-		}
-		if err != nil {
-			p.Close()
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		r := pb.r
-		r.PrefillTokens, r.PrefillTokS, r.TTFTms = prefill, pf.PrefillTokS, float64(pf.TTFT.Microseconds())/1000
-		// 2 FLOPs per weight per token for every matrix (the embedding lookup excluded).
-		r.PrefillGFlops = 2 * m.MatrixParams() * pf.PrefillTokS / 1e9
-		r.PrefillPeakFrac = r.PrefillGFlops * 1e9 / peak
-		p.Close()
-		pb.figures = []*benchFigure{{gamma: 1, phi: 1}}
-		for _, g := range gammas {
-			for _, phi := range phis {
-				if phi > g+1e-9 || phi < base-1e-6 {
-					continue
-				}
-				f := &benchFigure{gamma: g, phi: phi, sel: &runner.Selection{Phi: phi, Alpha: 0.2, Base: base, Compact: true}}
-				if phi >= g-1e-9 {
-					f.sel = nil
-				}
-				pb.figures = append(pb.figures, f)
-			}
-		}
-		benches = append(benches, pb)
-	}
-	rounds := c.Int("rounds")
-	for round := 0; round < rounds; round++ {
-		for _, pb := range benches {
-			if err := pb.measureRound(c, pool, probe, round, rounds); err != nil {
-				return nil, err
-			}
-		}
-	}
-	var reports []*benchReport
-	for _, pb := range benches {
-		pb.finish(benches[0])
-		reports = append(reports, pb.r)
-	}
-	return reports, nil
-}
-
-// measureRound measures every decode figure of the pack once.
-func (pb *packBench) measureRound(c *cli.Context, pool *kernels.Pool, probe *runner.BandwidthProbe, round, rounds int) error {
-	var p *format.Pack
-	var m *runner.Model
-	defer func() {
-		if p != nil {
-			p.Close()
-		}
-	}()
-	for i, f := range pb.figures {
-		if i == 0 || f.gamma != pb.figures[i-1].gamma {
-			if p != nil {
-				p.Close()
-			}
-			var err error
-			if p, m, err = openModel(pb.path, f.gamma); err != nil {
-				return err
-			}
-		}
-		name := "dense decode"
-		if i > 0 {
-			name = fmt.Sprintf("γ %.1f φ %.1f", f.gamma, f.phi)
-		}
-		fmt.Fprintf(os.Stderr, "sirun bench: %s: %s (round %d of %d)\n", filepath.Base(pb.path), name, round+1, rounds)
-		before := probe.Measure(3)
-		res, err := m.BenchDecode(pool, f.sel, 16, c.Int("tokens"), uint64(1+round))
-		if err != nil {
-			return fmt.Errorf("%s: %w", pb.path, err)
-		}
-		bw := max(before, probe.Measure(3))
-		f.tokS, f.bw, f.bytes = append(f.tokS, res.TokS), append(f.bw, bw), res.BytesPerToken
-		pb.r.BandwidthGBs = max(pb.r.BandwidthGBs, bw/1e9)
-	}
-	return nil
-}
-
-// finish turns the rounds into the report; ratios to first's dense decode
-// (the first pack of the run) are taken within each round.
-func (pb *packBench) finish(first *packBench) {
-	r, dense := pb.r, pb.figures[0]
-	fraction := func(f *benchFigure) float64 {
-		var v []float64
-		for i := range f.tokS {
-			v = append(v, f.tokS[i]*float64(f.bytes)/f.bw[i])
-		}
-		return median(v)
-	}
-	ratio := func(f, to *benchFigure) float64 {
-		var v []float64
-		for i := range f.tokS {
-			v = append(v, f.tokS[i]/to.tokS[i])
-		}
-		return median(v)
-	}
-	r.DenseTokS, r.DenseBytesPerToken, r.DenseBandwidthGBs = median(dense.tokS), dense.bytes, median(dense.bw)/1e9
-	r.DenseBoundFraction = fraction(dense)
-	r.FirstPack, r.DenseVsFirst = first.path, ratio(dense, first.figures[0])
-	for _, f := range pb.figures[1:] {
-		bw := median(f.bw)
-		r.Grid = append(r.Grid, gridPoint{Gamma: f.gamma, Phi: f.phi, TokS: median(f.tokS), BytesPerToken: f.bytes,
-			BoundTokS: bw / float64(f.bytes), BoundFraction: fraction(f), SpeedupDense: ratio(f, dense),
-			SpeedupFirstDense: ratio(f, first.figures[0]), BandwidthGBs: bw / 1e9})
-	}
-	r.PeakRSSBytes = runner.PeakRSS()
-}
-
-// median of a non-empty list (the mean of the middle two for an even count).
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
-func (r *benchReport) markdown(w io.Writer) {
-	threads := fmt.Sprintf("%d threads", r.Threads)
-	if r.Threads == 1 {
-		threads = "1 thread"
-	}
-	fmt.Fprintf(w, "\n### %s (%s, kernels %s, %s)\n\n", filepath.Base(r.Pack), r.DType, r.Kernels, threads)
-	fmt.Fprintf(w, "read bandwidth measured before and after every decode figure, up to %.2f GB/s; medians of %d interleaved rounds; FMA peak %.1f GFLOP/s; peak RSS %s (with the %d MiB probe buffer)\n\n", r.BandwidthGBs, r.Rounds, r.FMAPeakGFlops, cliutil.HumanBytes(r.PeakRSSBytes), probeBytes>>20)
-	// Against the first pack's dense decode too, when this is another pack.
-	cross := r.FirstPack != r.Pack
-	head, rule, denseCross := "", "", ""
-	if cross {
-		head, rule = fmt.Sprintf(" vs %s dense |", filepath.Base(r.FirstPack)), "---:|"
-		denseCross = fmt.Sprintf(" %.2f× |", r.DenseVsFirst)
-	}
-	fmt.Fprintf(w, "| run | γ | φ | tok/s | MB read / token | bandwidth GB/s | bound tok/s | of bound | vs dense |%s\n|---|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", head, rule)
-	fmt.Fprintf(w, "| dense decode | 1.0 | 1.0 | %.2f | %.0f | %.1f | %.2f | %.0f %% | 1.00× |%s\n", r.DenseTokS, float64(r.DenseBytesPerToken)/1e6, r.DenseBandwidthGBs, r.DenseBandwidthGBs*1e9/float64(r.DenseBytesPerToken), 100*r.DenseBoundFraction, denseCross)
-	for _, g := range r.Grid {
-		c := ""
-		if cross {
-			c = fmt.Sprintf(" %.2f× |", g.SpeedupFirstDense)
-		}
-		fmt.Fprintf(w, "| decode | %.1f | %.1f | %.2f | %.0f | %.1f | %.2f | %.0f %% | %.2f× |%s\n", g.Gamma, g.Phi, g.TokS, float64(g.BytesPerToken)/1e6, g.BandwidthGBs, g.BoundTokS, 100*g.BoundFraction, g.SpeedupDense, c)
-	}
-	fmt.Fprintf(w, "\nprefill %d tokens: %.1f tok/s (%.1f GFLOP/s, %.0f %% of FMA peak), time to first token %.0f ms\n", r.PrefillTokens, r.PrefillTokS, r.PrefillGFlops, 100*r.PrefillPeakFrac, r.TTFTms)
 }

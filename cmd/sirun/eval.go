@@ -9,7 +9,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/sipack/sipack/bench"
 	"github.com/sipack/sipack/cmd/internal/cliutil"
+	"github.com/sipack/sipack/eval"
 	"github.com/sipack/sipack/format"
 	"github.com/sipack/sipack/kernels"
 	"github.com/sipack/sipack/manifests"
@@ -86,7 +88,8 @@ var evalCmd = &cli.Command{
 	ArgsUsage: "PACK",
 	Description: "Metrics: translate corpus BLEU-4 (13a, exp smoothing, brevity penalty), qa exact match\n" +
 		"and token F1, summarize ROUGE-L, lm perplexity of the reference given the prompt.\n" +
-		"Generation is greedy, stops at the first token containing a newline or EOS.",
+		"Generation is greedy, stops at the first token containing one of the manifest's stop\n" +
+		"strings (a newline for the built-in tasks) or EOS.",
 	Flags: append([]cli.Flag{
 		&cli.StringFlag{Name: "task", Usage: "task name or manifest `FILE`"},
 		&cli.StringFlag{Name: "data", Usage: "eval JSONL `FILE` instead of the task's own"},
@@ -122,7 +125,7 @@ var evalCmd = &cli.Command{
 		if !c.Bool("quiet") && !c.Bool("json") {
 			bar = cliutil.NewProgress("eval "+man.Name, 0, false)
 		}
-		res, err := m.Eval(ctx, man, runner.EvalOptions{
+		res, err := eval.Run(ctx, m, man, eval.Options{
 			Data: c.String("data"), Limit: c.Int("limit"), Jobs: c.Int("jobs"), Sel: sel,
 			Progress: func(done, total int) { bar.SetTotal(int64(total)); bar.Add(1) },
 		})
@@ -145,7 +148,7 @@ var evalCmd = &cli.Command{
 			"n": res.N, "gamma": float64(pack.LoadedRanks) / float64(pack.Index.Config.IntermediateSize), "phi": phi,
 			"order": pack.Index.Provenance.Order, "profile_task": pack.Index.Provenance.Task,
 			"tokens": res.Tokens, "seconds": res.Seconds, "tok_per_s": res.TokPerS, "jobs": c.Int("jobs"),
-			"peak_rss_bytes": runner.PeakRSS(),
+			"peak_rss_bytes": bench.PeakRSS(),
 		}
 		if c.Bool("json") {
 			b, _ := json.Marshal(out)
@@ -165,7 +168,7 @@ var evalCmd = &cli.Command{
 		for _, k := range keys {
 			fmt.Printf("  %-22s %.4g\n", k, res.Extra[k])
 		}
-		fmt.Printf("  %d tokens in %.1f s: %.1f tok/s per job (%d jobs), peak RSS %s\n", res.Tokens, res.Seconds, res.TokPerS, c.Int("jobs"), cliutil.HumanBytes(runner.PeakRSS()))
+		fmt.Printf("  %d tokens in %.1f s: %.1f tok/s per job (%d jobs), peak RSS %s\n", res.Tokens, res.Seconds, res.TokPerS, c.Int("jobs"), cliutil.HumanBytes(bench.PeakRSS()))
 		return nil
 	},
 }
@@ -218,7 +221,7 @@ var perplexityCmd = &cli.Command{
 		}
 		pool := kernels.NewPool(c.Int("threads"))
 		defer pool.Close()
-		ppl, n, err := m.Perplexity(pool, m.Tokenizer.Encode(string(text), false), c.Int("window"))
+		ppl, n, err := eval.Perplexity(m, pool, m.Tokenizer.Encode(string(text), false), c.Int("window"))
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.Args().Get(1), err)
 		}

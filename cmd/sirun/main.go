@@ -13,10 +13,12 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/sipack/sipack/bench"
 	"github.com/sipack/sipack/cmd/internal/cliutil"
 	"github.com/sipack/sipack/format"
 	"github.com/sipack/sipack/kernels"
 	"github.com/sipack/sipack/runner"
+	"github.com/sipack/sipack/tokenizer"
 )
 
 var generateFlags = []cli.Flag{
@@ -171,7 +173,7 @@ func generate(c *cli.Context) error {
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
 	var ids []int
-	stream := &runner.TextStream{}
+	stream := &tokenizer.TextStream{}
 	opt := runner.GenerateOptions{
 		MaxTokens: n, Sampler: sc, StopAtEOS: !c.Bool("ignore-eos"),
 		OnToken: func(id int) {
@@ -266,5 +268,5 @@ func printSummary(w io.Writer, st *runner.Stats, load time.Duration, p *format.P
 		sampling = "greedy"
 	}
 	fmt.Fprintf(w, "sirun: memory     peak RSS %s, KV cache %s (%d tokens); %d threads, %s\n",
-		cliutil.HumanBytes(runner.PeakRSS()), cliutil.HumanBytes(uint64(s.S.CacheBytes())), s.S.Ctx, threads, sampling)
+		cliutil.HumanBytes(bench.PeakRSS()), cliutil.HumanBytes(uint64(s.S.CacheBytes())), s.S.Ctx, threads, sampling)
 }

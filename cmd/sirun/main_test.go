@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/sipack/sipack/cmd/internal/clitest"
 	"github.com/sipack/sipack/convert"
 )
 
@@ -17,13 +17,10 @@ var bin, pack string
 
 // TestMain builds sirun and a pack of the tiny model once.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "sirun-cli")
-	if err != nil {
+	var dir string
+	var err error
+	if bin, dir, err = clitest.Build("sirun"); err != nil {
 		panic(err)
-	}
-	bin = filepath.Join(dir, "sirun")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		panic(string(out))
 	}
 	pack = filepath.Join(dir, "tiny.sip")
 	if _, err := convert.Convert(context.Background(), convert.Options{ModelDir: "../../testdata/tinyllama", Output: pack}); err != nil {
@@ -36,21 +33,7 @@ func TestMain(m *testing.M) {
 
 func run(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(stderr.String(), "panic:") || strings.Contains(stderr.String(), "goroutine ") {
-		t.Fatalf("sirun %v panicked:\n%s", args, stderr.String())
-	}
-	return stdout.String(), stderr.String(), code
+	return clitest.Run(t, bin, stdin, args...)
 }
 
 func goldenGreedy(t *testing.T) (prompt string, ids, greedy []int, text string) {
@@ -237,7 +220,8 @@ func TestReadsStayInThePrefix(t *testing.T) {
 func TestBenchRunsOnAPack(t *testing.T) {
 	// The pack twice: the second report compares itself with the first's
 	// dense decode, round by round.
-	out, errOut, code := run(t, "", "bench", "--quick", "--json", "--rounds", "2", "--tokens", "2", "--prefill", "8", "--threads", "2", pack, pack)
+	// --prefill counts with --quick (it once capped the prompt at 64).
+	out, errOut, code := run(t, "", "bench", "--quick", "--json", "--rounds", "2", "--tokens", "2", "--prefill", "72", "--threads", "2", pack, pack)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -266,6 +250,8 @@ func TestBenchRunsOnAPack(t *testing.T) {
 		DenseBoundFraction float64 `json:"dense_bound_fraction"`
 		DenseBytes         uint64  `json:"dense_bytes_per_token"`
 		PrefillTokS        float64 `json:"prefill_tok_s"`
+		PrefillTokens      int     `json:"prefill_tokens"`
+		DType              string  `json:"dtype"`
 		Rounds             int     `json:"rounds"`
 		Grid               []struct {
 			Gamma, Phi    float64
@@ -281,13 +267,20 @@ func TestBenchRunsOnAPack(t *testing.T) {
 	if r.Threads != 2 || r.Rounds != 2 || r.BandwidthGBs <= 0 || r.DenseTokS <= 0 || r.DenseBoundFraction <= 0 || r.PrefillTokS <= 0 {
 		t.Fatalf("implausible report: %+v", r)
 	}
+	if r.PrefillTokens != 72 || r.DType != "bf16" {
+		t.Fatalf("prefill of %d tokens (want the 72 asked for), dtype %q", r.PrefillTokens, r.DType)
+	}
 	if len(r.Grid) != 1 || r.Grid[0].Gamma != 0.7 || r.Grid[0].Phi != 0.4 {
 		t.Fatalf("quick grid: %+v", r.Grid)
 	}
 	if g := r.Grid[0]; g.TokS <= 0 || g.BytesPerToken == 0 || g.BytesPerToken >= r.DenseBytes || g.BandwidthGBs <= 0 || g.BandwidthGBs > r.BandwidthGBs+1e-9 {
 		t.Fatalf("grid point %+v against dense bytes %d, bandwidth %g", g, r.DenseBytes, r.BandwidthGBs)
 	}
-	for _, bad := range [][]string{{"--rounds", "0"}, {"--tokens", "0"}, {"--threads", "0"}} {
+	// Packs are given, never built: sirun carries no converter.
+	if _, errOut, code := run(t, "", "bench", "--quick"); code == 0 || !strings.Contains(errOut, "sipack synth") {
+		t.Errorf("bench without a pack: exit %d, %q", code, errOut)
+	}
+	for _, bad := range [][]string{{"--rounds", "0"}, {"--tokens", "0"}, {"--threads", "0"}, {"--prefill", "0"}} {
 		if _, errOut, code := run(t, "", append([]string{"bench", "--quick"}, append(bad, pack)...)...); code == 0 || !strings.Contains(errOut, strings.TrimPrefix(bad[0], "--")) {
 			t.Errorf("bench %v: exit %d, %q", bad, code, errOut)
 		}

@@ -14,10 +14,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/sipack/sipack/bench"
 	"github.com/sipack/sipack/chat"
 	"github.com/sipack/sipack/cmd/internal/cliutil"
 	"github.com/sipack/sipack/format"
-	"github.com/sipack/sipack/runner"
 	"github.com/sipack/sipack/server"
 )
 
@@ -269,7 +269,7 @@ func chatLoop(c *cli.Context, in io.Reader, out io.Writer, conv *server.Conversa
 		fmt.Fprintf(os.Stderr, "\nsirun: load time   = %10.2f ms\n", ms(load))
 		fmt.Fprintf(os.Stderr, "sirun: prompt eval = %10.2f ms / %5d tokens (%8.2f ms per token, %8.2f tokens per second)\n", ms(prefill), prefilled, per(prefilled, prefill), rate(prefilled, prefill))
 		fmt.Fprintf(os.Stderr, "sirun:        eval = %10.2f ms / %5d tokens (%8.2f ms per token, %8.2f tokens per second)\n", ms(decode), generated, per(generated, decode), rate(generated, decode))
-		fmt.Fprintf(os.Stderr, "sirun: total time  = %10.2f ms / %5d tokens, %d turns; peak RSS %s\n", ms(load+prefill+decode), prefilled+generated, turns, cliutil.HumanBytes(runner.PeakRSS()))
+		fmt.Fprintf(os.Stderr, "sirun: total time  = %10.2f ms / %5d tokens, %d turns; peak RSS %s\n", ms(load+prefill+decode), prefilled+generated, turns, cliutil.HumanBytes(bench.PeakRSS()))
 	}
 	return nil
 }

@@ -16,13 +16,12 @@ import (
 
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
-	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 )
 
 // IsTerminal reports whether f is a terminal.
 func IsTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+	return term.IsTerminal(int(f.Fd()))
 }
 
 // SignalContext is cancelled on SIGINT or SIGTERM, so long work can stop

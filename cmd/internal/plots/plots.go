@@ -12,7 +12,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 
-	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/profile"
 )
 
 var palette = []color.Color{
@@ -42,7 +42,7 @@ func cumulative(scores []float64) plotter.XYs {
 
 // ProfileConcentration draws, per layer, cumulative |activation| mass against
 // rank fraction, one line per profile, in a grid of panels; writes a PNG.
-func ProfileConcentration(path string, profiles []*format.Profile, names []string) error {
+func ProfileConcentration(path string, profiles []*profile.Profile, names []string) error {
 	L := profiles[0].Layers
 	cols := min(L, 4)
 	rows := (L + cols - 1) / cols

@@ -1,7 +1,8 @@
-// Package pipeline joins the converter and the runner for the commands that
-// need both: profiling a model directory (converted to a temporary pack
-// first) and ranking a pack by task profiles made on the fly.
-package pipeline
+package profile
+
+// A task's profile on a model directory or pack: the directory is converted
+// to a temporary pack first; the task's prompts are sampled, tokenised and
+// run; profiles are cached per model and settings.
 
 import (
 	"context"
@@ -10,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/sipack/sipack/convert"
 	"github.com/sipack/sipack/format"
@@ -64,8 +66,8 @@ func Open(ctx context.Context, path string) (*Opened, error) {
 	return o, nil
 }
 
-// ProfileOptions selects the prompts of a task to profile.
-type ProfileOptions struct {
+// TaskOptions selects the prompts of a task to profile.
+type TaskOptions struct {
 	Data       string // JSONL overriding the manifest's train data
 	MaxPrompts int    // 0: all
 	GenTokens  int    // -1: the manifest's
@@ -74,8 +76,9 @@ type ProfileOptions struct {
 	Progress   func(done, total int, tokens int64)
 }
 
-// Profile profiles a task on an opened model.
-func Profile(ctx context.Context, m *runner.Model, man *manifests.Manifest, opt ProfileOptions) (*format.Profile, error) {
+// RunTask profiles a task's training prompts (a seeded sample of them) on
+// an opened model.
+func RunTask(ctx context.Context, m *runner.Model, man *manifests.Manifest, opt TaskOptions) (*Profile, error) {
 	rows, name, err := man.ReadRows("train", opt.Data)
 	if err != nil {
 		return nil, err
@@ -110,7 +113,7 @@ func Profile(ctx context.Context, m *runner.Model, man *manifests.Manifest, opt 
 			return nil, fmt.Errorf("%s: row %d (%q): %d prompt tokens + %d generated exceed the model's context of %d", name, i+1, r.ID, len(prompts[i]), gen, m.Config.MaxPositionEmbeddings)
 		}
 	}
-	p, err := m.Profile(ctx, man.Name, prompts, runner.ProfileOptions{
+	p, err := Run(ctx, m, man.Name, prompts, RunOptions{
 		GenTokens: gen, Jobs: opt.Jobs,
 		Progress: func(done int, tokens int64) {
 			if opt.Progress != nil {
@@ -132,4 +135,11 @@ func CachePath(modelHash [format.HashSize]byte, task string) string {
 		dir = os.TempDir()
 	}
 	return filepath.Join(dir, "sipack", hex.EncodeToString(modelHash[:8]), task+".prof")
+}
+
+// Summary is one line on a finished run: prompts, tokens and throughput.
+func Summary(p *Profile, took time.Duration) string {
+	secs := took.Seconds()
+	return fmt.Sprintf("profiled task %s: %d prompts, %d tokens (%d generated per prompt) in %.1f s, %.1f tokens/s",
+		p.Task, p.Prompts, p.Tokens, p.GenTokens, secs, float64(p.Tokens)/secs)
 }

@@ -1,22 +1,22 @@
-package convert
+package profile
 
 import (
 	"encoding/hex"
 	"fmt"
-	"math/rand/v2"
 	"sort"
 
+	"github.com/sipack/sipack/convert"
 	"github.com/sipack/sipack/format"
 )
 
-// CheckProfile refuses a profile of another model or shape. Imported neuron
+// Check refuses a profile of another model or shape. Imported neuron
 // lists carry no model identity and are checked by shape only.
-func CheckProfile(p *format.Profile, c *format.ModelConfig, sourceHash [format.HashSize]byte, name string) error {
+func Check(p *Profile, c *format.ModelConfig, sourceHash [format.HashSize]byte, name string) error {
 	if p.Layers != c.NumLayers || p.Neurons != c.IntermediateSize {
-		return fmt.Errorf("profile %s has %d layers × %d neurons, the model %d × %d: %w", name, p.Layers, p.Neurons, c.NumLayers, c.IntermediateSize, format.ErrProfileModel)
+		return fmt.Errorf("profile %s has %d layers × %d neurons, the model %d × %d: %w", name, p.Layers, p.Neurons, c.NumLayers, c.IntermediateSize, ErrOtherModel)
 	}
 	if p.ModelHash != "" && p.ModelHash != hex.EncodeToString(sourceHash[:]) {
-		return fmt.Errorf("profile %s was made from model %.16s…, this checkpoint is %.16s…: %w", name, p.ModelHash, hex.EncodeToString(sourceHash[:]), format.ErrProfileModel)
+		return fmt.Errorf("profile %s was made from model %.16s…, this checkpoint is %.16s…: %w", name, p.ModelHash, hex.EncodeToString(sourceHash[:]), ErrOtherModel)
 	}
 	return nil
 }
@@ -24,7 +24,7 @@ func CheckProfile(p *format.Profile, c *format.ModelConfig, sourceHash [format.H
 // SecondaryScores is the model-wide score: per layer, the mean over profiles
 // of each profile's per-token scores normalised to sum to 1 in that layer, so
 // that every task weighs the same.
-func SecondaryScores(profiles []*format.Profile) [][]float64 {
+func SecondaryScores(profiles []*Profile) [][]float64 {
 	if len(profiles) == 0 {
 		return nil
 	}
@@ -53,17 +53,17 @@ func SecondaryScores(profiles []*format.Profile) [][]float64 {
 // RankOrder ranks each sparse layer's neurons as SelectInfer does: the top
 // ⌊δ·N⌋ by the task score first (the base neurons), then the others by the
 // secondary score; ties are broken by original index.
-func RankOrder(task *format.Profile, secondary [][]float64, delta float64, sparse []int) (*Order, error) {
+func RankOrder(task *Profile, secondary [][]float64, delta float64, sparse []int) (*convert.Order, error) {
 	if !(delta > 0 && delta <= 1) {
 		return nil, fmt.Errorf("--base must be in (0, 1], got %v", delta)
 	}
 	if secondary == nil {
-		secondary = SecondaryScores([]*format.Profile{task})
+		secondary = SecondaryScores([]*Profile{task})
 	}
 	scores := task.Scores()
 	N := task.Neurons
 	nb := int(delta * float64(N))
-	order := &Order{Perms: map[int][]uint32{}, Scores: map[int][]float32{}, BaseFraction: float32(delta)}
+	order := &convert.Order{Perms: map[int][]uint32{}, Scores: map[int][]float32{}, BaseFraction: float32(delta)}
 	for _, l := range sparse {
 		ids := make([]int, N)
 		for i := range ids {
@@ -89,33 +89,4 @@ func RankOrder(task *format.Profile, secondary [][]float64, delta float64, spars
 		copy(order.Provenance.ProfileModelHash[:], b)
 	}
 	return order, nil
-}
-
-// RandomOrder is the random-loading ablation: an independent seeded shuffle per layer.
-func RandomOrder(sparse []int, N int, seed uint64) *Order {
-	rng := rand.New(rand.NewPCG(seed, 0x51ba))
-	order := &Order{Perms: map[int][]uint32{}, Provenance: format.Provenance{Order: "random", Seed: seed}}
-	for _, l := range sparse {
-		perm := make([]uint32, N)
-		for i, v := range rng.Perm(N) {
-			perm[i] = uint32(v)
-		}
-		order.Perms[l] = perm
-	}
-	return order
-}
-
-// SparseLayers lists the layers not kept dense, in order.
-func SparseLayers(c *format.ModelConfig, dense []int) []int {
-	isDense := map[int]bool{}
-	for _, l := range dense {
-		isDense[l] = true
-	}
-	var out []int
-	for l := 0; l < c.NumLayers; l++ {
-		if !isDense[l] {
-			out = append(out, l)
-		}
-	}
-	return out
 }

@@ -1,20 +1,22 @@
-package format
+package profile
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sipack/sipack/format"
 )
 
 func TestProfileRoundTripAndErrors(t *testing.T) {
-	p := &Profile{Format: ProfileFormat, Version: 1, Task: "qa", Prompts: 2, Tokens: 10, GenTokens: 3,
+	p := &Profile{Format: FileFormat, Version: 1, Task: "qa", Prompts: 2, Tokens: 10, GenTokens: 3,
 		ModelHash: strings.Repeat("ab", 32), Layers: 2, Neurons: 3, Sums: [][]float64{{1, 2, 3}, {0, 0.5, 7}}}
 	path := filepath.Join(t.TempDir(), "p.prof")
-	if err := WriteProfile(path, p); err != nil {
+	if err := Write(path, p); err != nil {
 		t.Fatal(err)
 	}
-	q, err := ReadProfile(path)
+	q, err := Read(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +26,7 @@ func TestProfileRoundTripAndErrors(t *testing.T) {
 	if sc := q.Scores(); sc[0][2] != 0.3 {
 		t.Fatalf("score %v, want Σ/tokens = 0.3", sc[0][2])
 	}
-	if cc := Concentration([]float64{4, 3, 2, 1}, []float64{0.25, 0.5, 1}); cc[0] != 0.4 || cc[1] != 0.7 || cc[2] != 1 {
+	if cc := format.Concentration([]float64{4, 3, 2, 1}, []float64{0.25, 0.5, 1}); cc[0] != 0.4 || cc[1] != 0.7 || cc[2] != 1 {
 		t.Fatalf("concentration %v", cc)
 	}
 	other := *q
@@ -41,7 +43,7 @@ func TestProfileRoundTripAndErrors(t *testing.T) {
 		{`{"format":"sipack-profile","version":1,"layers":1,"neurons":1,"tokens":1,"model_hash":"zz","sums":[[1]]}`, "64 hex digits"},
 		{`{"format":`, "unexpected EOF"},
 	} {
-		if _, err := ParseProfile("x.prof", strings.NewReader(c.js)); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "x.prof") {
+		if _, err := Parse("x.prof", strings.NewReader(c.js)); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "x.prof") {
 			t.Errorf("%s: %v, want %q", c.js, err, c.want)
 		}
 	}
@@ -65,16 +67,16 @@ func TestPartInferList(t *testing.T) {
 	}
 }
 
-func FuzzParseProfile(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"format":"sipack-profile","version":1,"task":"qa","prompts":1,"tokens":3,"layers":1,"neurons":2,"sums":[[1,2]]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		p, err := ParseProfile("f", strings.NewReader(string(b)))
+		p, err := Parse("f", strings.NewReader(string(b)))
 		if err != nil {
 			return
 		}
 		p.Scores()
 		for _, s := range p.Sums {
-			Concentration(s, []float64{0.3})
+			format.Concentration(s, []float64{0.3})
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package runner
+package eval
 
 import (
 	"bytes"
@@ -12,19 +12,20 @@ import (
 
 	"github.com/sipack/sipack/kernels"
 	"github.com/sipack/sipack/manifests"
+	"github.com/sipack/sipack/runner"
 )
 
-// EvalOptions controls Eval.
-type EvalOptions struct {
-	Data     string     // JSONL overriding the manifest's eval data
-	Limit    int        // first Limit rows only (0: all)
-	Jobs     int        // rows run concurrently, one thread each
-	Sel      *Selection // nil: compute every loaded neuron
+// Options controls Run.
+type Options struct {
+	Data     string            // JSONL overriding the manifest's eval data
+	Limit    int               // first Limit rows only (0: all)
+	Jobs     int               // rows run concurrently, one thread each
+	Sel      *runner.Selection // nil: compute every loaded neuron
 	Progress func(done, total int)
 }
 
-// EvalResult is a task's score with the speed it was measured at.
-type EvalResult struct {
+// Result is a task's score with the speed it was measured at.
+type Result struct {
 	Task    string             `json:"task"`
 	Metric  string             `json:"metric"`
 	Score   float64            `json:"score"` // the metric named by Metric
@@ -36,16 +37,36 @@ type EvalResult struct {
 	Hyps    []string           `json:"-"`
 }
 
-// NewlineTokens returns the ids whose bytes contain a newline: generation for
-// a task stops at the first of them, as the reference evaluator does.
-func (m *Model) NewlineTokens() map[int]bool {
+// StopTokens returns the ids whose bytes contain one of the stop strings,
+// and the model's EOS ids: generation for a task stops after the first of
+// them, as the reference evaluator does for the built-in tasks' "\n".
+func StopTokens(m *runner.Model, stops []string) map[int]bool {
 	out := map[int]bool{}
 	for id := 0; id < m.Tokenizer.VocabSize(); id++ {
-		if bytes.ContainsAny(m.Tokenizer.TokenBytes(id), "\n") {
-			out[id] = true
+		b := m.Tokenizer.TokenBytes(id)
+		for _, s := range stops {
+			if bytes.Contains(b, []byte(s)) {
+				out[id] = true
+				break
+			}
 		}
 	}
+	for _, e := range m.Config.EOSTokenIDs {
+		out[e] = true
+	}
 	return out
+}
+
+// cutAtStop is the text before the first of the stop strings (all of it
+// when none occurs): a stop string split over two tokens does not stop
+// generation, but it still ends the hypothesis.
+func cutAtStop(text string, stops []string) string {
+	for _, s := range stops {
+		if i := strings.Index(text, s); i >= 0 {
+			text = text[:i]
+		}
+	}
+	return text
 }
 
 type rowResult struct {
@@ -56,11 +77,12 @@ type rowResult struct {
 	err     error
 }
 
-// Eval runs a task's eval set and computes its metric: greedy generation of
-// at most max_new_tokens, stopping at a token containing a newline or at EOS,
-// the text before the first newline as the hypothesis (bleu, qa, rougeL); or
-// the reference's negative log-likelihood given the prompt (perplexity).
-func (m *Model) Eval(ctx context.Context, man *manifests.Manifest, opt EvalOptions) (*EvalResult, error) {
+// Run runs a task's eval set on m and computes its metric: greedy
+// generation of at most max_new_tokens, stopping at a token containing one
+// of the manifest's stop strings or at EOS, the text before the first stop
+// string as the hypothesis (bleu, qa, rougeL); or the reference's negative
+// log-likelihood given the prompt (perplexity).
+func Run(ctx context.Context, m *runner.Model, man *manifests.Manifest, opt Options) (*Result, error) {
 	rows, name, err := man.ReadRows("eval", opt.Data)
 	if err != nil {
 		return nil, err
@@ -78,10 +100,7 @@ func (m *Model) Eval(ctx context.Context, man *manifests.Manifest, opt EvalOptio
 			return nil, fmt.Errorf("%s: row %d has no reference", name, i+1)
 		}
 	}
-	stop := m.NewlineTokens()
-	for _, e := range m.Config.EOSTokenIDs {
-		stop[e] = true
-	}
+	stop := StopTokens(m, man.Stop)
 	jobs := max(1, opt.Jobs)
 	results := make([]rowResult, len(rows))
 	start := time.Now()
@@ -103,7 +122,7 @@ func (m *Model) Eval(ctx context.Context, man *manifests.Manifest, opt EvalOptio
 				if i >= len(rows) || ctx.Err() != nil {
 					return
 				}
-				results[i] = m.evalRow(pool, man, rows[i], stop, opt.Sel)
+				results[i] = evalRow(m, pool, man, rows[i], stop, opt.Sel)
 				mu.Lock()
 				done++
 				if opt.Progress != nil {
@@ -117,7 +136,7 @@ func (m *Model) Eval(ctx context.Context, man *manifests.Manifest, opt EvalOptio
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	res := &EvalResult{Task: man.Name, Metric: man.Metric, N: len(rows), Extra: map[string]float64{}}
+	res := &Result{Task: man.Name, Metric: man.Metric, N: len(rows), Extra: map[string]float64{}}
 	var hyps, refs []string
 	var nll float64
 	correct := 0
@@ -133,69 +152,31 @@ func (m *Model) Eval(ctx context.Context, man *manifests.Manifest, opt EvalOptio
 	res.Hyps = hyps
 	res.Seconds = time.Since(start).Seconds()
 	res.TokPerS = float64(res.Tokens) / res.Seconds / float64(jobs)
-	switch man.Metric {
-	case "bleu":
-		b := manifests.CorpusBLEU(hyps, refs)
-		res.Score = b.Score
-		for n, p := range b.Precisions {
-			res.Extra[fmt.Sprintf("precision_%d", n+1)] = p
-		}
-		res.Extra["hyp_len"], res.Extra["ref_len"] = float64(b.HypLen), float64(b.RefLen)
-	case "qa":
-		var em, f1 float64
-		byKind := map[string][2]float64{}
-		for i := range hyps {
-			e := manifests.ExactMatch(hyps[i], refs[i])
-			em += e
-			f1 += manifests.TokenF1(hyps[i], refs[i])
-			k := rows[i].Kind
-			if k == "" {
-				k = "all"
-			}
-			v := byKind[k]
-			byKind[k] = [2]float64{v[0] + e, v[1] + 1}
-		}
-		res.Score = 100 * em / float64(len(hyps))
-		res.Extra["token_f1"] = 100 * f1 / float64(len(hyps))
-		for k, v := range byKind {
-			res.Extra["exact_match_"+k] = 100 * v[0] / v[1]
-		}
-	case "rougeL":
-		var s float64
-		for i := range hyps {
-			s += manifests.RougeL(hyps[i], refs[i])
-		}
-		res.Score = 100 * s / float64(len(hyps))
-	case "perplexity":
-		res.Score = math.Exp(nll / float64(res.Tokens))
-		res.Extra["mean_nll"] = nll / float64(res.Tokens)
-		res.Extra["next_token_acc"] = 100 * float64(correct) / float64(res.Tokens)
-	}
+	score(res, man.Metric, rows, hyps, refs, nll, correct)
 	return res, nil
 }
 
-func (m *Model) evalRow(pool *kernels.Pool, man *manifests.Manifest, row manifests.Row, stop map[int]bool, sel *Selection) rowResult {
+func evalRow(m *runner.Model, pool *kernels.Pool, man *manifests.Manifest, row manifests.Row, stop map[int]bool, sel *runner.Selection) rowResult {
 	text := man.Apply(row.Prompt)
 	prompt := m.Tokenizer.Encode(text, true)
 	if man.Metric == "perplexity" {
-		return m.scoreContinuation(pool, text, row.Reference, sel)
+		return scoreContinuation(m, pool, text, row.Reference, sel)
 	}
 	ctx := min(m.Config.MaxPositionEmbeddings, len(prompt)+man.MaxNewTokens)
 	if len(prompt) >= ctx {
 		return rowResult{err: fmt.Errorf("prompt of %d tokens leaves no room in the context of %d", len(prompt), m.Config.MaxPositionEmbeddings)}
 	}
-	ss, err := m.NewSession(pool, ctx, SamplerConfig{TopP: 1, RepetitionPenalty: 1})
+	ss, err := m.NewSession(pool, ctx, runner.SamplerConfig{TopP: 1, RepetitionPenalty: 1})
 	if err != nil {
 		return rowResult{err: err}
 	}
 	ss.Sel = sel
 	var out []int
-	_, err = ss.Generate(prompt, GenerateOptions{MaxTokens: min(man.MaxNewTokens, ctx-len(prompt)), StopTokens: stop, OnToken: func(id int) { out = append(out, id) }})
+	_, err = ss.Generate(prompt, runner.GenerateOptions{MaxTokens: min(man.MaxNewTokens, ctx-len(prompt)), StopTokens: stop, OnToken: func(id int) { out = append(out, id) }})
 	if err != nil {
 		return rowResult{err: err}
 	}
-	hyp := m.Tokenizer.Decode(out)
-	hyp, _, _ = strings.Cut(hyp, "\n")
+	hyp := cutAtStop(m.Tokenizer.Decode(out), man.Stop)
 	return rowResult{hyp: strings.TrimSpace(hyp), tokens: len(out)}
 }
 
@@ -203,7 +184,7 @@ func (m *Model) evalRow(pool *kernels.Pool, man *manifests.Manifest, row manifes
 // (and votes, with a selection), then ref's tokens are fed one at a time
 // through the decode path, each scored before it is fed. ref is tokenised
 // as part of prompt+ref when that keeps the prompt's tokens, else alone.
-func (m *Model) scoreContinuation(pool *kernels.Pool, prompt, ref string, sel *Selection) rowResult {
+func scoreContinuation(m *runner.Model, pool *kernels.Pool, prompt, ref string, sel *runner.Selection) rowResult {
 	tk := m.Tokenizer
 	p := tk.Encode(prompt, true)
 	plain := tk.Encode(prompt, false)
@@ -220,7 +201,7 @@ func (m *Model) scoreContinuation(pool *kernels.Pool, prompt, ref string, sel *S
 	if len(p)+len(r) > m.Config.MaxPositionEmbeddings {
 		return rowResult{err: fmt.Errorf("prompt and reference exceed the context")}
 	}
-	ss, err := m.NewSession(pool, len(p)+len(r), SamplerConfig{TopP: 1, RepetitionPenalty: 1})
+	ss, err := m.NewSession(pool, len(p)+len(r), runner.SamplerConfig{TopP: 1, RepetitionPenalty: 1})
 	if err != nil {
 		return rowResult{err: err}
 	}
@@ -236,7 +217,7 @@ func (m *Model) scoreContinuation(pool *kernels.Pool, prompt, ref string, sel *S
 	res := rowResult{tokens: len(r)}
 	for i, tok := range r {
 		res.nll += -logSoftmaxAt(logits, tok)
-		if Argmax(logits) == tok {
+		if runner.Argmax(logits) == tok {
 			res.correct++
 		}
 		if i == len(r)-1 {
@@ -265,7 +246,7 @@ func logSoftmaxAt(logits []float32, tok int) float64 {
 // Perplexity is exp(mean NLL) of ids in windows of window tokens, each window
 // prefixed with bos and scoring its next window−1 tokens, as the reference
 // evaluator does. All loaded neurons are computed.
-func (m *Model) Perplexity(pool *kernels.Pool, ids []int, window int) (float64, int, error) {
+func Perplexity(m *runner.Model, pool *kernels.Pool, ids []int, window int) (float64, int, error) {
 	if window < 2 || window > m.Config.MaxPositionEmbeddings {
 		return 0, 0, fmt.Errorf("window %d out of range [2, %d]", window, m.Config.MaxPositionEmbeddings)
 	}
@@ -284,7 +265,7 @@ func (m *Model) Perplexity(pool *kernels.Pool, ids []int, window int) (float64, 
 		if len(chunk) < 2 {
 			break
 		}
-		all, err := s.ForwardBatch(chunk[:len(chunk)-1], 0, Pass{All: true})
+		all, err := s.ForwardBatch(chunk[:len(chunk)-1], 0, runner.Pass{All: true})
 		if err != nil {
 			return 0, 0, err
 		}

@@ -1,4 +1,4 @@
-package convert
+package profile
 
 import (
 	"slices"
@@ -7,8 +7,8 @@ import (
 	"github.com/sipack/sipack/format"
 )
 
-func handProfile(task string, sums ...[]float64) *format.Profile {
-	return &format.Profile{Format: format.ProfileFormat, Version: 1, Task: task, Tokens: 2, Prompts: 1,
+func handProfile(task string, sums ...[]float64) *Profile {
+	return &Profile{Format: FileFormat, Version: 1, Task: task, Tokens: 2, Prompts: 1,
 		Layers: len(sums), Neurons: len(sums[0]), Sums: sums}
 }
 
@@ -19,7 +19,7 @@ func TestRankOrderRule(t *testing.T) {
 	other := handProfile("b", []float64{0, 10, 0, 0, 4, 0, 4, 0, 6, 0})
 	// δ = 0.3: base = neurons 2 (9), 9 (8), 5 (7).
 	// Secondary = mean of normalised task (sum 39) and other (sum 24) profiles.
-	sec := SecondaryScores([]*format.Profile{task, other})
+	sec := SecondaryScores([]*Profile{task, other})
 	order, err := RankOrder(task, sec, 0.3, []int{0})
 	if err != nil {
 		t.Fatal(err)
@@ -48,39 +48,20 @@ func TestRankOrderRule(t *testing.T) {
 	}
 }
 
-func TestRandomOrderIsAPermutation(t *testing.T) {
-	o := RandomOrder([]int{0, 3}, 100, 9)
-	for _, l := range []int{0, 3} {
-		p := slices.Clone(o.Perms[l])
-		slices.Sort(p)
-		for i, v := range p {
-			if int(v) != i {
-				t.Fatalf("layer %d: not a permutation", l)
-			}
-		}
-	}
-	if slices.Equal(o.Perms[0], o.Perms[3]) {
-		t.Fatal("layers share one shuffle")
-	}
-	if !slices.Equal(RandomOrder([]int{0}, 100, 9).Perms[0], o.Perms[0]) {
-		t.Fatal("same seed, different order")
-	}
-}
-
-func TestCheckProfile(t *testing.T) {
+func TestCheck(t *testing.T) {
 	c := &format.ModelConfig{NumLayers: 1, IntermediateSize: 4}
 	p := handProfile("a", []float64{1, 2, 3, 4})
 	p.ModelHash = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
 	var h [32]byte
-	if err := CheckProfile(p, c, h, "a.prof"); err == nil {
+	if err := Check(p, c, h, "a.prof"); err == nil {
 		t.Fatal("profile of another model accepted")
 	}
 	copy(h[:], []byte{0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff, 0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff})
-	if err := CheckProfile(p, c, h, "a.prof"); err != nil {
+	if err := Check(p, c, h, "a.prof"); err != nil {
 		t.Fatal(err)
 	}
 	c.IntermediateSize = 8
-	if err := CheckProfile(p, c, h, "a.prof"); err == nil {
+	if err := Check(p, c, h, "a.prof"); err == nil {
 		t.Fatal("profile of another shape accepted")
 	}
 }

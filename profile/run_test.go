@@ -1,4 +1,4 @@
-package runner
+package profile_test
 
 import (
 	"context"
@@ -8,15 +8,18 @@ import (
 
 	"github.com/sipack/sipack/convert"
 	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/internal/testutil"
 	"github.com/sipack/sipack/kernels"
+	"github.com/sipack/sipack/profile"
+	"github.com/sipack/sipack/runner"
 )
 
 // TestProfileMatchesGoldenActivations: with no generated tokens, the
 // profile of golden case 0 is Σ_t |h_t| of PyTorch's layer-2 activations.
 func TestProfileMatchesGoldenActivations(t *testing.T) {
-	m := loadModel(t, packOf(t, "../testdata/tinyllama", convert.Options{}), 1)
-	c := readGolden(t, "../testdata/tinyllama/golden.json")[0]
-	p, err := m.Profile(context.Background(), "t", [][]int{c.InputIDs}, ProfileOptions{})
+	m := testutil.LoadModel(t, testutil.PackOf(t, testutil.Tiny, convert.Options{}), 1)
+	c := testutil.ReadGolden(t, "../testdata/tinyllama/golden.json")[0]
+	p, err := profile.Run(context.Background(), m, "t", [][]int{c.InputIDs}, profile.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,15 +54,15 @@ func TestProfileIndependentSum(t *testing.T) {
 		}
 		order.Perms[l] = perm
 	}
-	permuted := loadModel(t, packOf(t, "../testdata/tinyllama", convert.Options{Order: order}), 1)
-	plain := loadModel(t, packOf(t, "../testdata/tinyllama", convert.Options{}), 1)
+	permuted := testutil.LoadModel(t, testutil.PackOf(t, testutil.Tiny, convert.Options{Order: order}), 1)
+	plain := testutil.LoadModel(t, testutil.PackOf(t, testutil.Tiny, convert.Options{}), 1)
 	prompts := [][]int{{4094, 3709, 260, 3652}, {4094, 56, 671, 520, 25}, {4094, 1184, 500}}
 	const gen = 6
-	a, err := permuted.Profile(context.Background(), "t", prompts, ProfileOptions{GenTokens: gen, Jobs: 1})
+	a, err := profile.Run(context.Background(), permuted, "t", prompts, profile.RunOptions{GenTokens: gen, Jobs: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := permuted.Profile(context.Background(), "t", prompts, ProfileOptions{GenTokens: gen, Jobs: 3})
+	b, err := profile.Run(context.Background(), permuted, "t", prompts, profile.RunOptions{GenTokens: gen, Jobs: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,14 +80,14 @@ func TestProfileIndependentSum(t *testing.T) {
 	defer pool.Close()
 	for _, pr := range prompts {
 		s, _ := plain.NewState(pool, 64)
-		pass := Pass{OnAct: func(l int, act []float32, ranks int) {
+		pass := runner.Pass{OnAct: func(l int, act []float32, ranks int) {
 			for i, h := range act {
 				want[l][i%ranks] += math.Abs(float64(h))
 			}
 		}}
 		logits, _ := s.ForwardBatch(pr, 0, pass)
 		for i := 0; i < gen; i++ {
-			logits, _ = s.ForwardBatch([]int{Argmax(logits)}, len(pr)+i, pass)
+			logits, _ = s.ForwardBatch([]int{runner.Argmax(logits)}, len(pr)+i, pass)
 		}
 	}
 	for l := range want {
@@ -98,9 +101,9 @@ func TestProfileIndependentSum(t *testing.T) {
 		t.Fatalf("tokens %d", a.Tokens)
 	}
 	// Merging profiles of two prompt sets equals profiling them together.
-	x, _ := plain.Profile(context.Background(), "t", prompts[:1], ProfileOptions{GenTokens: gen})
-	y, _ := plain.Profile(context.Background(), "t", prompts[1:], ProfileOptions{GenTokens: gen})
-	xy, err := format.Merge(x, y)
+	x, _ := profile.Run(context.Background(), plain, "t", prompts[:1], profile.RunOptions{GenTokens: gen})
+	y, _ := profile.Run(context.Background(), plain, "t", prompts[1:], profile.RunOptions{GenTokens: gen})
+	xy, err := profile.Merge(x, y)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,34 +125,26 @@ func TestProfileIndependentSum(t *testing.T) {
 // TestRankedPack: a profile-ranked pack maps exactly the top neurons at γ < 1
 // and computes the same logits as the original order at γ = 1.
 func TestRankedPack(t *testing.T) {
-	plainPath := packOf(t, "../testdata/tinyllama", convert.Options{})
-	plain := loadModel(t, plainPath, 1)
+	plain := testutil.LoadModel(t, testutil.PackOf(t, testutil.Tiny, convert.Options{}), 1)
 	prompts := [][]int{{4094, 3709, 260, 3652}, {4094, 784, 25, 1994}}
-	prof, err := plain.Profile(context.Background(), "t", prompts, ProfileOptions{GenTokens: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sparse := []int{0, 1, 2, 3, 4, 5}
-	order, err := convert.RankOrder(prof, nil, 0.3, sparse)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rankedPath := packOf(t, "../testdata/tinyllama", convert.Options{Order: order})
-	ranked := loadModel(t, rankedPath, 1)
+	r := testutil.ProfileAndRank(t, plain, "t", prompts, 4, 1)
+	prof := r.Profile
+	rankedPath := testutil.PackOf(t, testutil.Tiny, convert.Options{Order: r.Order})
+	ranked := testutil.LoadModel(t, rankedPath, 1)
 	pool := kernels.NewPool(2)
 	defer pool.Close()
 	for _, pr := range prompts {
 		s1, _ := plain.NewState(pool, 32)
 		s2, _ := ranked.NewState(pool, 32)
-		a, _ := s1.ForwardBatch(pr, 0, Pass{})
+		a, _ := s1.ForwardBatch(pr, 0, runner.Pass{})
 		a = slices.Clone(a)
-		b, _ := s2.ForwardBatch(pr, 0, Pass{})
-		if d := maxAbsDiff(a, b); d > 1e-4 {
+		b, _ := s2.ForwardBatch(pr, 0, runner.Pass{})
+		if d := testutil.MaxAbsDiff(t, a, b); d > 1e-4 {
 			t.Fatalf("ranked pack at γ=1 differs from the original order by %g", d)
 		}
 	}
 	// At γ = 0.5 the loaded records are exactly the top-384 ranked neurons.
-	half := loadModel(t, rankedPath, 0.5)
+	half := testutil.LoadModel(t, rankedPath, 0.5)
 	if half.Pack.LoadedRanks != 384 {
 		t.Fatalf("loaded %d ranks, want 384", half.Pack.LoadedRanks)
 	}

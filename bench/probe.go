@@ -1,4 +1,4 @@
-package runner
+package bench
 
 import (
 	"math/rand/v2"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sipack/sipack/kernels"
+	"github.com/sipack/sipack/runner"
 )
 
 // BandwidthProbe measures the machine's read bandwidth: a streaming read of
@@ -85,16 +86,16 @@ type DecodeResult struct {
 	TTFT          time.Duration
 }
 
-// BenchDecode prefills a random prompt of promptLen tokens (which votes,
+// Decode prefills a random prompt of promptLen tokens (which votes,
 // with a selection), then times tokens greedy decode steps after one
 // untimed warm-up step (first touch of the mapped pages).
-func (m *Model) BenchDecode(pool *kernels.Pool, sel *Selection, promptLen, tokens int, seed uint64) (*DecodeResult, error) {
+func Decode(m *runner.Model, pool *kernels.Pool, sel *runner.Selection, promptLen, tokens int, seed uint64) (*DecodeResult, error) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	prompt := make([]int, promptLen)
 	for i := range prompt {
 		prompt[i] = rng.IntN(m.Config.VocabSize)
 	}
-	ss, err := m.NewSession(pool, promptLen+tokens+2, SamplerConfig{TopP: 1, RepetitionPenalty: 1})
+	ss, err := m.NewSession(pool, promptLen+tokens+2, runner.SamplerConfig{TopP: 1, RepetitionPenalty: 1})
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +112,7 @@ func (m *Model) BenchDecode(pool *kernels.Pool, sel *Selection, promptLen, token
 	if err != nil {
 		return nil, err
 	}
-	tok := Argmax(logits)
+	tok := runner.Argmax(logits)
 	ttft := time.Since(start)
 	res := &DecodeResult{TTFT: ttft, PrefillTokS: float64(promptLen) / ttft.Seconds(), ActiveRecords: plan.Active(m)}
 	// Warm-up step.
@@ -123,7 +124,7 @@ func (m *Model) BenchDecode(pool *kernels.Pool, sel *Selection, promptLen, token
 	// median ignores them where the mean would not.
 	steps := make([]time.Duration, tokens)
 	for i := 0; i < tokens; i++ {
-		tok = Argmax(logits)
+		tok = runner.Argmax(logits)
 		t0 := time.Now()
 		if logits, err = ss.Decode(tok, plan); err != nil {
 			return nil, err

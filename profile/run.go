@@ -1,4 +1,4 @@
-package runner
+package profile
 
 import (
 	"context"
@@ -7,23 +7,23 @@ import (
 	"math"
 	"sync"
 
-	"github.com/sipack/sipack/format"
 	"github.com/sipack/sipack/kernels"
+	"github.com/sipack/sipack/runner"
 )
 
-// ProfileOptions controls Profile.
-type ProfileOptions struct {
+// RunOptions controls Run.
+type RunOptions struct {
 	GenTokens int // greedy tokens generated after each prompt (the method uses 128)
 	Jobs      int // prompts run concurrently, each on one thread (default 1)
 	// Progress, if set, is called after each prompt with the prompts and tokens done so far.
 	Progress func(prompts int, tokens int64)
 }
 
-// Profile runs the model over prompts (each prompt, then GenTokens greedy
+// Run runs the model over prompts (each prompt, then GenTokens greedy
 // tokens, all counted) and sums |h| per layer per original neuron, where h
 // is the input of down_proj. The pack must be loaded whole (γ = 1). Sums are
 // added in prompt order, so the result does not depend on Jobs.
-func (m *Model) Profile(ctx context.Context, task string, prompts [][]int, opt ProfileOptions) (*format.Profile, error) {
+func Run(ctx context.Context, m *runner.Model, task string, prompts [][]int, opt RunOptions) (*Profile, error) {
 	c := &m.Config
 	p := m.Pack
 	if p.LoadedRanks != c.IntermediateSize {
@@ -83,7 +83,7 @@ func (m *Model) Profile(ctx context.Context, task string, prompts [][]int, opt P
 			wg.Add(1)
 			go func(w *worker, pr []int, errp *error) {
 				defer wg.Done()
-				*errp = m.profileOne(w.pool, pr, opt.GenTokens, perm, w.sums)
+				*errp = runOne(m, w.pool, pr, opt.GenTokens, perm, w.sums)
 			}(workers[j], pr, &errs[j])
 		}
 		wg.Wait()
@@ -105,21 +105,21 @@ func (m *Model) Profile(ctx context.Context, task string, prompts [][]int, opt P
 			}
 		}
 	}
-	return &format.Profile{
-		Format: format.ProfileFormat, Version: 1, Task: task,
+	return &Profile{
+		Format: FileFormat, Version: 1, Task: task,
 		Prompts: int64(len(prompts)), Tokens: tokens, GenTokens: opt.GenTokens,
 		ModelHash: hex.EncodeToString(p.Index.SourceHash[:]),
 		Layers:    L, Neurons: N, Sums: total,
 	}, nil
 }
 
-// profileOne adds one prompt's Σ|h| into sums (in original neuron order).
-func (m *Model) profileOne(pool *kernels.Pool, prompt []int, gen int, perm [][]uint32, sums [][]float64) error {
+// runOne adds one prompt's Σ|h| into sums (in original neuron order).
+func runOne(m *runner.Model, pool *kernels.Pool, prompt []int, gen int, perm [][]uint32, sums [][]float64) error {
 	s, err := m.NewState(pool, len(prompt)+gen)
 	if err != nil {
 		return err
 	}
-	pass := Pass{OnAct: func(l int, act []float32, ranks int) {
+	pass := runner.Pass{OnAct: func(l int, act []float32, ranks int) {
 		dst, pl := sums[l], perm[l]
 		for t := 0; t < len(act)/ranks; t++ {
 			row := act[t*ranks : (t+1)*ranks]
@@ -136,7 +136,7 @@ func (m *Model) profileOne(pool *kernels.Pool, prompt []int, gen int, perm [][]u
 	// token contributes its activations (prompt + gen tokens in all).
 	pos := len(prompt)
 	for i := 0; i < gen; i++ {
-		tok := Argmax(logits)
+		tok := runner.Argmax(logits)
 		if logits, err = s.ForwardBatch([]int{tok}, pos, pass); err != nil {
 			return err
 		}

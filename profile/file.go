@@ -1,4 +1,4 @@
-package format
+package profile
 
 import (
 	"bytes"
@@ -10,10 +10,12 @@ import (
 	"math"
 	"os"
 	"sort"
+
+	"github.com/sipack/sipack/format"
 )
 
-// ProfileFormat tags profile files.
-const ProfileFormat = "sipack-profile"
+// FileFormat tags profile files (their "format" field).
+const FileFormat = "sipack-profile"
 
 // Profile is a task's FFN activation profile of one model: per layer, per
 // original neuron, the sum of |h| over every profiled token (h = the input of
@@ -36,8 +38,8 @@ type Profile struct {
 // maxProfileBytes caps a profile file before it is parsed.
 const maxProfileBytes = 1 << 30
 
-// ParseProfile decodes and validates profile JSON; name is used in errors.
-func ParseProfile(name string, r io.Reader) (*Profile, error) {
+// Parse decodes and validates profile JSON; name is used in errors.
+func Parse(name string, r io.Reader) (*Profile, error) {
 	raw, err := io.ReadAll(io.LimitReader(r, maxProfileBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("profile %s: %w", name, err)
@@ -59,13 +61,13 @@ func ParseProfile(name string, r io.Reader) (*Profile, error) {
 // Validate checks the fields against each other.
 func (p *Profile) Validate() error {
 	switch {
-	case p.Format != ProfileFormat:
+	case p.Format != FileFormat:
 		return fmt.Errorf("not a sipack profile (format %q)", p.Format)
 	case p.Version != 1:
 		return fmt.Errorf("unsupported profile version %d", p.Version)
-	case p.Layers <= 0 || p.Layers > maxLayers:
+	case p.Layers <= 0 || p.Layers > format.MaxLayers:
 		return fmt.Errorf("layers %d out of range", p.Layers)
-	case p.Neurons <= 0 || p.Neurons > maxN:
+	case p.Neurons <= 0 || p.Neurons > format.MaxNeurons:
 		return fmt.Errorf("neurons %d out of range", p.Neurons)
 	case p.Tokens <= 0 || p.Prompts < 0:
 		return fmt.Errorf("token count %d must be positive", p.Tokens)
@@ -73,7 +75,7 @@ func (p *Profile) Validate() error {
 		return fmt.Errorf("%d layers of sums, header says %d", len(p.Sums), p.Layers)
 	}
 	if p.ModelHash != "" {
-		if b, err := hex.DecodeString(p.ModelHash); err != nil || len(b) != HashSize {
+		if b, err := hex.DecodeString(p.ModelHash); err != nil || len(b) != format.HashSize {
 			return fmt.Errorf("model_hash %q is not 64 hex digits", p.ModelHash)
 		}
 	}
@@ -90,18 +92,18 @@ func (p *Profile) Validate() error {
 	return nil
 }
 
-// ReadProfile reads a profile file.
-func ReadProfile(path string) (*Profile, error) {
+// Read reads a profile file.
+func Read(path string) (*Profile, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return ParseProfile(path, f)
+	return Parse(path, f)
 }
 
-// WriteProfile writes p to path through a temporary file.
-func WriteProfile(path string, p *Profile) (err error) {
+// Write writes p to path through a temporary file.
+func Write(path string, p *Profile) (err error) {
 	if err := p.Validate(); err != nil {
 		return err
 	}
@@ -157,29 +159,6 @@ func (p *Profile) Scores() [][]float64 {
 	return out
 }
 
-// Concentration returns, for each fraction f, the share of the total of
-// scores held by the top ⌊f·len⌋ entries.
-func Concentration(scores []float64, fracs []float64) []float64 {
-	s := append([]float64(nil), scores...)
-	sort.Sort(sort.Reverse(sort.Float64Slice(s)))
-	var total float64
-	for _, v := range s {
-		total += v
-	}
-	out := make([]float64, len(fracs))
-	for i, f := range fracs {
-		k := int(f * float64(len(s)))
-		var acc float64
-		for _, v := range s[:k] {
-			acc += v
-		}
-		if total > 0 {
-			out[i] = acc / total
-		}
-	}
-	return out
-}
-
 // TopOverlap is |A ∩ B| / |A| for the top ⌊f·N⌋ entries A of a and B of b
 // (ties by index).
 func TopOverlap(a, b []float64, f float64) float64 {
@@ -227,7 +206,7 @@ func ReadPartInferList(path string, layers, neurons int) (*Profile, error) {
 	if len(doc.Neurons) != layers {
 		return nil, fmt.Errorf("neuron list %s: %d layers, the model has %d", path, len(doc.Neurons), layers)
 	}
-	p := &Profile{Format: ProfileFormat, Version: 1, Task: "partinfer", Tokens: 1, Layers: layers, Neurons: neurons, Source: path}
+	p := &Profile{Format: FileFormat, Version: 1, Task: "partinfer", Tokens: 1, Layers: layers, Neurons: neurons, Source: path}
 	for l, ids := range doc.Neurons {
 		s := make([]float64, neurons)
 		for i, n := range ids {
@@ -244,5 +223,5 @@ func ReadPartInferList(path string, layers, neurons int) (*Profile, error) {
 	return p, nil
 }
 
-// ErrProfileModel is returned when a profile belongs to another model.
-var ErrProfileModel = errors.New("profile is of another model")
+// ErrOtherModel is returned when a profile belongs to another model or shape.
+var ErrOtherModel = errors.New("profile is of another model")

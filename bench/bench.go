@@ -1,0 +1,313 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+
+	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/kernels"
+	"github.com/sipack/sipack/runner"
+)
+
+// Options controls Run.
+type Options struct {
+	Threads int       // worker threads, ≥ 1
+	Tokens  int       // decode tokens timed per figure (the figure is 1 / the median step), ≥ 1
+	Rounds  int       // every decode figure is measured this many times, interleaved, ≥ 1
+	Prefill int       // prompt tokens of the prefill figure, ≥ 1
+	Quick   bool      // dense and γ 0.7 × φ 0.4 only
+	Log     io.Writer // progress lines; nil: none
+}
+
+// ProbeBytes is the bandwidth probe's buffer: far larger than any L3 this
+// has run on (32 MiB per CCD on the AMD EPYCs, 105 MiB on the Xeon), small
+// enough to add little to the peak RSS the report gives (it is included).
+const ProbeBytes = 256 << 20
+
+// Run measures the FMA peak, then every pack: prefill once each, then the
+// decode figures of all packs in rounds (see runPacks). It refuses options
+// out of range before measuring anything.
+func Run(paths []string, opt Options) ([]*Report, error) {
+	switch {
+	case len(paths) == 0:
+		return nil, fmt.Errorf("no packs to measure")
+	case opt.Threads < 1:
+		return nil, fmt.Errorf("threads must be ≥ 1, got %d", opt.Threads)
+	case opt.Rounds < 1 || opt.Tokens < 1:
+		return nil, fmt.Errorf("rounds and tokens must be ≥ 1, got %d and %d", opt.Rounds, opt.Tokens)
+	case opt.Prefill < 1:
+		return nil, fmt.Errorf("prefill tokens must be ≥ 1, got %d", opt.Prefill)
+	}
+	if opt.Log == nil {
+		opt.Log = io.Discard
+	}
+	fmt.Fprintf(opt.Log, "sirun bench: kernels %s, %d threads; measuring the FMA peak\n", kernels.Active().Name, opt.Threads)
+	peak := MeasureFMAPeak(opt.Threads)
+	pool := kernels.NewPool(opt.Threads)
+	defer pool.Close()
+	probe := NewBandwidthProbe(ProbeBytes, pool)
+	return runPacks(opt, paths, pool, probe, peak)
+}
+
+// GridPoint is one decode figure of a pack at γ and φ: medians over rounds.
+type GridPoint struct {
+	Gamma         float64 `json:"gamma"`
+	Phi           float64 `json:"phi"`
+	TokS          float64 `json:"tok_s"`
+	BytesPerToken uint64  `json:"bytes_per_token"`
+	BoundTokS     float64 `json:"bound_tok_s"`
+	BoundFraction float64 `json:"bound_fraction"`
+	SpeedupDense  float64 `json:"speedup_vs_dense"`
+	// SpeedupFirstDense is against the dense decode of the run's first
+	// pack (e.g. q4_0 against bf16 with --dtypes bf16,q4_0).
+	SpeedupFirstDense float64 `json:"speedup_vs_first_dense"`
+	BandwidthGBs      float64 `json:"bandwidth_gbs"` // measured beside this figure
+}
+
+// Report is one pack's figures; its JSON is what `sirun bench --json` prints
+// (one object per pack, per line).
+type Report struct {
+	Pack               string      `json:"pack"`
+	DType              string      `json:"dtype"`
+	Kernels            string      `json:"kernels"`
+	Threads            int         `json:"threads"`
+	BandwidthGBs       float64     `json:"bandwidth_gbs"` // the highest of this pack's probes
+	DenseBandwidthGBs  float64     `json:"dense_bandwidth_gbs"`
+	FMAPeakGFlops      float64     `json:"fma_peak_gflops"`
+	DenseTokS          float64     `json:"dense_tok_s"`
+	DenseBytesPerToken uint64      `json:"dense_bytes_per_token"`
+	DenseBoundFraction float64     `json:"dense_bound_fraction"`
+	PrefillTokens      int         `json:"prefill_tokens"`
+	PrefillTokS        float64     `json:"prefill_tok_s"`
+	PrefillGFlops      float64     `json:"prefill_gflops"`
+	PrefillPeakFrac    float64     `json:"prefill_peak_fraction"`
+	TTFTms             float64     `json:"ttft_ms"`
+	PeakRSSBytes       uint64      `json:"peak_rss_bytes"`
+	Rounds             int         `json:"rounds"`
+	FirstPack          string      `json:"first_pack"`
+	DenseVsFirst       float64     `json:"dense_vs_first_dense"`
+	Grid               []GridPoint `json:"grid"`
+}
+
+// benchFigure is one decode figure of a pack's grid (the dense one first)
+// and what each round measured of it.
+type benchFigure struct {
+	gamma, phi float64
+	sel        *runner.Selection
+	tokS, bw   []float64 // per round: tok/s, and the bandwidth beside it
+	bytes      uint64
+}
+
+// packBench is one pack's report in the making.
+type packBench struct {
+	path    string
+	r       *Report
+	figures []*benchFigure
+}
+
+func openModel(path string, gamma float64) (*format.Pack, *runner.Model, error) {
+	p, err := format.Open(path, format.OpenOptions{Gamma: gamma})
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := runner.Load(p)
+	if err != nil {
+		p.Close()
+		return nil, nil, err
+	}
+	return p, m, nil
+}
+
+// runPacks measures every pack: prefill once each, then the decode
+// figures of all packs in rounds. Each figure's bound is the read bandwidth
+// measured right before and right after it (the higher of the two: the
+// stricter bound). On a shared VM the bandwidth jumps between regimes (50
+// and 90 GB/s were both seen within a minute here), so ratios of two
+// figures, within a pack or across packs, are taken within a round, and
+// every reported value is the median over rounds.
+func runPacks(opt Options, paths []string, pool *kernels.Pool, probe *BandwidthProbe, peak float64) ([]*Report, error) {
+	gammas, phis := []float64{0.5, 0.7, 1.0}, []float64{0.2, 0.3, 0.4, 0.6}
+	prefill := opt.Prefill
+	if opt.Quick {
+		gammas, phis = []float64{0.7}, []float64{0.4}
+	}
+	var benches []*packBench
+	for _, path := range paths {
+		pb := &packBench{path: path, r: &Report{Pack: path, Kernels: kernels.Active().Name, Threads: pool.Workers(), FMAPeakGFlops: peak / 1e9, Rounds: opt.Rounds}}
+		p, m, err := openModel(path, 1)
+		if err != nil {
+			return nil, err
+		}
+		pb.r.DType = p.Index.RecordDType.String()
+		base := 0.3
+		if b := float64(p.Index.BaseFraction); b > 0 {
+			base = b
+		}
+		// Prefill at γ = 1, after a token that maps every page (a first
+		// touch of the pack's pages is not prefill's cost).
+		fmt.Fprintf(opt.Log, "sirun bench: %s: prefill of %d tokens\n", filepath.Base(path), prefill)
+		_, err = Decode(m, pool, nil, 1, 1, 2)
+		var pf *DecodeResult
+		if err == nil {
+			pf, err = Decode(m, pool, nil, prefill, 1, 2)
+		}
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		r := pb.r
+		r.PrefillTokens, r.PrefillTokS, r.TTFTms = prefill, pf.PrefillTokS, float64(pf.TTFT.Microseconds())/1000
+		// 2 FLOPs per weight per token for every matrix (the embedding lookup excluded).
+		r.PrefillGFlops = 2 * m.MatrixParams() * pf.PrefillTokS / 1e9
+		r.PrefillPeakFrac = r.PrefillGFlops * 1e9 / peak
+		p.Close()
+		pb.figures = []*benchFigure{{gamma: 1, phi: 1}}
+		for _, g := range gammas {
+			for _, phi := range phis {
+				if phi > g+1e-9 || phi < base-1e-6 {
+					continue
+				}
+				f := &benchFigure{gamma: g, phi: phi, sel: &runner.Selection{Phi: phi, Alpha: 0.2, Base: base, Compact: true}}
+				if phi >= g-1e-9 {
+					f.sel = nil
+				}
+				pb.figures = append(pb.figures, f)
+			}
+		}
+		benches = append(benches, pb)
+	}
+	for round := 0; round < opt.Rounds; round++ {
+		for _, pb := range benches {
+			if err := pb.measureRound(opt, pool, probe, round); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var reports []*Report
+	for _, pb := range benches {
+		pb.finish(benches[0])
+		reports = append(reports, pb.r)
+	}
+	return reports, nil
+}
+
+// measureRound measures every decode figure of the pack once.
+func (pb *packBench) measureRound(opt Options, pool *kernels.Pool, probe *BandwidthProbe, round int) error {
+	var p *format.Pack
+	var m *runner.Model
+	defer func() {
+		if p != nil {
+			p.Close()
+		}
+	}()
+	for i, f := range pb.figures {
+		if i == 0 || f.gamma != pb.figures[i-1].gamma {
+			if p != nil {
+				p.Close()
+			}
+			var err error
+			if p, m, err = openModel(pb.path, f.gamma); err != nil {
+				return err
+			}
+		}
+		name := "dense decode"
+		if i > 0 {
+			name = fmt.Sprintf("γ %.1f φ %.1f", f.gamma, f.phi)
+		}
+		fmt.Fprintf(opt.Log, "sirun bench: %s: %s (round %d of %d)\n", filepath.Base(pb.path), name, round+1, opt.Rounds)
+		before := probe.Measure(3)
+		res, err := Decode(m, pool, f.sel, 16, opt.Tokens, uint64(1+round))
+		if err != nil {
+			return fmt.Errorf("%s: %w", pb.path, err)
+		}
+		bw := max(before, probe.Measure(3))
+		f.tokS, f.bw, f.bytes = append(f.tokS, res.TokS), append(f.bw, bw), res.BytesPerToken
+		pb.r.BandwidthGBs = max(pb.r.BandwidthGBs, bw/1e9)
+	}
+	return nil
+}
+
+// finish turns the rounds into the report; ratios to first's dense decode
+// (the first pack of the run) are taken within each round.
+func (pb *packBench) finish(first *packBench) {
+	r, dense := pb.r, pb.figures[0]
+	fraction := func(f *benchFigure) float64 {
+		var v []float64
+		for i := range f.tokS {
+			v = append(v, f.tokS[i]*float64(f.bytes)/f.bw[i])
+		}
+		return median(v)
+	}
+	ratio := func(f, to *benchFigure) float64 {
+		var v []float64
+		for i := range f.tokS {
+			v = append(v, f.tokS[i]/to.tokS[i])
+		}
+		return median(v)
+	}
+	r.DenseTokS, r.DenseBytesPerToken, r.DenseBandwidthGBs = median(dense.tokS), dense.bytes, median(dense.bw)/1e9
+	r.DenseBoundFraction = fraction(dense)
+	r.FirstPack, r.DenseVsFirst = first.path, ratio(dense, first.figures[0])
+	for _, f := range pb.figures[1:] {
+		bw := median(f.bw)
+		r.Grid = append(r.Grid, GridPoint{Gamma: f.gamma, Phi: f.phi, TokS: median(f.tokS), BytesPerToken: f.bytes,
+			BoundTokS: bw / float64(f.bytes), BoundFraction: fraction(f), SpeedupDense: ratio(f, dense),
+			SpeedupFirstDense: ratio(f, first.figures[0]), BandwidthGBs: bw / 1e9})
+	}
+	r.PeakRSSBytes = PeakRSS()
+}
+
+// median of a non-empty list (the mean of the middle two for an even count).
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// Markdown writes the report as a table with a header and a prefill line.
+func (r *Report) Markdown(w io.Writer) {
+	threads := fmt.Sprintf("%d threads", r.Threads)
+	if r.Threads == 1 {
+		threads = "1 thread"
+	}
+	fmt.Fprintf(w, "\n### %s (%s, kernels %s, %s)\n\n", filepath.Base(r.Pack), r.DType, r.Kernels, threads)
+	fmt.Fprintf(w, "read bandwidth measured before and after every decode figure, up to %.2f GB/s; medians of %d interleaved rounds; FMA peak %.1f GFLOP/s; peak RSS %s (with the %d MiB probe buffer)\n\n", r.BandwidthGBs, r.Rounds, r.FMAPeakGFlops, humanBytes(r.PeakRSSBytes), ProbeBytes>>20)
+	// Against the first pack's dense decode too, when this is another pack.
+	cross := r.FirstPack != r.Pack
+	head, rule, denseCross := "", "", ""
+	if cross {
+		head, rule = fmt.Sprintf(" vs %s dense |", filepath.Base(r.FirstPack)), "---:|"
+		denseCross = fmt.Sprintf(" %.2f× |", r.DenseVsFirst)
+	}
+	fmt.Fprintf(w, "| run | γ | φ | tok/s | MB read / token | bandwidth GB/s | bound tok/s | of bound | vs dense |%s\n|---|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", head, rule)
+	fmt.Fprintf(w, "| dense decode | 1.0 | 1.0 | %.2f | %.0f | %.1f | %.2f | %.0f %% | 1.00× |%s\n", r.DenseTokS, float64(r.DenseBytesPerToken)/1e6, r.DenseBandwidthGBs, r.DenseBandwidthGBs*1e9/float64(r.DenseBytesPerToken), 100*r.DenseBoundFraction, denseCross)
+	for _, g := range r.Grid {
+		c := ""
+		if cross {
+			c = fmt.Sprintf(" %.2f× |", g.SpeedupFirstDense)
+		}
+		fmt.Fprintf(w, "| decode | %.1f | %.1f | %.2f | %.0f | %.1f | %.2f | %.0f %% | %.2f× |%s\n", g.Gamma, g.Phi, g.TokS, float64(g.BytesPerToken)/1e6, g.BandwidthGBs, g.BoundTokS, 100*g.BoundFraction, g.SpeedupDense, c)
+	}
+	fmt.Fprintf(w, "\nprefill %d tokens: %.1f tok/s (%.1f GFLOP/s, %.0f %% of FMA peak), time to first token %.0f ms\n", r.PrefillTokens, r.PrefillTokS, r.PrefillGFlops, 100*r.PrefillPeakFrac, r.TTFTms)
+}
+
+// humanBytes is n in B or KiB…EiB with two decimals, as the commands print
+// sizes (cmd/internal/cliutil.HumanBytes; bench does not import cmd).
+func humanBytes(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := uint64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.2f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

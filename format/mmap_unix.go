@@ -1,0 +1,22 @@
+//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
+
+package format
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// mapFile maps [0, length) of f shared and read-only; MADV_WILLNEED starts
+// the read-ahead of the whole prefix (advice only: its error is ignored).
+func mapFile(f *os.File, length int) ([]byte, error) {
+	b, err := unix.Mmap(int(f.Fd()), 0, length, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, err
+	}
+	_ = unix.Madvise(b, unix.MADV_WILLNEED)
+	return b, nil
+}
+
+func unmap(b []byte) error { return unix.Munmap(b) }

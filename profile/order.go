@@ -1,0 +1,174 @@
+package profile
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/sipack/sipack/convert"
+	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/manifests"
+)
+
+// OrderOptions says how to rank a model directory's neurons by profiles.
+type OrderOptions struct {
+	ModelDir string
+	// Task is the task profile: a .prof file, a PartInfer neuron list
+	// (TaskFormat "partinfer"), or a task name profiled on the fly and cached.
+	Task       string
+	TaskFormat string // "sipack" (default) or "partinfer"
+	// Secondary is the model-wide score's profiles: "all" (every task with
+	// training data), "self" (the task profile), or FILE,FILE,...
+	Secondary   string
+	Base        float64 // δ: fraction of each layer ranked by the task score
+	DenseLayers []int
+	Manifests   []string // extra manifest directories
+	// On-the-fly profiling of a task name.
+	MaxPrompts, GenTokens int
+	Jobs                  int // prompts run concurrently; 0: one per CPU
+	Seed                  uint64
+	// Progress, if set, is called after each prompt profiled on the fly.
+	Progress func(task string, done, total int, tokens int64)
+	// Log, if set, is told which cached profile is used or written, and
+	// the throughput of each run on the fly.
+	Log func(msg string)
+}
+
+// Order ranks the sparse layers of opt.ModelDir as SelectInfer does (see
+// RankOrder) and records the secondary tasks in the order's provenance.
+// Profiles of another model or shape are refused with ErrOtherModel.
+func Order(ctx context.Context, opt OrderOptions) (*convert.Order, error) {
+	m, err := convert.OpenModel(opt.ModelDir)
+	if err != nil {
+		return nil, err
+	}
+	cfg, hash := m.Config, m.SourceHash()
+	m.Close()
+	sparse := convert.SparseLayers(cfg, opt.DenseLayers)
+	r := &resolver{opt: opt, ctx: ctx, hash: hash}
+	defer r.close()
+	var task *Profile
+	switch opt.TaskFormat {
+	case "partinfer":
+		task, err = ReadPartInferList(opt.Task, cfg.NumLayers, cfg.IntermediateSize)
+	case "sipack", "":
+		task, err = r.get(opt.Task)
+	default:
+		return nil, fmt.Errorf("unknown profile format %q (want sipack or partinfer)", opt.TaskFormat)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := Check(task, cfg, hash, opt.Task); err != nil {
+		return nil, err
+	}
+	var secondary []*Profile
+	switch sec := opt.Secondary; sec {
+	case "self":
+		secondary = []*Profile{task}
+	case "all", "":
+		for _, name := range manifests.Builtin() {
+			man, err := manifests.Load(name, opt.Manifests...)
+			if err != nil {
+				return nil, err
+			}
+			if man.Train == "" {
+				continue // no data: summarize needs a user's file
+			}
+			p := task
+			if task.Task != name {
+				if p, err = r.get(name); err != nil {
+					return nil, err
+				}
+			}
+			secondary = append(secondary, p)
+		}
+	default:
+		for _, f := range strings.Split(sec, ",") {
+			p, err := Read(f)
+			if err != nil {
+				return nil, err
+			}
+			if err := Check(p, cfg, hash, f); err != nil {
+				return nil, err
+			}
+			secondary = append(secondary, p)
+		}
+	}
+	order, err := RankOrder(task, SecondaryScores(secondary), opt.Base, sparse)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range secondary {
+		order.Provenance.SecondaryTasks = append(order.Provenance.SecondaryTasks, p.Task)
+	}
+	return order, nil
+}
+
+// resolver finds task profiles: a file, the cache, or a run on the fly
+// (the model converted and opened once, on first need).
+type resolver struct {
+	opt    OrderOptions
+	ctx    context.Context
+	hash   [format.HashSize]byte
+	opened *Opened
+}
+
+func (r *resolver) close() {
+	if r.opened != nil {
+		r.opened.Close()
+	}
+}
+
+func (r *resolver) log(format string, args ...any) {
+	if r.opt.Log != nil {
+		r.opt.Log(fmt.Sprintf(format, args...))
+	}
+}
+
+func (r *resolver) get(spec string) (*Profile, error) {
+	if st, err := os.Stat(spec); err == nil && !st.IsDir() {
+		return Read(spec)
+	}
+	if strings.HasSuffix(spec, ".prof") {
+		return nil, fmt.Errorf("profile file %s: no such file", spec)
+	}
+	man, err := manifests.Load(spec, r.opt.Manifests...)
+	if err != nil {
+		return nil, err
+	}
+	key := fmt.Sprintf("%s-p%d-g%d-s%d", man.Name, r.opt.MaxPrompts, r.opt.GenTokens, r.opt.Seed)
+	cache := CachePath(r.hash, key)
+	if p, err := Read(cache); err == nil {
+		r.log("using cached profile %s", cache)
+		return p, nil
+	}
+	if r.opened == nil {
+		if r.opened, err = Open(r.ctx, r.opt.ModelDir); err != nil {
+			return nil, err
+		}
+	}
+	topt := TaskOptions{MaxPrompts: r.opt.MaxPrompts, GenTokens: r.opt.GenTokens, Seed: r.opt.Seed, Jobs: r.opt.Jobs}
+	if topt.Jobs == 0 {
+		topt.Jobs = runtime.NumCPU()
+	}
+	if r.opt.Progress != nil {
+		topt.Progress = func(done, total int, tokens int64) { r.opt.Progress(man.Name, done, total, tokens) }
+	}
+	start := time.Now()
+	p, err := RunTask(r.ctx, r.opened.Model, man, topt)
+	if err != nil {
+		return nil, err
+	}
+	r.log("%s", Summary(p, time.Since(start)))
+	if err := os.MkdirAll(filepath.Dir(cache), 0o755); err == nil {
+		if err := Write(cache, p); err == nil {
+			r.log("cached profile %s", cache)
+		}
+	}
+	return p, nil
+}
