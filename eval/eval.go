@@ -19,6 +19,9 @@ import (
 type Options struct {
 	Data     string            // JSONL overriding the manifest's eval data
 	Limit    int               // first Limit rows only (0: all)
+	// Half, if 1 or 2, keeps only the even (1: the tuning half) or the odd
+	// rows (2: the held-out half) of the eval set, before Limit.
+	Half int
 	Jobs     int               // rows run concurrently, one thread each
 	Sel      *runner.Selection // nil: compute every loaded neuron
 	Progress func(done, total int)
@@ -86,6 +89,13 @@ func Run(ctx context.Context, m *runner.Model, man *manifests.Manifest, opt Opti
 	rows, name, err := man.ReadRows("eval", opt.Data)
 	if err != nil {
 		return nil, err
+	}
+	if opt.Half == 1 || opt.Half == 2 {
+		var kept = rows[:0:0]
+		for i := opt.Half - 1; i < len(rows); i += 2 {
+			kept = append(kept, rows[i])
+		}
+		rows = kept
 	}
 	if opt.Limit > 0 && opt.Limit < len(rows) {
 		rows = rows[:opt.Limit]

@@ -79,7 +79,7 @@ func (ss *Session) Prefill(prompt []int) ([]float32, *Votes, error) {
 	var votes *Votes
 	var pass Pass
 	if c, ok := ss.counts(); ok {
-		votes = NewVotes(ss.M, c)
+		votes = NewVotes(ss.M, c, ss.Sel.Method)
 		pass.OnAct = votes.Add
 	}
 	logits, err := ss.S.ForwardBatch(input, ss.Pos, pass)

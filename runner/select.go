@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/sipack/sipack/backend"
@@ -20,7 +21,17 @@ type Selection struct {
 	// Compact copies the dynamic records into one per-prompt buffer, so decode
 	// reads two contiguous runs per layer instead of gathering single records.
 	Compact bool
+	// Method is how prompt tokens score the secondary ranks: "" or
+	// "paper" (SelectInfer: each token votes for its top α by |h|; scores
+	// are vote counts), "mass" (each token adds |h| normalised by its
+	// Σ|h|: magnitude instead of membership) or "l2" (GRIFFIN's
+	// prompt-level statistic: each token's h normalised to unit L2 norm,
+	// squares summed over tokens).
+	Method string
 }
+
+// Methods are the selection methods Selection.Method accepts.
+var Methods = []string{"paper", "mass", "l2"}
 
 // Counts is a selection in neurons per sparse layer.
 type Counts struct {
@@ -47,6 +58,8 @@ func (s *Selection) Validate(n, loaded int) error {
 	switch {
 	case !(s.Alpha > 0 && s.Alpha <= 1):
 		return fmt.Errorf("--alpha must be in (0, 1], got %v", s.Alpha)
+	case s.Method != "" && !slices.Contains(Methods, s.Method):
+		return fmt.Errorf("--select must be one of %v, got %q", Methods, s.Method)
 	case !(s.Base >= 0 && s.Base <= 1):
 		return fmt.Errorf("base fraction δ must be in [0, 1], got %v", s.Base)
 	case !(s.Phi > 0 && s.Phi <= 1):
@@ -87,29 +100,59 @@ func (p Plan) Active(m *Model) int {
 	return n
 }
 
-// Votes counts, per sparse layer and loaded rank, how many prompt tokens
-// had the rank among their top-k |h| (k = Counts.Vote).
+// Votes scores, per sparse layer and loaded rank, what the prompt's tokens
+// say of it (Selection.Method): by default how many tokens had the rank
+// among their top-k |h| (k = Counts.Vote).
 type Votes struct {
 	k       int
-	counts  [][]int32 // (layer, loaded ranks); nil for dense layers
+	method  string
+	counts  [][]float64 // (layer, loaded ranks); nil for dense layers
 	scratch []float32
 }
 
-// NewVotes starts an empty count for model m with counts c.
-func NewVotes(m *Model, c Counts) *Votes {
-	v := &Votes{k: c.Vote, counts: make([][]int32, len(m.Layers)), scratch: make([]float32, 2*c.Loaded)}
+// NewVotes starts an empty count for model m with counts c and the
+// selection's method.
+func NewVotes(m *Model, c Counts, method string) *Votes {
+	v := &Votes{k: c.Vote, method: method, counts: make([][]float64, len(m.Layers)), scratch: make([]float32, 2*c.Loaded)}
 	for l := range m.Layers {
 		if m.Layers[l].Sparse {
-			v.counts[l] = make([]int32, c.Loaded)
+			v.counts[l] = make([]float64, c.Loaded)
 		}
 	}
 	return v
 }
 
-// Add counts the votes of one layer's activations act (T, ranks).
+// Add scores one layer's activations act (T, ranks).
 func (v *Votes) Add(layer int, act []float32, ranks int) {
-	if v.counts[layer] != nil {
-		votes(act, ranks, v.k, v.counts[layer], v.scratch)
+	c := v.counts[layer]
+	if c == nil {
+		return
+	}
+	switch v.method {
+	case "mass", "l2":
+		for t := 0; t < len(act)/ranks; t++ {
+			row := act[t*ranks : (t+1)*ranks]
+			var norm float64
+			for _, h := range row {
+				if v.method == "mass" {
+					norm += math.Abs(float64(h))
+				} else {
+					norm += float64(h) * float64(h)
+				}
+			}
+			if norm == 0 {
+				continue
+			}
+			for i, h := range row {
+				if v.method == "mass" {
+					c[i] += math.Abs(float64(h)) / norm
+				} else {
+					c[i] += float64(h) * float64(h) / norm
+				}
+			}
+		}
+	default:
+		votes(act, ranks, v.k, c, v.scratch)
 	}
 }
 
@@ -134,7 +177,7 @@ func (v *Votes) Plan(m *Model, ex backend.Exec, c Counts, compact bool) (Plan, e
 
 // votes counts, per loaded rank, how many prompt tokens had it among their
 // top-k |h|. act is (T, ranks).
-func votes(act []float32, ranks, k int, counts []int32, scratch []float32) {
+func votes(act []float32, ranks, k int, counts []float64, scratch []float32) {
 	T := len(act) / ranks
 	for t := 0; t < T; t++ {
 		row := act[t*ranks : (t+1)*ranks]
@@ -202,7 +245,7 @@ func kthLargest(x []float32, k int) float32 {
 // chooseRanks returns the decode set: static ranks [0, nb) and the nf−nb
 // secondary ranks in [nb, nl) with the most votes (ties: lower rank first),
 // ascending.
-func chooseRanks(counts []int32, nb, nf, nl int) []int {
+func chooseRanks(counts []float64, nb, nf, nl int) []int {
 	out := make([]int, 0, nf)
 	for r := 0; r < min(nb, nl); r++ {
 		out = append(out, r)

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -15,9 +16,9 @@ func TestVotesHandMade(t *testing.T) {
 		1, 1, 1, 0, 0, 2, // token 1: rank 5, then a tie among 0, 1, 2: rank 0 wins
 		0, 0, 0, 0, 9, -8, // token 2: ranks 4 and 5
 	}
-	counts := make([]int32, 6)
+	counts := make([]float64, 6)
 	votes(act, 6, 2, counts, make([]float32, 12))
-	if want := []int32{1, 1, 0, 1, 1, 2}; !slices.Equal(counts, want) {
+	if want := []float64{1, 1, 0, 1, 1, 2}; !slices.Equal(counts, want) {
 		t.Fatalf("votes %v, want %v", counts, want)
 	}
 	// δN = 2 static ranks, φN = 4: the two secondary ranks with most votes among 2..5:
@@ -26,7 +27,7 @@ func TestVotesHandMade(t *testing.T) {
 		t.Fatalf("decode set %v, want [0 1 3 5]", got)
 	}
 	// Static ranks are kept even with no votes at all.
-	if got := chooseRanks(make([]int32, 6), 3, 3, 6); !slices.Equal(got, []int{0, 1, 2}) {
+	if got := chooseRanks(make([]float64, 6), 3, 3, 6); !slices.Equal(got, []int{0, 1, 2}) {
 		t.Fatalf("decode set %v, want the static ranks", got)
 	}
 	if v := kthLargest([]float32{3, 1, 4, 1, 5, 9, 2, 6}, 3); v != 5 {
@@ -151,5 +152,30 @@ func TestFastAndGenericKernelsAgree(t *testing.T) {
 				t.Fatalf("selection %+v: table %s %v, generic %v", sel, tb.Name, fast, generic)
 			}
 		}
+	}
+}
+
+// TestVotesMethods: the magnitude methods score each token's activations
+// normalised by that token's L1 ("mass") or squared L2 norm ("l2"), so a
+// loud token does not outvote the others; unknown methods are refused.
+func TestVotesMethods(t *testing.T) {
+	act := []float32{
+		10, 0, 0, 30, // token 0: L1 40, L2² 1000
+		0, 1, 1, 0, // token 1: L1 2, L2² 2
+	}
+	for _, c := range []struct {
+		method string
+		want   []float64
+	}{{"mass", []float64{0.25, 0.5, 0.5, 0.75}}, {"l2", []float64{0.1, 0.5, 0.5, 0.9}}} {
+		v := &Votes{method: c.method, counts: [][]float64{make([]float64, 4)}}
+		v.Add(0, act, 4)
+		for i, w := range c.want {
+			if math.Abs(v.counts[0][i]-w) > 1e-12 {
+				t.Fatalf("%s: scores %v, want %v", c.method, v.counts[0], c.want)
+			}
+		}
+	}
+	if err := (&Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: "top"}).Validate(768, 537); err == nil {
+		t.Error("unknown selection method accepted")
 	}
 }

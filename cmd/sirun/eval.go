@@ -25,6 +25,7 @@ var selectionFlags = []cli.Flag{
 	&cli.Float64Flag{Name: "alpha", Value: 0.2, Usage: "fraction α of loaded neurons each prompt token votes for"},
 	&cli.Float64Flag{Name: "base", Usage: "static fraction δ (default: the pack's, as converted)"},
 	&cli.BoolFlag{Name: "gather", Usage: "gather dynamic neurons in place instead of compacting them per prompt"},
+	&cli.StringFlag{Name: "select", Value: "paper", Usage: "how prompt tokens choose the dynamic neurons: paper (top-α vote counts, as SelectInfer), mass (|h| normalised per token), l2 (GRIFFIN's per-token-normalised L2)"},
 	&cli.StringFlag{Name: "mem-budget", Usage: "pick the largest γ whose prefix, KV cache and buffers fit in this much memory (e.g. 1.5GiB)"},
 	&cli.BoolFlag{Name: "verify", Usage: "check the BLAKE3 hashes of every byte loaded before running"},
 }
@@ -70,7 +71,7 @@ func openSelected(c *cli.Context, path string, ctx int) (*format.Pack, *runner.M
 	if c.IsSet("base") {
 		base = c.Float64("base")
 	}
-	sel := &runner.Selection{Phi: c.Float64("phi"), Alpha: c.Float64("alpha"), Base: base, Compact: !c.Bool("gather")}
+	sel := &runner.Selection{Phi: c.Float64("phi"), Alpha: c.Float64("alpha"), Base: base, Compact: !c.Bool("gather"), Method: c.String("select")}
 	N := pack.Index.Config.IntermediateSize
 	if err := sel.Validate(N, pack.LoadedRanks); err != nil {
 		pack.Close()
@@ -94,6 +95,7 @@ var evalCmd = &cli.Command{
 		&cli.StringFlag{Name: "task", Usage: "task name or manifest `FILE`"},
 		&cli.StringFlag{Name: "data", Usage: "eval JSONL `FILE` instead of the task's own"},
 		&cli.IntFlag{Name: "limit", Usage: "first N rows only"},
+		&cli.IntFlag{Name: "half", Usage: "1: the even rows only (a tuning half), 2: the odd rows (held out)"},
 		&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: runtime.NumCPU(), Usage: "rows evaluated in parallel, one thread each"},
 		&cli.StringSliceFlag{Name: "manifests", Usage: "extra `DIR`s of task manifests"},
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
@@ -126,7 +128,7 @@ var evalCmd = &cli.Command{
 			bar = cliutil.NewProgress("eval "+man.Name, 0, false)
 		}
 		res, err := eval.Run(ctx, m, man, eval.Options{
-			Data: c.String("data"), Limit: c.Int("limit"), Jobs: c.Int("jobs"), Sel: sel,
+			Data: c.String("data"), Limit: c.Int("limit"), Half: c.Int("half"), Jobs: c.Int("jobs"), Sel: sel,
 			Progress: func(done, total int) { bar.SetTotal(int64(total)); bar.Add(1) },
 		})
 		bar.Done(err == nil)
