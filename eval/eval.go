@@ -17,11 +17,11 @@ import (
 
 // Options controls Run.
 type Options struct {
-	Data     string            // JSONL overriding the manifest's eval data
-	Limit    int               // first Limit rows only (0: all)
+	Data  string // JSONL overriding the manifest's eval data
+	Limit int    // first Limit rows only (0: all)
 	// Half, if 1 or 2, keeps only the even (1: the tuning half) or the odd
 	// rows (2: the held-out half) of the eval set, before Limit.
-	Half int
+	Half     int
 	Jobs     int               // rows run concurrently, one thread each
 	Sel      *runner.Selection // nil: compute every loaded neuron
 	Progress func(done, total int)
