@@ -48,7 +48,7 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 		}
 		if useGemm {
 			ffnPrefillGEMM(g, ops, dt, &records, spans, rowBytes, lo, hi, H, x, T, acc,
-				gemmBlocks[worker*ffnBlock(T, H):(worker+1)*ffnBlock(T, H)], act, total)
+				gemmBlocks[worker*ffnBlock(T, H):(worker+1)*ffnBlock(T, H)], act, total, acts)
 			return
 		}
 		// Tiles of 16 records × 16 tokens keep the records, the token inputs

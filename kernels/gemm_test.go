@@ -19,7 +19,7 @@ func TestMatMulPrefill(t *testing.T) {
 		p := NewPool(2)
 		defer p.Close()
 		for _, dt := range []format.DType{format.F32, format.BF16, format.F16, format.Q8_0, format.Q4_0} {
-			for _, c := range []struct{ rows, cols, T int }{{8, 64, 6}, {13, 544, 17}, {4, 1056, 12}, {37, 512, 7}, {3, 96, 9}, {64, 2048, 13}} {
+			for _, c := range []struct{ rows, cols, T int }{{8, 64, 24}, {13, 544, 29}, {4, 1056, 36}, {37, 512, 25}, {3, 96, 30}, {64, 2048, 31}, {9, 64, 7}} {
 				wb, wf := randRow(rng, dt, c.rows*c.cols)
 				w := &Weight{Data: wb, DType: dt, Rows: c.rows, Cols: c.cols}
 				x := randVec(rng, c.T*c.cols)
@@ -34,7 +34,7 @@ func TestMatMulPrefill(t *testing.T) {
 							exact += float64(wr[i]) * float64(xt[i])
 						}
 						bound := tol(wr, xt)
-						if tb.Ops(dt).ActDot && !gemmFits(tb.Gemm, c.rows, c.cols, c.T) {
+						if tb.Ops(dt).ActDot {
 							bound = 1e9 // the integer path rounds activations: TestIntegerDotsMatchReference bounds it
 						}
 						if d := math.Abs(float64(out[tok*c.rows+r]) - exact); d > bound {
