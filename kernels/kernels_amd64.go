@@ -120,6 +120,18 @@ func dotBF16DP(w *uint16, xb *uint16, n int) float32
 func dot2BF16DP(a, b *uint16, xb *uint16, n int, out *[2]float32, next *byte)
 
 //go:noescape
+func dot2BF16AVX512(a, b *uint16, x *float32, n int, out *[2]float32, next *byte)
+
+//go:noescape
+func dot2F16AVX512(a, b *uint16, x *float32, n int, out *[2]float32, next *byte)
+
+//go:noescape
+func axpy4BF16AVX512(y *float32, a *[4]float32, w0, w1, w2, w3 *uint16, n int)
+
+//go:noescape
+func axpy4F16AVX512(y *float32, a *[4]float32, w0, w1, w2, w3 *uint16, n int)
+
+//go:noescape
 func fmaPeakAVX2(iters int) float32
 
 //go:noescape
@@ -128,8 +140,9 @@ func sumBytesAVX2(p *byte, n int) uint64
 // The amd64 tables, each extending the one before: "avx2" (AVX2 + FMA +
 // F16C, the baseline every amd64 path has), "avx512" (AVX-512F block-type
 // kernels, plus integer VNNI dots where the CPU has AVX512_VNNI: the default
-// for Q4_0 and Q8_0 there) and, opt-in only, "avx512-bf16" (AVX-512F BF16
-// row kernels: measured no faster, see docs/bench.md "Kernel choices").
+// for Q4_0 and Q8_0 there) and, opt-in only, "avx512[-vnni]-wide16" (the
+// 16-bit row and decode FFN kernels on AVX-512 too: earlier measured no
+// faster with two threads, see docs/bench.md "Kernel choices").
 func init() {
 	if !(cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C) {
 		register()
@@ -141,12 +154,14 @@ func init() {
 		return
 	}
 	avx512 := avx512Table(avx2)
-	bf16 := derive(avx512, "avx512-bf16")
-	bf16.ops[format.BF16].Dot = rowDot(dotBF16AVX512, dotBF16Ref, 15)
-	bf16.ops[format.BF16].Axpy = rowAxpy(axpyBF16AVX512, axpyBF16Ref, 15)
-	// avx512-bf16 is registered before avx512 so that avx512 stays the
-	// default; SIPACK_KERNELS=avx512-bf16 picks it.
-	register(avx2, bf16, avx512)
+	wide := derive(avx512, avx512.Name+"-wide16")
+	b, f := &wide.ops[format.BF16], &wide.ops[format.F16]
+	b.Dot, b.Axpy = rowDot(dotBF16AVX512, dotBF16Ref, 15), rowAxpy(axpyBF16AVX512, axpyBF16Ref, 15)
+	b.Dot2, b.Axpy4 = dot2OfN(dot2BF16AVX512, dotBF16Ref, 63), axpy4OfN(axpy4BF16AVX512, axpyBF16Ref, 63)
+	f.Dot2, f.Axpy4 = dot2OfN(dot2F16AVX512, dotF16Ref, 63), axpy4OfN(axpy4F16AVX512, axpyF16Ref, 63)
+	// The 16-bit AVX-512 table is registered before avx512 so that avx512
+	// stays the default; SIPACK_KERNELS=avx512[-vnni]-wide16 picks it.
+	register(avx2, wide, avx512)
 }
 
 // avx2Table is the AVX2 + FMA + F16C table.
@@ -363,8 +378,13 @@ func prefetchFrom(cur, next []byte) *byte {
 // dot2Of adapts a two-row dot over a multiple of 32 elements, finishing
 // the ragged tail with the row reference.
 func dot2Of(k func(a, b *uint16, x *float32, n int, out *[2]float32, next *byte), ref func([]byte, []float32) float32) func([]byte, []byte, []float32, *[2]float32, []byte) {
+	return dot2OfN(k, ref, 31)
+}
+
+// dot2OfN is dot2Of for a kernel over a multiple of mask+1 elements.
+func dot2OfN(k func(a, b *uint16, x *float32, n int, out *[2]float32, next *byte), ref func([]byte, []float32) float32, mask int) func([]byte, []byte, []float32, *[2]float32, []byte) {
 	return func(a, b []byte, x []float32, out *[2]float32, next []byte) {
-		n := len(x) &^ 31
+		n := len(x) &^ mask
 		if n > 0 {
 			k((*uint16)(unsafe.Pointer(&a[0])), (*uint16)(unsafe.Pointer(&b[0])), &x[0], n, out, prefetchFrom(a, next))
 		} else {
@@ -380,8 +400,13 @@ func dot2Of(k func(a, b *uint16, x *float32, n int, out *[2]float32, next *byte)
 // axpy4Of adapts a four-row axpy over a multiple of 32 elements, finishing
 // the ragged tail with the row reference.
 func axpy4Of(k func(y *float32, a *[4]float32, w0, w1, w2, w3 *uint16, n int), ref func([]float32, float32, []byte)) func([]float32, *[4]float32, *[4][]byte) {
+	return axpy4OfN(k, ref, 31)
+}
+
+// axpy4OfN is axpy4Of for a kernel over a multiple of mask+1 elements.
+func axpy4OfN(k func(y *float32, a *[4]float32, w0, w1, w2, w3 *uint16, n int), ref func([]float32, float32, []byte), mask int) func([]float32, *[4]float32, *[4][]byte) {
 	return func(y []float32, a *[4]float32, w *[4][]byte) {
-		n := len(y) &^ 31
+		n := len(y) &^ mask
 		if n > 0 {
 			k(&y[0], a, (*uint16)(unsafe.Pointer(&w[0][0])), (*uint16)(unsafe.Pointer(&w[1][0])), (*uint16)(unsafe.Pointer(&w[2][0])), (*uint16)(unsafe.Pointer(&w[3][0])), n)
 		}
