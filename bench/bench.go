@@ -5,6 +5,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/sipack/sipack/format"
 	"github.com/sipack/sipack/kernels"
@@ -311,3 +312,47 @@ func humanBytes(n uint64) string {
 	}
 	return fmt.Sprintf("%.2f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
+
+// Ops prints, for every pack, where a decode step's time goes: each
+// operation's milliseconds per token and share of the step, dense (γ 1)
+// and at γ 0.7 φ 0.4, over opt.Tokens steps.
+func Ops(paths []string, opt Options, w io.Writer) error {
+	if opt.Threads < 1 || opt.Tokens < 1 {
+		return fmt.Errorf("threads and tokens must be ≥ 1, got %d and %d", opt.Threads, opt.Tokens)
+	}
+	pool := kernels.NewPool(opt.Threads)
+	defer pool.Close()
+	for _, path := range paths {
+		for _, f := range []struct{ gamma, phi float64 }{{1, 1}, {0.7, 0.4}} {
+			p, m, err := openModel(path, f.gamma)
+			if err != nil {
+				return err
+			}
+			var sel *runner.Selection
+			if f.phi < f.gamma {
+				sel = &runner.Selection{Phi: f.phi, Alpha: 0.2, Base: float64(p.Index.BaseFraction), Compact: true}
+			}
+			b, err := DecodeOps(m, pool, sel, opt.Tokens)
+			p.Close()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "\n%s, γ %.1f φ %.1f, %d threads, kernels %s: %.2f ms a step (%.2f tok/s)\n\n| operation | ms/token | share |\n|---|---:|---:|\n",
+				filepath.Base(path), f.gamma, f.phi, opt.Threads, kernels.Active().Name, ms(b.Step), 1/b.Step.Seconds())
+			names := make([]string, 0, len(b.Ops))
+			var sum time.Duration
+			for op, d := range b.Ops {
+				names = append(names, op)
+				sum += d
+			}
+			slices.SortFunc(names, func(a, c string) int { return int(b.Ops[c] - b.Ops[a]) })
+			for _, op := range names {
+				fmt.Fprintf(w, "| %s | %.3f | %.1f %% |\n", op, ms(b.Ops[op]), 100*b.Ops[op].Seconds()/b.Step.Seconds())
+			}
+			fmt.Fprintf(w, "| outside the operations | %.3f | %.1f %% |\n", ms(b.Step-sum), 100*(b.Step-sum).Seconds()/b.Step.Seconds())
+		}
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

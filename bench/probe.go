@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sipack/sipack/backend"
 	"github.com/sipack/sipack/kernels"
 	"github.com/sipack/sipack/runner"
 )
@@ -141,4 +142,55 @@ func Decode(m *runner.Model, pool *kernels.Pool, sel *runner.Selection, promptLe
 	}
 	res.BytesPerToken = m.DecodeBytes(res.ActiveRecords, ss.Pos)
 	return res, nil
+}
+
+// OpBreakdown is the time of each operation of a decode step, averaged
+// over the steps measured, and the step itself.
+type OpBreakdown struct {
+	Step time.Duration            // mean wall time of a step
+	Ops  map[string]time.Duration // mean time per step in each operation
+}
+
+// DecodeOps runs tokens decode steps (after a 16-token prompt and a warm-up
+// step) with every operation timed (backend.Timed): where a step's time
+// goes. The operations' sum is less than the step by what is outside them
+// (sampling, the plan lookup, the Go runtime).
+func DecodeOps(m *runner.Model, pool *kernels.Pool, sel *runner.Selection, tokens int) (*OpBreakdown, error) {
+	ss, err := m.NewSession(pool, 16+tokens+2, runner.SamplerConfig{TopP: 1, RepetitionPenalty: 1})
+	if err != nil {
+		return nil, err
+	}
+	ss.Sel = sel
+	prompt := make([]int, 16)
+	for i := range prompt {
+		prompt[i] = (7919 * (i + 1)) % m.Config.VocabSize
+	}
+	logits, votes, err := ss.Prefill(prompt)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := ss.PlanFor(votes)
+	if err != nil {
+		return nil, err
+	}
+	if logits, err = ss.Decode(runner.Argmax(logits), plan); err != nil {
+		return nil, err
+	}
+	var timed *backend.Timed
+	ss.S.WrapExec(func(e backend.Exec) backend.Exec {
+		timed = backend.NewTimed(e, m.Config.VocabSize)
+		return timed
+	})
+	runtime.GC()
+	start := time.Now()
+	for i := 0; i < tokens; i++ {
+		if logits, err = ss.Decode(runner.Argmax(logits), plan); err != nil {
+			return nil, err
+		}
+	}
+	b := &OpBreakdown{Step: time.Since(start) / time.Duration(tokens), Ops: map[string]time.Duration{}}
+	for op, d := range timed.Times {
+		b.Ops[op] = d / time.Duration(tokens)
+	}
+	return b, nil
 }

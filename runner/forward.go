@@ -70,6 +70,10 @@ func (m *Model) NewState(pool *kernels.Pool, ctx int) (*State, error) {
 	}, nil
 }
 
+// WrapExec replaces the state's Exec by f of it (a diagnostic wrapper such
+// as backend.Timed); the buffers and the cache stay as they are.
+func (s *State) WrapExec(f func(backend.Exec) backend.Exec) { s.ex = f(s.ex) }
+
 // CacheBytes is the size of the KV cache.
 func (s *State) CacheBytes() int { return s.cache.Bytes() }
 

@@ -27,6 +27,7 @@ var benchCmd = &cli.Command{
 		&cli.IntFlag{Name: "tokens", Value: 8, Usage: "decode tokens timed per figure (the figure is 1 / the median step)"},
 		&cli.IntFlag{Name: "rounds", Value: 3, Usage: "measure every decode figure this many times, interleaved, and report medians"},
 		&cli.IntFlag{Name: "prefill", Value: 256, Usage: "prompt tokens of the prefill figure (with --quick and not given: 64)"},
+		&cli.BoolFlag{Name: "ops", Usage: "instead of the figures, print where a decode step's time goes: each operation's ms/token, dense and at γ 0.7 φ 0.4"},
 		&cli.BoolFlag{Name: "quick", Usage: "dense and γ 0.7 × φ 0.4 only, shorter prefill unless --prefill is given"},
 		&cli.StringFlag{Name: "cpuprofile", Usage: "write a Go CPU profile of the whole benchmark to `FILE` (go tool pprof)"},
 	},
@@ -49,6 +50,9 @@ var benchCmd = &cli.Command{
 				return fmt.Errorf("%s: %w", f, err)
 			}
 			defer pprof.StopCPUProfile()
+		}
+		if c.Bool("ops") {
+			return bench.Ops(c.Args().Slice(), opt, os.Stdout)
 		}
 		reports, err := bench.Run(c.Args().Slice(), opt)
 		if err != nil {

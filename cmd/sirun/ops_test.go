@@ -1,0 +1,21 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestBenchOps: `sirun bench --ops PACK` prints a breakdown of a decode
+// step, dense and selective, with the FFN and the attention matmuls among
+// the operations (times are never asserted).
+func TestBenchOps(t *testing.T) {
+	out, errOut, code := run(t, "", "bench", "--ops", "--tokens", "2", "--threads", "2", pack)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"γ 1.0 φ 1.0", "γ 0.7 φ 0.4", "| ffn |", "| matmul qkv |", "| matmul lm_head |", "| attention |", "outside the operations"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--ops output lacks %q:\n%s", want, out)
+		}
+	}
+}
