@@ -144,3 +144,127 @@ q8loop:
 q8done:
 	FMOVS F0, ret+32(FP)
 	RET
+
+// The decode FFN's fused 16-bit kernels, as on amd64: the gate and up rows
+// of one record against one x (x loaded once for both), prefetching the
+// record to come, and the down projection four records at a time (y loaded
+// and stored once per four rows). n is a multiple of 16.
+
+// DOT2_16: R0 = row a, R1 = row b, R2 = x, R3 = n, R4 = acc (a's four
+// partial-sum vectors, then b's), R5 = the next record (three rows: 96
+// bytes per 16 elements of a and b).
+#define DOT2_16(WIDEN) \
+	VEOR V0.B16, V0.B16, V0.B16; \
+	VEOR V1.B16, V1.B16, V1.B16; \
+	VEOR V2.B16, V2.B16, V2.B16; \
+	VEOR V3.B16, V3.B16, V3.B16; \
+	VEOR V16.B16, V16.B16, V16.B16; \
+	VEOR V17.B16, V17.B16, V17.B16; \
+	VEOR V18.B16, V18.B16, V18.B16; \
+	VEOR V19.B16, V19.B16, V19.B16; \
+	d2loop:; \
+	CMP  $16, R3; \
+	BLT  d2done; \
+	PRFM (R5), PLDL1KEEP; \
+	PRFM 64(R5), PLDL1KEEP; \
+	ADD  $96, R5, R5; \
+	VLD1.P 64(R2), [V10.S4, V11.S4, V12.S4, V13.S4]; \
+	VLD1.P 32(R0), [V4.H8, V5.H8]; \
+	WIDEN; \
+	VFMLA V10.S4, V6.S4, V0.S4; \
+	VFMLA V11.S4, V7.S4, V1.S4; \
+	VFMLA V12.S4, V8.S4, V2.S4; \
+	VFMLA V13.S4, V9.S4, V3.S4; \
+	VLD1.P 32(R1), [V4.H8, V5.H8]; \
+	WIDEN; \
+	VFMLA V10.S4, V6.S4, V16.S4; \
+	VFMLA V11.S4, V7.S4, V17.S4; \
+	VFMLA V12.S4, V8.S4, V18.S4; \
+	VFMLA V13.S4, V9.S4, V19.S4; \
+	SUB  $16, R3, R3; \
+	B    d2loop; \
+	d2done:; \
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R4); \
+	VST1 [V16.S4, V17.S4, V18.S4, V19.S4], (R4); \
+	RET
+
+// func dot2BF16NEON(a, b *uint16, x *float32, n int, acc *[32]float32, next *byte)
+TEXT ·dot2BF16NEON(SB), NOSPLIT, $0-48
+	MOVD a+0(FP), R0
+	MOVD b+8(FP), R1
+	MOVD x+16(FP), R2
+	MOVD n+24(FP), R3
+	MOVD acc+32(FP), R4
+	MOVD next+40(FP), R5
+	DOT2_16(WIDEN16)
+
+// func dot2F16NEON(a, b *uint16, x *float32, n int, acc *[32]float32, next *byte)
+TEXT ·dot2F16NEON(SB), NOSPLIT, $0-48
+	MOVD a+0(FP), R0
+	MOVD b+8(FP), R1
+	MOVD x+16(FP), R2
+	MOVD n+24(FP), R3
+	MOVD acc+32(FP), R4
+	MOVD next+40(FP), R5
+	DOT2_16(WIDENF16)
+
+// ROW16(WIDEN, row, f): V10-V13 += f · the next 16 weights of row.
+#define ROW16(WIDEN, row, f) \
+	VLD1.P 32(row), [V4.H8, V5.H8]; \
+	WIDEN; \
+	VFMLA V6.S4, f, V10.S4; \
+	VFMLA V7.S4, f, V11.S4; \
+	VFMLA V8.S4, f, V12.S4; \
+	VFMLA V9.S4, f, V13.S4
+
+// AXPY4_16: R0 = y, R1-R4 = the rows, R5 = n, V20-V23 = the four factors
+// in every lane.
+#define AXPY4_16(WIDEN) \
+	a4loop:; \
+	CMP  $16, R5; \
+	BLT  a4done; \
+	VLD1 (R0), [V10.S4, V11.S4, V12.S4, V13.S4]; \
+	ROW16(WIDEN, R1, V20.S4); \
+	ROW16(WIDEN, R2, V21.S4); \
+	ROW16(WIDEN, R3, V22.S4); \
+	ROW16(WIDEN, R4, V23.S4); \
+	VST1.P [V10.S4, V11.S4, V12.S4, V13.S4], 64(R0); \
+	SUB  $16, R5, R5; \
+	B    a4loop; \
+	a4done:; \
+	RET
+
+// FACTORS loads a[0..3] (R6) into V20-V23, each in every lane.
+#define FACTORS \
+	FMOVS 0(R6), F20; \
+	VDUP  V20.S[0], V20.S4; \
+	FMOVS 4(R6), F21; \
+	VDUP  V21.S[0], V21.S4; \
+	FMOVS 8(R6), F22; \
+	VDUP  V22.S[0], V22.S4; \
+	FMOVS 12(R6), F23; \
+	VDUP  V23.S[0], V23.S4
+
+// func axpy4BF16NEON(y *float32, a *[4]float32, w0, w1, w2, w3 *uint16, n int)
+TEXT ·axpy4BF16NEON(SB), NOSPLIT, $0-56
+	MOVD y+0(FP), R0
+	MOVD a+8(FP), R6
+	MOVD w0+16(FP), R1
+	MOVD w1+24(FP), R2
+	MOVD w2+32(FP), R3
+	MOVD w3+40(FP), R4
+	MOVD n+48(FP), R5
+	FACTORS
+	AXPY4_16(WIDEN16)
+
+// func axpy4F16NEON(y *float32, a *[4]float32, w0, w1, w2, w3 *uint16, n int)
+TEXT ·axpy4F16NEON(SB), NOSPLIT, $0-56
+	MOVD y+0(FP), R0
+	MOVD a+8(FP), R6
+	MOVD w0+16(FP), R1
+	MOVD w1+24(FP), R2
+	MOVD w2+32(FP), R3
+	MOVD w3+40(FP), R4
+	MOVD n+48(FP), R5
+	FACTORS
+	AXPY4_16(WIDENF16)

@@ -21,6 +21,18 @@ func dotF16NEON(w *uint16, x *float32, n int, acc *[16]float32)
 func axpyF16NEON(y *float32, a float32, w *uint16, n int)
 
 //go:noescape
+func dot2BF16NEON(a, b *uint16, x *float32, n int, acc *[32]float32, next *byte)
+
+//go:noescape
+func dot2F16NEON(a, b *uint16, x *float32, n int, acc *[32]float32, next *byte)
+
+//go:noescape
+func axpy4BF16NEON(y *float32, a *[4]float32, w0, w1, w2, w3 *uint16, n int)
+
+//go:noescape
+func axpy4F16NEON(y *float32, a *[4]float32, w0, w1, w2, w3 *uint16, n int)
+
+//go:noescape
 func dotQ40Q8NEON(w *byte, xq *int8, xd *float32, nb int) float32
 
 //go:noescape
@@ -40,6 +52,9 @@ func init() {
 	// The references' four-token dots and GEMM call the reference row
 	// kernels; these compose the NEON rows instead.
 	bf16.Dot4, bf16.GemmDown, f16.Dot4, f16.GemmDown = nil, nil, nil, nil
+	// The decode FFN's fused forms, as on amd64.
+	bf16.Dot2, bf16.Axpy4 = neonDot2(dot2BF16NEON, dotBF16Ref), neonAxpy4(axpy4BF16NEON, axpyBF16Ref)
+	f16.Dot2, f16.Axpy4 = neonDot2(dot2F16NEON, dotF16Ref), neonAxpy4(axpy4F16NEON, axpyF16Ref)
 	if !cpu.ARM64.HasASIMDDP {
 		register(neon)
 		return
@@ -76,5 +91,45 @@ func neonAxpy(k func(y *float32, a float32, w *uint16, n int), ref func([]float3
 			k(&y[0], a, (*uint16)(unsafe.Pointer(&w[0])), n)
 		}
 		ref(y[n:], a, w[2*n:])
+	}
+}
+
+// neonDot2 adapts a fused two-row NEON dot over a multiple of 16 elements
+// (four partial-sum vectors per row), finishing the tail with the reference.
+func neonDot2(k func(a, b *uint16, x *float32, n int, acc *[32]float32, next *byte), ref func([]byte, []float32) float32) func([]byte, []byte, []float32, *[2]float32, []byte) {
+	return func(a, b []byte, x []float32, out *[2]float32, next []byte) {
+		n := len(x) &^ 15
+		*out = [2]float32{}
+		if n > 0 {
+			var acc [32]float32
+			nx := &a[0]
+			if len(next) > 0 {
+				nx = &next[0]
+			}
+			k((*uint16)(unsafe.Pointer(&a[0])), (*uint16)(unsafe.Pointer(&b[0])), &x[0], n, &acc, nx)
+			for i := 0; i < 16; i++ {
+				out[0] += acc[i]
+				out[1] += acc[16+i]
+			}
+		}
+		if n < len(x) {
+			out[0] += ref(a[2*n:], x[n:])
+			out[1] += ref(b[2*n:], x[n:])
+		}
+	}
+}
+
+// neonAxpy4 adapts a four-row NEON axpy over a multiple of 16 elements.
+func neonAxpy4(k func(y *float32, a *[4]float32, w0, w1, w2, w3 *uint16, n int), ref func([]float32, float32, []byte)) func([]float32, *[4]float32, *[4][]byte) {
+	return func(y []float32, a *[4]float32, w *[4][]byte) {
+		n := len(y) &^ 15
+		if n > 0 {
+			k(&y[0], a, (*uint16)(unsafe.Pointer(&w[0][0])), (*uint16)(unsafe.Pointer(&w[1][0])), (*uint16)(unsafe.Pointer(&w[2][0])), (*uint16)(unsafe.Pointer(&w[3][0])), n)
+		}
+		if n < len(y) {
+			for r := range w {
+				ref(y[n:], a[r], w[r][2*n:])
+			}
+		}
 	}
 }
