@@ -97,6 +97,10 @@ type Exec interface {
 	// for the rest to be copied contiguous where that is faster than
 	// gathering in place.
 	Gather(all Records, ranks []int, static int, compact bool) (Records, error)
+	// Err is the first error of an operation that has no error result (a
+	// failed kernel launch or copy on a GPU); once set, the Exec's results
+	// are not to be used. The CPU never sets it.
+	Err() error
 	Close()
 }
 

@@ -164,6 +164,9 @@ func (s *State) ForwardBatch(tokens []int, pos int, pass Pass) ([]float32, error
 	e.MatMul([]backend.Buf{logits}, []backend.Matrix{m.Output}, xb)
 	s.Logits = grow(s.Logits, rows*c.VocabSize)
 	e.Read(s.Logits, logits)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
 	return s.Logits, nil
 }
 
