@@ -322,3 +322,24 @@ func Gather(all []uint64, ranks []int) ([]uint64, error) {
 func Scratch(T, n, H int, dt format.DType, sms int) (act, partial int) {
 	return T * n, MaxSplits(H, dt, sms) * H
 }
+
+// ParseDevice reads a --device value: "cpu" (or empty), "cuda" (the first
+// GPU) or "cuda:N". gpu reports whether it names a GPU.
+func ParseDevice(name string) (ordinal int, gpu bool, err error) {
+	switch {
+	case name == "" || name == "cpu":
+		return 0, false, nil
+	case name == "cuda":
+		return 0, true, nil
+	case len(name) > 5 && name[:5] == "cuda:":
+		n := 0
+		for _, c := range name[5:] {
+			if c < '0' || c > '9' || n > 1<<20 {
+				return 0, false, fmt.Errorf("--device %q: want cpu, cuda or cuda:N", name)
+			}
+			n = 10*n + int(c-'0')
+		}
+		return n, true, nil
+	}
+	return 0, false, fmt.Errorf("--device %q: want cpu, cuda or cuda:N", name)
+}

@@ -236,3 +236,17 @@ func TestCheckAttention(t *testing.T) {
 		}
 	}
 }
+
+func TestParseDevice(t *testing.T) {
+	for in, want := range map[string][2]int{"": {0, 0}, "cpu": {0, 0}, "cuda": {0, 1}, "cuda:0": {0, 1}, "cuda:3": {3, 1}} {
+		n, gpu, err := ParseDevice(in)
+		if err != nil || n != want[0] || gpu != (want[1] == 1) {
+			t.Errorf("ParseDevice(%q) = %d, %v, %v", in, n, gpu, err)
+		}
+	}
+	for _, bad := range []string{"gpu", "cuda:", "cuda:-1", "cuda:x", "CUDA", "cuda:99999999999"} {
+		if _, _, err := ParseDevice(bad); err == nil {
+			t.Errorf("ParseDevice(%q) accepted", bad)
+		}
+	}
+}
