@@ -151,7 +151,9 @@ $(CUDA_DIR)/sipack.fatbin: $(CUDA_DIR)/sipack.cu
 # What CI runs for the GPU code on a machine without a GPU: the toolkit
 # (installed when missing), the kernels compiled and compared with the
 # committed fatbin, the tagged packages vetted and built, their tests
-# compiled, and the default sirun checked to link no CUDA.
+# compiled, the same tests run with the kernels in the CPU emulator (build
+# tag cudaemu: sipack.cu compiled as C++, blocks' threads as fibers; about
+# a minute), and the default sirun checked to link no CUDA.
 cuda-check:
 	./.ci/cuda-toolkit.sh
 	@mkdir -p $(BIN)
@@ -162,6 +164,8 @@ cuda-check:
 	$(GO) build -tags cuda -o $(BIN)/sirun-cuda.check ./cmd/sirun
 	$(GO) test -tags cuda -c -o $(BIN)/cuda.test.check ./backend/cuda
 	$(GO) test -tags cuda -c -o $(BIN)/devicecheck.test.check ./devicecheck
+	$(GO) vet -tags cudaemu ./backend/cuda ./devicecheck
+	$(GO) test -count=1 -tags cudaemu ./backend/cuda ./devicecheck
 	@if $(GO) list -deps ./cmd/sirun | grep -q 'gorgonia.org/cu'; then echo "cuda-check: the default sirun links gorgonia.org/cu"; exit 1; fi
 	@echo "cuda-check: ok (the default sirun links no CUDA)"
 	@rm -f $(BIN)/sipack.fatbin.check $(BIN)/sirun-cuda.check $(BIN)/cuda.test.check $(BIN)/devicecheck.test.check
@@ -187,5 +191,12 @@ device-check:
 
 # Every step of the device script that needs no GPU, on this machine's CPU
 # (short lengths; results in $(BIN)/device-rehearsal).
+# The kernel and runner test steps and the tiny-model CLI step (--device
+# cuda) run with the kernels in the CPU emulator (-tags cudaemu builds).
 device-rehearse: device-check build
-	SIPACK_DEVICE_REHEARSE=1 SIRUN=$(CURDIR)/$(BIN)/sirun SIPACK_DEVICE_OUT=$(CURDIR)/$(BIN)/device-rehearsal $(DEVICE_CHECK)/run.sh
+	$(GO) build -tags cudaemu -o $(BIN)/sirun-emu ./cmd/sirun
+	$(GO) test -tags cudaemu -c -o $(BIN)/cuda-emu.test ./backend/cuda
+	$(GO) test -tags cudaemu -c -o $(BIN)/devicecheck-emu.test ./devicecheck
+	SIPACK_DEVICE_REHEARSE=1 SIRUN=$(CURDIR)/$(BIN)/sirun SIRUN_GPU=$(CURDIR)/$(BIN)/sirun-emu \
+	  KERNELS_TEST=$(CURDIR)/$(BIN)/cuda-emu.test RUNNER_TEST=$(CURDIR)/$(BIN)/devicecheck-emu.test \
+	  SIPACK_DEVICE_OUT=$(CURDIR)/$(BIN)/device-rehearsal $(DEVICE_CHECK)/run.sh

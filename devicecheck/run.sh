@@ -17,8 +17,10 @@
 #   summary.md    all of it in one table
 #
 # SIPACK_DEVICE_REHEARSE=1 skips what needs a GPU and runs the rest on the
-# CPU with short lengths (SIRUN names a sirun built without CUDA), so the
-# script and its parsing are tried before GPU time is spent. The whole run
+# CPU with short lengths (SIRUN names a sirun built without CUDA; SIRUN_GPU,
+# if set, a sirun built with -tags cudaemu, whose --device cuda runs the
+# kernels in the CPU emulator for the tiny-model step), so the script and
+# its parsing are tried before GPU time is spent. The whole run
 # is meant to finish in 8 minutes; every step has its own time limit and a
 # failed step does not stop the next.
 set -uo pipefail
@@ -28,13 +30,20 @@ OUT=${SIPACK_DEVICE_OUT:-$HERE/results}
 WORK=${SIPACK_DEVICE_WORK:-/tmp/sipack-device-check}
 REHEARSE=${SIPACK_DEVICE_REHEARSE:-0}
 SIRUN=${SIRUN:-$HERE/sirun-cuda}
+SIRUN_GPU=${SIRUN_GPU:-$SIRUN}
+KERNELS_TEST=${KERNELS_TEST:-./cuda.test}
+RUNNER_TEST=${RUNNER_TEST:-./devicecheck.test}
 DEVICE=cuda
+TINY_DEVICE=cuda
+N_TINY=32
 N_DECODE=128
 N_PREFILL=256
 if [ "$REHEARSE" = 1 ]; then
   DEVICE=cpu
+  N_TINY=4
   N_DECODE=${N_DECODE_REHEARSE:-8}
   N_PREFILL=${N_PREFILL_REHEARSE:-16}
+  [ "$SIRUN_GPU" = "$SIRUN" ] && TINY_DEVICE=cpu
 fi
 mkdir -p "$OUT" "$WORK"
 OUT=$(cd "$OUT" && pwd)
@@ -80,21 +89,23 @@ elapsed() { echo $(( $(date +%s) - START )); }
 
 export SIPACK_TESTDATA=$HERE/testdata
 
-# 1. Kernels against the CPU reference.
-if [ "$REHEARSE" != 1 ]; then
-  step kernels 150 ./cuda.test -test.v -test.count=1 > "$OUT/kernels.log" 2>&1
+# 1. Kernels against the CPU reference. (Rehearsals run them only when
+#    KERNELS_TEST and RUNNER_TEST name emulator builds, -tags cudaemu.)
+if [ "$REHEARSE" != 1 ] || [ "$KERNELS_TEST" != ./cuda.test ]; then
+  step kernels 150 "$KERNELS_TEST" -test.v -test.count=1 > "$OUT/kernels.log" 2>&1
   # 2. The runner on the GPU against the PyTorch goldens and the CPU path.
-  step runner 150 ./devicecheck.test -test.v -test.count=1 > "$OUT/runner.log" 2>&1
+  step runner 150 "$RUNNER_TEST" -test.v -test.count=1 > "$OUT/runner.log" 2>&1
 fi
 
 # 3. The CLI on the tiny model: --device cuda prints what --device cpu prints.
+T0=$(date +%s)
 {
   for dt in bf16 q4_0; do
     pack=$WORK/tiny-$dt.sip
     ./prep convert testdata/tinyllama -o "$pack" -dtype "$dt" 2>/dev/null || { echo "prep convert $dt failed"; continue; }
     for sel in "" "--gamma 0.7 --phi 0.4"; do
-      args=(-p 'Spanish: Y dijo Dios: Sea la luz: y fué la luz.\nEnglish:' -n 32 --temp 0 $sel)
-      gpu=$(timeout 60 "$SIRUN" "$pack" "${args[@]}" --device "$DEVICE" 2>"$WORK/gpu.err")
+      args=(-p 'Spanish: Y dijo Dios: Sea la luz: y fué la luz.\nEnglish:' -n "$N_TINY" --temp 0 $sel)
+      gpu=$(timeout 120 "$SIRUN_GPU" "$pack" "${args[@]}" --device "$TINY_DEVICE" 2>"$WORK/gpu.err")
       grc=$?
       # Block types: the CPU's float dots are what the GPU computes.
       cpu=$(SIPACK_QDOT=float timeout 60 "$SIRUN" "$pack" "${args[@]}" --device cpu 2>"$WORK/cpu.err")
@@ -102,14 +113,14 @@ fi
       if [ $grc = 0 ] && [ $crc = 0 ] && [ "$gpu" = "$cpu" ]; then verdict=same; else verdict=DIFFERENT; fi
       echo "$dt ${sel:-dense}: $verdict (exit $grc/$crc)"
       # One line each: newlines shown as ⏎.
-      echo "  $DEVICE: ${gpu//$'\n'/⏎}"
+      echo "  $TINY_DEVICE: ${gpu//$'\n'/⏎}"
       echo "  cpu: ${cpu//$'\n'/⏎}"
       grep 'sirun: device' "$WORK/gpu.err" | sed 's/^/  /'
       grep -v '^sirun: \|^$' "$WORK/gpu.err" | sed 's/^/  gpu stderr: /' | head -5
     done
   done
 } > "$OUT/tiny-cli.txt" 2>&1
-grep -q DIFFERENT "$OUT/tiny-cli.txt"; printf 'tiny-cli\t%d\t0\n' $(( $? == 0 )) >> "$OUT/steps.tsv"
+grep -q DIFFERENT "$OUT/tiny-cli.txt"; printf 'tiny-cli\t%d\t%d\n' $(( $? == 0 )) $(( $(date +%s) - T0 )) >> "$OUT/steps.tsv"
 
 # 4. The 1B-shape synthetic checkpoint and its packs (made here: 2.5 GB).
 if [ ! -f "$WORK/synth/config.json" ]; then

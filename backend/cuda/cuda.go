@@ -1,42 +1,32 @@
-//go:build cuda
+//go:build cuda || cudaemu
 
 package cuda
 
 import (
-	_ "embed"
 	"errors"
 	"fmt"
 	"runtime"
 	"sync"
 	"unsafe"
 
-	"gorgonia.org/cu"
-
 	"github.com/sipack/sipack/backend"
 	"github.com/sipack/sipack/backend/cudaplan"
 	"github.com/sipack/sipack/format"
 )
 
-//go:embed kernels/sipack.fatbin
-var fatbin []byte
-
-// Device is one GPU: its primary context, the kernel module, and the
-// weights made resident on it.
+// Device is one GPU behind its driver, and the weights made resident on it.
 type Device struct {
-	dev        cu.Device
-	ctx        cu.CUContext
-	mod        cu.Module
-	fns        map[string]cu.Function
+	drv        driver
 	name       string
 	sms        int
 	integrated bool
 
 	mu         sync.Mutex
 	closed     bool
-	weights    []cu.DevicePtr // device copies, freed by Close
-	resident   uint64         // their bytes
-	regions    []region       // host memory registered for the device (integrated GPUs)
-	registered uint64         // bytes used in place through them
+	weights    []uint64 // device copies, freed by Close
+	resident   uint64   // their bytes
+	regions    []region // host memory registered for the device (integrated GPUs)
+	registered uint64   // bytes used in place through them
 }
 
 // region is host memory mapped into the device's address space.
@@ -47,63 +37,17 @@ type region struct {
 
 var _ backend.Device = (*Device)(nil)
 
-// Open opens GPU ordinal (0 is the first), retains its primary context and
-// loads the kernels.
+// Open opens GPU ordinal (0 is the first) and loads the kernels.
 func Open(ordinal int) (*Device, error) {
-	n, err := cu.NumDevices()
+	drv, name, sms, integrated, err := openDriver(ordinal)
 	if err != nil {
-		return nil, fmt.Errorf("cuda: counting devices: %w", err)
+		return nil, err
 	}
-	if ordinal < 0 || ordinal >= n {
-		return nil, fmt.Errorf("cuda: no device %d (%d found)", ordinal, n)
-	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	d := &Device{fns: map[string]cu.Function{}}
-	if d.dev, err = cu.GetDevice(ordinal); err != nil {
-		return nil, fmt.Errorf("cuda: device %d: %w", ordinal, err)
-	}
-	if d.name, err = d.dev.Name(); err != nil {
-		return nil, fmt.Errorf("cuda: device %d name: %w", ordinal, err)
-	}
-	if d.sms, err = d.dev.Attribute(cu.MultiprocessorCount); err != nil {
-		return nil, fmt.Errorf("cuda: %s: %w", d.name, err)
-	}
-	integrated, err := d.dev.Attribute(cu.Integrated)
-	if err != nil {
-		return nil, fmt.Errorf("cuda: %s: %w", d.name, err)
-	}
-	d.integrated = integrated != 0
-	if d.ctx, err = d.dev.RetainPrimaryCtx(); err != nil {
-		return nil, fmt.Errorf("cuda: %s: primary context: %w", d.name, err)
-	}
-	if err := cu.SetCurrentContext(d.ctx); err != nil {
-		return nil, fmt.Errorf("cuda: %s: %w", d.name, err)
-	}
-	if d.mod, err = cu.LoadFatBinary(string(fatbin)); err != nil {
-		d.dev.ReleasePrimaryCtx()
-		return nil, fmt.Errorf("cuda: %s: loading the kernels (fatbin of %d bytes: sm_87, sm_90, compute_80 PTX): %w", d.name, len(fatbin), err)
-	}
-	for name := range cudaplan.Signatures {
-		f, err := d.mod.Function(name)
-		if err != nil {
-			d.mod.Unload()
-			d.dev.ReleasePrimaryCtx()
-			return nil, fmt.Errorf("cuda: kernel %s: %w", name, err)
-		}
-		d.fns[name] = f
-	}
-	return d, nil
+	return &Device{drv: drv, name: name, sms: sms, integrated: integrated}, nil
 }
 
-// enter makes the device's context current on a locked OS thread for one
-// call; the returned function unlocks it. (A goroutine may change threads
-// between calls, and a CUDA context is current per thread.)
-func (d *Device) enter() func() {
-	runtime.LockOSThread()
-	cu.SetCurrentContext(d.ctx)
-	return runtime.UnlockOSThread
-}
+// enter readies the driver for one call; the returned function ends it.
+func (d *Device) enter() func() { return d.drv.enter() }
 
 func (d *Device) Name() string {
 	kind := "discrete"
@@ -125,7 +69,7 @@ func (d *Device) UseHost(b []byte) error {
 		return nil
 	}
 	defer d.enter()()
-	p, err := registerHost(b)
+	p, err := d.drv.registerHost(b)
 	if err != nil {
 		return fmt.Errorf("cuda: %s: %w", d.name, err)
 	}
@@ -153,17 +97,17 @@ func (d *Device) inPlace(b []byte) (uint64, bool) {
 
 // upload copies b into new device memory owned by the device.
 func (d *Device) upload(b []byte) (uint64, error) {
-	p, err := cu.MemAlloc(int64(len(b)))
+	p, err := d.drv.alloc(len(b))
 	if err != nil {
 		return 0, fmt.Errorf("cuda: %s: allocating %d bytes: %w", d.name, len(b), err)
 	}
-	if err := cu.MemcpyHtoD(p, unsafe.Pointer(&b[0]), int64(len(b))); err != nil {
-		cu.MemFree(p)
+	if err := d.drv.htod(p, unsafe.Pointer(&b[0]), len(b)); err != nil {
+		d.drv.free(p)
 		return 0, fmt.Errorf("cuda: %s: copying %d bytes: %w", d.name, len(b), err)
 	}
 	d.weights = append(d.weights, p)
 	d.resident += uint64(len(b))
-	return uint64(p), nil
+	return p, nil
 }
 
 // place makes b resident: in place when registered, else a copy.
@@ -262,13 +206,13 @@ func (d *Device) Records(blocks [][]byte, dt format.DType, hidden int) (backend.
 	// Blocks not used in place go into one allocation, in order.
 	var base uint64
 	if copyBytes > 0 {
-		p, err := cu.MemAlloc(int64(copyBytes))
+		p, err := d.drv.alloc(copyBytes)
 		if err != nil {
 			return nil, fmt.Errorf("cuda: %s: allocating %d bytes of FFN records: %w", d.name, copyBytes, err)
 		}
 		d.weights = append(d.weights, p)
 		d.resident += uint64(copyBytes)
-		base = uint64(p)
+		base = p
 	}
 	bases := make([]uint64, len(blocks))
 	off := uint64(0)
@@ -279,7 +223,7 @@ func (d *Device) Records(blocks [][]byte, dt format.DType, hidden int) (backend.
 			continue
 		}
 		if len(b) > 0 {
-			if err := cu.MemcpyHtoD(cu.DevicePtr(base+off), unsafe.Pointer(&b[0]), int64(len(b))); err != nil {
+			if err := d.drv.htod(base+off, unsafe.Pointer(&b[0]), len(b)); err != nil {
 				return nil, fmt.Errorf("cuda: %s: copying FFN records: %w", d.name, err)
 			}
 		}
@@ -300,10 +244,10 @@ func (d *Device) newRecords(host []uint64, dt format.DType, hidden, rb int, vec 
 	if err != nil {
 		return nil, err
 	}
-	if err := cu.MemcpyHtoD(m.p, unsafe.Pointer(&host[0]), int64(8*len(host))); err != nil {
+	if err := d.drv.htod(m.p, unsafe.Pointer(&host[0]), 8*len(host)); err != nil {
 		return nil, fmt.Errorf("cuda: %s: copying a record table: %w", d.name, err)
 	}
-	r.table, r.mem = uint64(m.p), m
+	r.table, r.mem = m.p, m
 	return r, nil
 }
 
@@ -312,19 +256,15 @@ func (d *Device) newRecords(host []uint64, dt format.DType, hidden, rb int, vec 
 // the seam does not close one by one.
 type devMem struct {
 	d     *Device
-	p     cu.DevicePtr
+	p     uint64
 	bytes int
 }
 
 // alloc returns zeroed device memory of n bytes (the context current).
 func (d *Device) alloc(n int) (*devMem, error) {
-	p, err := cu.MemAlloc(int64(n))
+	p, err := d.drv.alloc(n)
 	if err != nil {
 		return nil, fmt.Errorf("cuda: %s: allocating %d bytes: %w", d.name, n, err)
-	}
-	if err := cu.MemsetD8(p, 0, int64(n)); err != nil {
-		cu.MemFree(p)
-		return nil, fmt.Errorf("cuda: %s: clearing %d bytes: %w", d.name, n, err)
 	}
 	m := &devMem{d: d, p: p, bytes: n}
 	runtime.SetFinalizer(m, (*devMem).free)
@@ -338,10 +278,9 @@ func (m *devMem) free() {
 	if m.p == 0 || d.closed {
 		return
 	}
-	runtime.LockOSThread()
-	cu.SetCurrentContext(d.ctx)
-	cu.MemFree(m.p)
-	runtime.UnlockOSThread()
+	done := d.drv.enter()
+	d.drv.free(m.p)
+	done()
 	m.p = 0
 }
 
@@ -363,7 +302,7 @@ func (d *Device) RegisteredBytes() uint64 {
 // MemInfo is the device's free and total memory as the driver reports it.
 func (d *Device) MemInfo() (free, total int64, err error) {
 	defer d.enter()()
-	return cu.MemInfo()
+	return d.drv.memInfo()
 }
 
 // SMs is the number of multiprocessors.
@@ -387,20 +326,19 @@ func (d *Device) Close() error {
 	}
 	d.closed = true
 	var errs []error
-	if err := cu.Synchronize(); err != nil {
+	if err := d.drv.sync(); err != nil {
 		errs = append(errs, fmt.Errorf("cuda: %s: %w", d.name, err))
 	}
 	for _, p := range d.weights {
-		cu.MemFree(p)
+		d.drv.free(p)
 	}
 	for _, r := range d.regions {
-		if err := unregisterHost(r.host); err != nil {
+		if err := d.drv.unregisterHost(r.host); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	d.weights, d.regions = nil, nil
-	d.mod.Unload()
-	if err := d.dev.ReleasePrimaryCtx(); err != nil {
+	if err := d.drv.close(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

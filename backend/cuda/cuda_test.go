@@ -1,4 +1,4 @@
-//go:build cuda
+//go:build cuda || cudaemu
 
 package cuda
 
@@ -18,11 +18,10 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"sort"
 	"syscall"
 	"testing"
 	"unsafe"
-
-	"gorgonia.org/cu"
 
 	"github.com/sipack/sipack/backend"
 	"github.com/sipack/sipack/backend/cpu"
@@ -75,7 +74,7 @@ func (p *pair) bufs(t *testing.T, v []float32) (backend.Buf, backend.Buf) {
 	g := p.ge.Alloc(len(v))
 	if len(v) > 0 {
 		done := p.gd.enter()
-		if err := cu.MemcpyHtoD(cu.DevicePtr(dp(g)), unsafe.Pointer(&v[0]), int64(4*len(v))); err != nil {
+		if err := p.gd.drv.htod(dp(g), unsafe.Pointer(&v[0]), 4*len(v)); err != nil {
 			t.Fatal(err)
 		}
 		done()
@@ -132,13 +131,27 @@ func randRow(rng *rand.Rand, dt format.DType, n int) ([]byte, []float32) {
 // widths are row lengths per dtype: whole blocks for the block types,
 // ragged tails (not whole 16-byte chunks) for the others.
 func widths(dt format.DType) []int {
+	var w []int
 	switch {
 	case dt.Quantized():
-		return []int{32, 96, 2048}
+		w = []int{32, 96, 2048}
 	case dt == format.F32:
-		return []int{6, 36, 256}
+		w = []int{6, 36, 256}
+	default:
+		w = []int{20, 72, 256, 2052}
 	}
-	return []int{20, 72, 256, 2052}
+	if Emulated {
+		return w[:2] // the CPU emulator is slow: the narrow ones
+	}
+	return w
+}
+
+// pick returns all on a GPU and short in the emulator.
+func pick(all, short []int) []int {
+	if Emulated {
+		return short
+	}
+	return all
 }
 
 // dotTol bounds two float32 orders of Σ w_i·x_i.
@@ -155,8 +168,8 @@ func TestMatMul(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	for _, dt := range dtypes {
 		for _, cols := range widths(dt) {
-			for _, rows := range []int{1, 7, 65, 300} {
-				for _, T := range []int{1, 3, 5, 37} {
+			for _, rows := range pick([]int{1, 7, 65, 300}, []int{7, 65}) {
+				for _, T := range pick([]int{1, 3, 5, 37}, []int{1, 5, 37}) {
 					data, wf := randRow(rng, dt, rows*cols)
 					gw, err := p.gd.Matrix(data, dt, rows, cols)
 					if err != nil {
@@ -283,7 +296,11 @@ func TestRoPE(t *testing.T) {
 func TestAttention(t *testing.T) {
 	p := newPair(t)
 	rng := rand.New(rand.NewPCG(4, 4))
-	for _, shape := range [][3]int{{4, 2, 32}, {8, 8, 64}, {32, 8, 64}, {6, 2, 128}} {
+	shapes := [][3]int{{4, 2, 32}, {8, 8, 64}, {32, 8, 64}, {6, 2, 128}}
+	if Emulated {
+		shapes = [][3]int{{4, 2, 32}, {6, 2, 128}}
+	}
+	for _, shape := range shapes {
 		heads, kvHeads, hd := shape[0], shape[1], shape[2]
 		const layers, ctx = 2, 90
 		kvDim := kvHeads * hd
@@ -412,7 +429,7 @@ func TestFFN(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	for _, dt := range dtypes {
 		for _, H := range widths(dt) {
-			for _, n := range []int{1, 13, 200} {
+			for _, n := range pick([]int{1, 13, 200}, []int{1, 13, 70}) {
 				c := newFFN(rng, dt, H, n, 70)
 				gr, err := p.gd.Records(c.blocks, dt, H)
 				if err != nil {
@@ -505,6 +522,75 @@ func TestInPlace(t *testing.T) {
 	for i := range want {
 		if d := math.Abs(float64(got[i] - want[i])); d > 1e-3*(1+math.Abs(float64(want[i]))) {
 			t.Fatalf("in place [%d]: gpu %g, cpu %g", i, got[i], want[i])
+		}
+	}
+}
+
+// voteRef is SelectInfer's vote as the runner counts it on the host: per
+// token, the k records of largest |h|, ties to the lower rank.
+func voteRef(act []float32, n, k int, counts []int32) {
+	for t := 0; t < len(act)/n; t++ {
+		row := act[t*n : (t+1)*n]
+		idx := make([]int, n)
+		for i := range idx {
+			idx[i] = i
+		}
+		abs := func(i int) float32 { return float32(math.Abs(float64(row[i]))) }
+		sort.SliceStable(idx, func(a, b int) bool { return abs(idx[a]) > abs(idx[b]) })
+		for _, j := range idx[:k] {
+			counts[j]++
+		}
+	}
+}
+
+// TestVote: the device's counts are the host's over the same activations,
+// with many exact ties (every record three times, so every |h| three
+// times), counts accumulating over calls.
+func TestVote(t *testing.T) {
+	p := newPair(t)
+	rng := rand.New(rand.NewPCG(7, 7))
+	const H = 64
+	for _, n := range []int{3, 96, 300, 1500} {
+		base := newFFN(rng, format.BF16, H, (n+2)/3, 50)
+		var all []byte
+		for _, b := range base.blocks {
+			all = append(all, b...)
+		}
+		rec := 3 * 2 * H
+		var blk []byte
+		for j := 0; j < n; j++ {
+			r := all[(j/3)*rec : (j/3+1)*rec]
+			blk = append(blk, r...)
+		}
+		recs, err := p.gd.Records([][]byte{blk}, format.BF16, H)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, T := range []int{1, 5, 40} {
+			gx, _ := p.bufs(t, randVec(rng, T*H))
+			gout := p.ge.Alloc(T * H)
+			act := make([]float32, T*n)
+			p.ge.FFN(gout, gx, recs, act)
+			for _, k := range []int{1, 2, n / 3, n - 1, n} {
+				if k < 1 {
+					continue
+				}
+				got, want := make([]int32, n), make([]int32, n)
+				for j := range got {
+					got[j] = int32(j % 5) // counts accumulate
+					want[j] = got[j]
+				}
+				p.ge.Vote(got, k)
+				if err := p.ge.Err(); err != nil {
+					t.Fatal(err)
+				}
+				voteRef(act, n, k, want)
+				for j := range want {
+					if got[j] != want[j] {
+						t.Fatalf("n=%d T=%d k=%d: rank %d has %d votes, want %d", n, T, k, j, got[j], want[j])
+					}
+				}
+			}
 		}
 	}
 }

@@ -13,6 +13,14 @@
 // argument packing, record tables, buffer sizes) is package cudaplan,
 // tested in the normal build.
 //
+// Build tag cudaemu (without cuda) swaps the driver for an emulator that
+// compiles kernels/sipack.cu as host C++ (emu.h, emu_kernels.cpp) and runs
+// each block's threads as fibers on the CPU: slow, but the same host code,
+// launch shapes, parameters and kernel source, so `go test -tags cudaemu`
+// rehearses this package's tests and the runner's golden tests without a
+// GPU. It says nothing about speed, memory ordering between blocks, or the
+// real compiler's code generation: only a GPU run does.
+//
 // Memory: the dense tensors and each sparse layer's loaded prefix of FFN
 // records are copied to the device once (Device.Matrix, Device.Records).
 // On an integrated GPU (Jetson), Device.UseHost registers the mapped pack

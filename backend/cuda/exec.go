@@ -1,4 +1,4 @@
-//go:build cuda
+//go:build cuda || cudaemu
 
 package cuda
 
@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math"
 	"unsafe"
-
-	"gorgonia.org/cu"
 
 	"github.com/sipack/sipack/backend"
 	"github.com/sipack/sipack/backend/cudaplan"
@@ -34,7 +32,10 @@ type Exec struct {
 	args cudaplan.Args
 
 	tokens  *devMem // int32 token ids of the batch
-	act     *devMem // (T, n) FFN activations h
+	act     *devMem // (T, n) FFN activations h of the last FFN
+	actT    int     // its T and n
+	actN    int
+	counts  *devMem // int32 vote counts
 	partial *devMem // (splits, H) partial sums of the decode down projection
 
 	invFreq *devMem  // (headDim/2) float32 RoPE frequencies
@@ -42,7 +43,10 @@ type Exec struct {
 	ropeLen int      // and its length
 }
 
-var _ backend.Exec = (*Exec)(nil)
+var (
+	_ backend.Exec  = (*Exec)(nil)
+	_ backend.Voter = (*Exec)(nil)
+)
 
 func (e *Exec) fail(err error) {
 	if e.err == nil && err != nil {
@@ -71,13 +75,7 @@ func (e *Exec) launch(l cudaplan.Launch) {
 	if e.err != nil {
 		return
 	}
-	params, err := e.args.Params()
-	if err != nil {
-		e.fail(err)
-		return
-	}
-	f := e.d.fns[l.Kernel]
-	if err := f.Launch(l.Grid[0], l.Grid[1], l.Grid[2], l.Block[0], l.Block[1], l.Block[2], 0, cu.Stream{}, params); err != nil {
+	if err := e.d.drv.launch(l, &e.args); err != nil {
 		e.fail(fmt.Errorf("cuda: %v: %w", l, err))
 	}
 }
@@ -92,7 +90,7 @@ func (e *Exec) Alloc(n int) backend.Buf {
 		e.fail(err)
 		return &buf{n: n}
 	}
-	return &buf{p: uint64(m.p), n: n, mem: m}
+	return &buf{p: m.p, n: n, mem: m}
 }
 
 func (e *Exec) Slice(b backend.Buf, off, n int) backend.Buf {
@@ -110,7 +108,7 @@ func (e *Exec) Read(dst []float32, b backend.Buf) {
 		return
 	}
 	defer e.d.enter()()
-	if err := cu.MemcpyDtoH(unsafe.Pointer(&dst[0]), cu.DevicePtr(dp(b)), int64(4*n)); err != nil {
+	if err := e.d.drv.dtoh(unsafe.Pointer(&dst[0]), dp(b), 4*n); err != nil {
 		e.fail(fmt.Errorf("cuda: reading %d floats: %w", n, err))
 	}
 }
@@ -120,10 +118,10 @@ func (e *Exec) upload(m **devMem, src unsafe.Pointer, n int) uint64 {
 	if *m = e.grow(*m, n); *m == nil {
 		return 0
 	}
-	if err := cu.MemcpyHtoD((*m).p, src, int64(n)); err != nil {
+	if err := e.d.drv.htod((*m).p, src, n); err != nil {
 		e.fail(fmt.Errorf("cuda: copying %d bytes: %w", n, err))
 	}
-	return uint64((*m).p)
+	return (*m).p
 }
 
 func (e *Exec) Embed(out backend.Buf, table backend.Matrix, tokens []int) error {
@@ -210,7 +208,7 @@ func (e *Exec) RoPE(x backend.Buf, T, headDim, pos int, invFreq []float64) {
 		return
 	}
 	n := x.Len() / T
-	e.args.Reset(cudaplan.KRoPE).Ptr(dp(x)).Ptr(uint64(e.invFreq.p)).Int(n).Int(headDim).Int(pos)
+	e.args.Reset(cudaplan.KRoPE).Ptr(dp(x)).Ptr(e.invFreq.p).Int(n).Int(headDim).Int(pos)
 	e.launch(cudaplan.RoPE(n/headDim, T))
 }
 
@@ -227,13 +225,13 @@ func (e *Exec) Attention(out, q, k, v backend.Buf, c *backend.KVCache, layer, po
 	kvDim := c.KVDim
 	layerOff := uint64(4 * layer * c.Ctx * kvDim)
 	at := uint64(4 * pos * kvDim)
-	n := int64(4 * T * kvDim)
+	n := 4 * T * kvDim
 	kc, vc := dp(c.Keys)+layerOff, dp(c.Values)+layerOff
 	if e.err == nil {
-		if err := cu.MemcpyDtoD(cu.DevicePtr(kc+at), cu.DevicePtr(dp(k)), n); err != nil {
+		if err := e.d.drv.dtod(kc+at, dp(k), n); err != nil {
 			e.fail(fmt.Errorf("cuda: appending keys: %w", err))
 		}
-		if err := cu.MemcpyDtoD(cu.DevicePtr(vc+at), cu.DevicePtr(dp(v)), n); err != nil {
+		if err := e.d.drv.dtod(vc+at, dp(v), n); err != nil {
 			e.fail(fmt.Errorf("cuda: appending values: %w", err))
 		}
 	}
@@ -249,9 +247,10 @@ func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {
 	H, n := r.hidden, r.Len()
 	T := x.Len() / H
 	defer e.d.enter()()
+	e.actT, e.actN = T, 0
 	if n == 0 {
 		if e.err == nil {
-			if err := cu.MemsetD8(cu.DevicePtr(dp(out)), 0, int64(4*out.Len())); err != nil {
+			if err := e.d.drv.memset0(dp(out), 4*out.Len()); err != nil {
 				e.fail(fmt.Errorf("cuda: clearing the FFN output: %w", err))
 			}
 		}
@@ -260,7 +259,8 @@ func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {
 	if e.act = e.grow(e.act, 4*T*n); e.act == nil {
 		return
 	}
-	h := uint64(e.act.p)
+	h := e.act.p
+	e.actT, e.actN = T, n
 	// h = silu(gate·x) ⊙ (up·x) over the table's records.
 	l := cudaplan.FFNGateUp(n, T)
 	e.args.Reset(l.Kernel).Ptr(h).Ptr(r.table).Ptr(dp(x)).Int(n).Int(H).Int(r.rowBytes)
@@ -277,7 +277,7 @@ func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {
 		if e.partial = e.grow(e.partial, 4*dn.Splits*H); e.partial == nil {
 			return
 		}
-		p := uint64(e.partial.p)
+		p := e.partial.p
 		e.args.Reset(cudaplan.KFFNDownPartial).Ptr(p).Ptr(r.table).Ptr(h).Int(n).Int(H).Int(r.rowBytes).
 			Int(dn.Chunk).Int(int(r.dt)).Int(b2i(r.vec))
 		e.launch(dn.Partial)
@@ -288,8 +288,31 @@ func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {
 		e.launch(cudaplan.FFNDownTiled(H, T))
 	}
 	if act != nil && e.err == nil {
-		if err := cu.MemcpyDtoH(unsafe.Pointer(&act[0]), cu.DevicePtr(h), int64(4*T*n)); err != nil {
+		if err := e.d.drv.dtoh(unsafe.Pointer(&act[0]), h, 4*T*n); err != nil {
 			e.fail(fmt.Errorf("cuda: reading FFN activations: %w", err))
+		}
+	}
+}
+
+// Vote counts the last FFN's votes on the device (sip_vote: a radix
+// select of the k-th largest |h| per token), so only the counts cross to
+// the host.
+func (e *Exec) Vote(counts []int32, k int) {
+	n := e.actN
+	if len(counts) != n || n == 0 || k < 1 || k > n {
+		e.fail(fmt.Errorf("cuda backend: %d votes of %d over %d counts for the last FFN's %d records", k, n, len(counts), n))
+		return
+	}
+	defer e.d.enter()()
+	cp := e.upload(&e.counts, unsafe.Pointer(&counts[0]), 4*n)
+	if e.err != nil {
+		return
+	}
+	e.args.Reset(cudaplan.KVote).Ptr(cp).Ptr(e.act.p).Int(n).Int(k)
+	e.launch(cudaplan.Vote(e.actT))
+	if e.err == nil {
+		if err := e.d.drv.dtoh(unsafe.Pointer(&counts[0]), cp, 4*n); err != nil {
+			e.fail(fmt.Errorf("cuda: reading votes: %w", err))
 		}
 	}
 }
@@ -314,10 +337,10 @@ func (e *Exec) Gather(all backend.Records, ranks []int, static int, compact bool
 
 // Close releases the Exec's scratch; its buffers are freed when unreachable.
 func (e *Exec) Close() {
-	for _, m := range []*devMem{e.tokens, e.act, e.partial, e.invFreq} {
+	for _, m := range []*devMem{e.tokens, e.act, e.partial, e.invFreq, e.counts} {
 		if m != nil {
 			m.free()
 		}
 	}
-	e.tokens, e.act, e.partial, e.invFreq = nil, nil, nil, nil
+	e.tokens, e.act, e.partial, e.invFreq, e.counts = nil, nil, nil, nil, nil
 }

@@ -30,6 +30,7 @@ const (
 	AttChunk     = 32  // keys scored per attention step (SIP_ATT_CHUNK)
 	MaxHeadDim   = 256 // SIP_MAX_HEAD_DIM
 	EWThreads    = 256 // element-wise kernels (SIP_EW_THREADS)
+	VoteThreads  = 256 // voting threads per token (SIP_VOTE_THREADS)
 	RoPEThreads  = 64
 	WarpMaxBatch = 4 // batches of at most this many tokens take the warp-per-row kernels
 )
@@ -49,6 +50,7 @@ const (
 	KReduceSplits   = "sip_reduce_splits"
 	KFFNDownTiled   = "sip_ffn_down_tiled"
 	KAttention      = "sip_attention"
+	KVote           = "sip_vote"
 )
 
 // Signatures lists every kernel's parameters: p a device pointer, i an
@@ -67,6 +69,7 @@ var Signatures = map[string]string{
 	KReduceSplits:   "ppii",
 	KFFNDownTiled:   "pppiiiii",
 	KAttention:      "ppppiiiiif",
+	KVote:           "ppii",
 }
 
 // Dim3 is a grid or block size.
@@ -129,6 +132,9 @@ func FFNGateUp(n, T int) Launch {
 
 // Attention: one block per (head, token).
 func Attention(heads, T int) Launch { return launch(KAttention, heads, T, AttThreads) }
+
+// Vote: one block per token.
+func Vote(T int) Launch { return launch(KVote, T, 1, VoteThreads) }
 
 // ColsPerThread is the number of consecutive hidden columns one thread of
 // the split-K down projection owns: one 16-byte load of a 16-bit row, one
@@ -342,4 +348,13 @@ func ParseDevice(name string) (ordinal int, gpu bool, err error) {
 		return n, true, nil
 	}
 	return 0, false, fmt.Errorf("--device %q: want cpu, cuda or cuda:N", name)
+}
+
+// Values returns the packed parameter values themselves (one 8-byte slot
+// each), for a driver that passes values rather than pointers to them.
+func (a *Args) Values() ([]uint64, error) {
+	if _, err := a.Params(); err != nil {
+		return nil, err
+	}
+	return a.slots[:a.n], nil
 }

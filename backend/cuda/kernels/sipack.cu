@@ -34,6 +34,7 @@
 #define SIP_ATT_CHUNK 32     // attention: keys scored per step
 #define SIP_MAX_HEAD_DIM 256
 #define SIP_EW_THREADS 256   // element-wise kernels
+#define SIP_VOTE_THREADS 256 // voting: threads per token
 
 // ---- element access ------------------------------------------------------
 
@@ -523,5 +524,58 @@ extern "C" __global__ void sip_attention(float* out, const float* q, const float
     for (int k = 0; k < per; k++) {
         int d = tid + k * SIP_ATT_THREADS;
         if (d < headDim) o[d] = acc[k] * inv;
+    }
+}
+
+// ---- voting ------------------------------------------------------------------
+
+// sip_vote: SelectInfer's vote of one prefill layer. For every token t, the
+// k records of largest |h[t, j]| (ties: lower j first, as the CPU's votes)
+// get one vote each: counts[j] += 1. The k-th largest |h| is found by a
+// radix select over the bits of |h| (for non-negative floats the bit
+// patterns order as the values), 8 bits per pass; then every key above it
+// votes, and the first k − (number above) keys equal to it, in rank order,
+// found by warp 0 with ballots. Counts are integers: the atomics make the
+// result exact whatever the order. grid T, block 256.
+extern "C" __global__ void sip_vote(int* counts, const float* h, int n, int k) {
+    __shared__ unsigned hist[256];
+    __shared__ unsigned prefix, mask;
+    __shared__ int need;
+    const float* row = h + (size_t)blockIdx.x * n;
+    int tid = threadIdx.x;
+    if (tid == 0) { prefix = 0; mask = 0; need = k; }
+    __syncthreads();
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        for (int b = tid; b < 256; b += blockDim.x) hist[b] = 0;
+        __syncthreads();
+        for (int j = tid; j < n; j += blockDim.x) {
+            unsigned key = __float_as_uint(row[j]) & 0x7fffffffu;
+            if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255], 1u);
+        }
+        __syncthreads();
+        if (tid == 0) {
+            int above = 0, b = 255;
+            for (; b > 0 && above + (int)hist[b] < need; b--) above += hist[b];
+            prefix |= (unsigned)b << shift;
+            mask |= 255u << shift;
+            need -= above;
+        }
+        __syncthreads();
+    }
+    unsigned thr = prefix;
+    for (int j = tid; j < n; j += blockDim.x) {
+        unsigned key = __float_as_uint(row[j]) & 0x7fffffffu;
+        if (key > thr) atomicAdd(&counts[j], 1);
+    }
+    if (tid < 32) {
+        int left = need; // keys equal to thr that vote, lowest ranks first
+        for (int j0 = 0; j0 < n && left > 0; j0 += 32) {
+            int j = j0 + tid;
+            bool eq = j < n && (__float_as_uint(row[j]) & 0x7fffffffu) == thr;
+            unsigned ball = __ballot_sync(0xffffffffu, eq);
+            int before = __popc(ball & ((1u << tid) - 1u));
+            if (eq && before < left) atomicAdd(&counts[j], 1);
+            left -= __popc(ball);
+        }
     }
 }
