@@ -28,7 +28,10 @@ def main():
         return
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     t0 = time.time()
-    model = transformers.AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.bfloat16)
+    try:  # transformers ≥ 4.56 (5.x on the H200 image) names it dtype
+        model = transformers.AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.bfloat16)
+    except TypeError:
+        model = transformers.AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.bfloat16)
     model = model.to(device).eval()
     load_s = time.time() - t0
     ids = torch.arange(100, 116, device=device).unsqueeze(0)

@@ -89,6 +89,12 @@ elapsed() { echo $(( $(date +%s) - START )); }
 
 export SIPACK_TESTDATA=$HERE/testdata
 
+# 0. The binaries start here (cgo: glibc ≥ 2.34, libcuda.so.1; gorgonia.org/cu
+#    exits at start when the driver finds no GPU).
+if ! "$SIRUN_GPU" --help > "$WORK/start.log" 2>&1; then
+  { echo "sirun-cuda does not start here:"; head -5 "$WORK/start.log"; } | tee -a "$OUT/env.txt" >&2
+fi
+
 # 1. Kernels against the CPU reference. (Rehearsals run them only when
 #    KERNELS_TEST and RUNNER_TEST name emulator builds, -tags cudaemu.)
 if [ "$REHEARSE" != 1 ] || [ "$KERNELS_TEST" != ./cuda.test ]; then
