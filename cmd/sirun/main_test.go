@@ -194,7 +194,7 @@ func TestEvalAndSelectionFlags(t *testing.T) {
 	}{
 		{[]string{pack, "-p", "x", "--gamma", "-1"}, "--gamma must be in (0, 1]"},
 		{[]string{pack, "-p", "x", "--gamma", "0.7", "--phi", "0.2", "--base", "0.3"}, "below the base fraction"},
-		{[]string{pack, "-p", "x", "--gamma", "0.5", "--phi", "0.6"}, "exceeds --gamma"},
+		{[]string{pack, "-p", "x", "--gamma", "0.5", "--phi", "0.6"}, "exceeds the 384 loaded (γ = 0.50)"},
 		{[]string{pack, "-p", "x", "--alpha", "0"}, "--alpha must be in (0, 1]"},
 		{[]string{pack, "-p", "x", "--alpha", "1.5"}, "--alpha must be in (0, 1]"},
 		{[]string{pack, "-p", "x", "--mem-budget", "1MiB"}, "smaller than the dense section"},
@@ -226,7 +226,7 @@ func TestReadsStayInThePrefix(t *testing.T) {
 		t.Fatalf("cut pack at γ 0.5 (%d): %q vs %q\n%s", code, out, full, errOut)
 	}
 	_, errOut, code = run(t, "", p, "-p", "x", "--gamma", "0.7")
-	if code == 0 || !strings.Contains(errOut, "truncated: the file holds whole bands for γ ≤ 0.500") {
+	if code == 0 || !strings.Contains(errOut, "truncated: the file holds whole bands for 384 of 768 ranks (γ ≤ 0.500)") {
 		t.Fatalf("cut pack at γ 0.7 (%d): %s", code, errOut)
 	}
 }
