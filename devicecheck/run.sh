@@ -165,6 +165,9 @@ for dt in bf16 q4_0; do
   run "bench-$dt-prefill" bench "$dt dense prefill-$N_PREFILL" "$p" 1 "$N_PREFILL"
   run "bench-$dt-prefill-sparse" bench "$dt γ0.7 prefill-$N_PREFILL" "$p" 1 "$N_PREFILL" --gamma 0.7 --phi 0.4
 done
+# The integrated-GPU layout on this GPU: the mapped γ prefix registered and
+# read in place (over the host link here), for its device memory.
+SIPACK_CUDA_IN_PLACE=1 run "bench-bf16-in-place" bench "bf16 γ0.7 φ0.4 decode, weights in place" "$WORK/synth-bf16.sip" 16 16 --gamma 0.7 --phi 0.4
 
 # 6. The same bf16 checkpoint under PyTorch/transformers generate, if this
 #    machine has them (with a GPU unless rehearsing), in the time left.

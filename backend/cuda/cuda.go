@@ -68,6 +68,20 @@ func (d *Device) UseHost(b []byte) error {
 	if !d.integrated || len(b) == 0 {
 		return nil
 	}
+	return d.register(b)
+}
+
+// UseHostAnyway is UseHost on any GPU: on a discrete one the weights stay
+// in host memory and every read crosses the bus. It measures the
+// integrated case's device memory on a discrete GPU (SIPACK_CUDA_IN_PLACE=1).
+func (d *Device) UseHostAnyway(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	return d.register(b)
+}
+
+func (d *Device) register(b []byte) error {
 	defer d.enter()()
 	p, err := d.drv.registerHost(b)
 	if err != nil {

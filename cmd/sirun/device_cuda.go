@@ -25,10 +25,14 @@ func onDevice(name string, pack *format.Pack, m *runner.Model) (*runner.Model, e
 	if err != nil {
 		return nil, err
 	}
-	if dev.Integrated() {
-		if err := dev.UseHost(pack.Bytes()); err != nil {
-			fmt.Fprintf(os.Stderr, "sirun: %v; copying the weights instead\n", err)
-		}
+	// SIPACK_CUDA_IN_PLACE=1 uses the mapped pack in place on any GPU (on a
+	// discrete one, to measure the integrated case's device memory).
+	use := dev.UseHost
+	if os.Getenv("SIPACK_CUDA_IN_PLACE") == "1" {
+		use = dev.UseHostAnyway
+	}
+	if err := use(pack.Bytes()); err != nil {
+		fmt.Fprintf(os.Stderr, "sirun: %v; copying the weights instead\n", err)
 	}
 	gm, err := runner.LoadOn(pack, dev)
 	if err != nil {
