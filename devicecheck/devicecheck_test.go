@@ -336,3 +336,27 @@ func TestSelectionMatchesCPU(t *testing.T) {
 		})
 	}
 }
+
+// TestGraphsMatch: with decode steps replayed as CUDA graphs
+// (SIPACK_CUDA_GRAPH=1) the greedy continuation at γ0.7 φ0.4 is the one
+// without.
+func TestGraphsMatch(t *testing.T) {
+	path := packOf(t, testdata("tinyllama"), convert.Options{BaseFraction: 0.3})
+	sel := &runner.Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Compact: true}
+	cases, n := 3, 24
+	if cuda.Emulated {
+		cases, n = 1, 3
+	}
+	golden := readGolden(t, testdata("tinyllama", "golden.json"))
+	plain := onGPU(t, openPack(t, path, 0.7))
+	plain.Dev.(*cuda.Device).SetGraphs(false)
+	graphs := onGPU(t, openPack(t, path, 0.7))
+	graphs.Dev.(*cuda.Device).SetGraphs(true)
+	for ci, c := range golden[:min(cases, len(golden))] {
+		w, _ := generate(t, plain, sel, c.ids(), n)
+		g, _ := generate(t, graphs, sel, c.ids(), n)
+		if !slices.Equal(g, w) {
+			t.Errorf("case %d: greedy ids with graphs\n%v\nwithout\n%v", ci, g, w)
+		}
+	}
+}

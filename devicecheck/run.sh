@@ -12,7 +12,8 @@
 #                 ids at γ0.7 φ0.4 equal to the CPU's (bf16, q8_0, q4_0)
 #   tiny-cli.txt  sirun-cuda --device cuda against --device cpu: the same text
 #   bench.jsonl   1B-shape synthetic packs (bf16, q4_0): dense and γ0.7 φ0.4
-#                 decode tok/s, prefill-256 tok/s, device memory
+#                 decode tok/s (launches one by one, and as CUDA graphs),
+#                 prefill-256 tok/s, device memory; weights in place
 #   hf.json       the same bf16 checkpoint under PyTorch/transformers generate
 #   summary.md    all of it in one table
 #
@@ -109,15 +110,17 @@ T0=$(date +%s)
   for dt in bf16 q4_0; do
     pack=$WORK/tiny-$dt.sip
     ./prep convert testdata/tinyllama -o "$pack" -dtype "$dt" 2>/dev/null || { echo "prep convert $dt failed"; continue; }
-    for sel in "" "--gamma 0.7 --phi 0.4"; do
+    for sel in "" "--gamma 0.7 --phi 0.4" "--gamma 0.7 --phi 0.4 graphs"; do
+      graphs=0
+      if [ "${sel% graphs}" != "$sel" ]; then sel=${sel% graphs}; graphs=1; fi
       args=(-p 'Spanish: Y dijo Dios: Sea la luz: y fué la luz.\nEnglish:' -n "$N_TINY" --temp 0 $sel)
-      gpu=$(timeout 120 "$SIRUN_GPU" "$pack" "${args[@]}" --device "$TINY_DEVICE" 2>"$WORK/gpu.err")
+      gpu=$(SIPACK_CUDA_GRAPH=$graphs timeout 120 "$SIRUN_GPU" "$pack" "${args[@]}" --device "$TINY_DEVICE" 2>"$WORK/gpu.err")
       grc=$?
       # Block types: the CPU's float dots are what the GPU computes.
       cpu=$(SIPACK_QDOT=float timeout 60 "$SIRUN" "$pack" "${args[@]}" --device cpu 2>"$WORK/cpu.err")
       crc=$?
       if [ $grc = 0 ] && [ $crc = 0 ] && [ "$gpu" = "$cpu" ]; then verdict=same; else verdict=DIFFERENT; fi
-      echo "$dt ${sel:-dense}: $verdict (exit $grc/$crc)"
+      echo "$dt ${sel:-dense}$([ $graphs = 1 ] && echo ', CUDA graphs'): $verdict (exit $grc/$crc)"
       # One line each: newlines shown as ⏎.
       echo "  $TINY_DEVICE: ${gpu//$'\n'/⏎}"
       echo "  cpu: ${cpu//$'\n'/⏎}"
@@ -164,6 +167,13 @@ for dt in bf16 q4_0; do
   run "bench-$dt-sparse" bench "$dt γ0.7 φ0.4 decode" "$p" "$N_DECODE" 16 --gamma 0.7 --phi 0.4
   run "bench-$dt-prefill" bench "$dt dense prefill-$N_PREFILL" "$p" 1 "$N_PREFILL"
   run "bench-$dt-prefill-sparse" bench "$dt γ0.7 prefill-$N_PREFILL" "$p" 1 "$N_PREFILL" --gamma 0.7 --phi 0.4
+done
+# Decode steps as CUDA graphs (SIPACK_CUDA_GRAPH=1): batch-1 decode is
+# launch-bound on a big GPU.
+for dt in bf16 q4_0; do
+  p=$WORK/synth-$dt.sip
+  SIPACK_CUDA_GRAPH=1 run "bench-$dt-dense-graphs" bench "$dt dense decode, CUDA graphs" "$p" "$N_DECODE" 16
+  SIPACK_CUDA_GRAPH=1 run "bench-$dt-sparse-graphs" bench "$dt γ0.7 φ0.4 decode, CUDA graphs" "$p" "$N_DECODE" 16 --gamma 0.7 --phi 0.4
 done
 # The integrated-GPU layout on this GPU: the mapped γ prefix registered and
 # read in place (over the host link here), for its device memory.

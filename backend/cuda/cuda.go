@@ -5,6 +5,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -27,6 +28,7 @@ type Device struct {
 	resident   uint64   // their bytes
 	regions    []region // host memory registered for the device (integrated GPUs)
 	registered uint64   // bytes used in place through them
+	graphs     bool     // Execs run decode steps as CUDA graphs
 }
 
 // region is host memory mapped into the device's address space.
@@ -43,8 +45,14 @@ func Open(ordinal int) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Device{drv: drv, name: name, sms: sms, integrated: integrated}, nil
+	return &Device{drv: drv, name: name, sms: sms, integrated: integrated, graphs: os.Getenv("SIPACK_CUDA_GRAPH") == "1"}, nil
 }
+
+// SetGraphs makes the Execs started afterwards queue each decode step (one
+// token, from Embed to Read) and run it as a CUDA graph: captured when the
+// step's launches differ from the last one's (a new prompt's plan, new
+// buffers), replayed otherwise. Open sets it from SIPACK_CUDA_GRAPH=1.
+func (d *Device) SetGraphs(on bool) { d.graphs = on }
 
 // enter readies the driver for one call; the returned function ends it.
 func (d *Device) enter() func() { return d.drv.enter() }
@@ -326,7 +334,7 @@ func (d *Device) NewExec(threads int) (backend.Exec, error) {
 	if threads < 1 {
 		return nil, fmt.Errorf("cuda backend: %d threads", threads)
 	}
-	return &Exec{d: d, ropeLen: -1}, nil
+	return &Exec{d: d, ropeLen: -1, posVal: -1, graphs: d.graphs}, nil
 }
 
 // Close frees the weights, unregisters host memory and releases the

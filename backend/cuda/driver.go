@@ -24,6 +24,11 @@ type driver interface {
 	dtoh(dst unsafe.Pointer, src uint64, n int) error
 	dtod(dst, src uint64, n int) error
 	launch(l cudaplan.Launch, a *cudaplan.Args) error
+	launchValues(l cudaplan.Launch, vals []uint64) error
+	// capture makes a graph of the launches (not run yet); replay runs it.
+	capture(steps []queued) (uint64, error)
+	replay(g uint64) error
+	dropGraph(g uint64)
 	sync() error
 	memInfo() (free, total int64, err error)
 	// registerHost maps host memory for the device, read-only.

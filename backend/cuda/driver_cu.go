@@ -24,6 +24,10 @@ type cuDriver struct {
 	ctx cu.CUContext
 	mod cu.Module
 	fns map[string]cu.Function
+	// graphStream captures and replays decode-step graphs (the default
+	// stream cannot be captured); a blocking stream, so it is ordered with
+	// the default stream's work both ways.
+	graphStream cu.Stream
 }
 
 // openDriver opens GPU ordinal and returns its name, multiprocessor count
@@ -64,6 +68,11 @@ func openDriver(ordinal int) (driver, string, int, bool, error) {
 	if d.mod, err = cu.LoadFatBinary(string(fatbin)); err != nil {
 		d.dev.ReleasePrimaryCtx()
 		return nil, "", 0, false, fmt.Errorf("cuda: %s: loading the kernels (fatbin of %d bytes: sm_87, sm_90, compute_80 PTX): %w", name, len(fatbin), err)
+	}
+	if d.graphStream, err = cu.MakeStream(cu.DefaultStream); err != nil {
+		d.mod.Unload()
+		d.dev.ReleasePrimaryCtx()
+		return nil, "", 0, false, fmt.Errorf("cuda: %s: creating a stream: %w", name, err)
 	}
 	for k := range cudaplan.Signatures {
 		f, err := d.mod.Function(k)
@@ -125,6 +134,44 @@ func (d *cuDriver) launch(l cudaplan.Launch, a *cudaplan.Args) error {
 	return f.Launch(l.Grid[0], l.Grid[1], l.Grid[2], l.Block[0], l.Block[1], l.Block[2], 0, cu.Stream{}, params)
 }
 
+func (d *cuDriver) launchValues(l cudaplan.Launch, vals []uint64) error {
+	f, ok := d.fns[l.Kernel]
+	if !ok {
+		return fmt.Errorf("no kernel %s", l.Kernel)
+	}
+	params := make([]unsafe.Pointer, len(vals))
+	for i := range vals {
+		params[i] = unsafe.Pointer(&vals[i])
+	}
+	return f.Launch(l.Grid[0], l.Grid[1], l.Grid[2], l.Block[0], l.Block[1], l.Block[2], 0, d.graphStream, params)
+}
+
+func (d *cuDriver) stream() unsafe.Pointer { return unsafe.Pointer(d.graphStream.C()) }
+
+func (d *cuDriver) capture(steps []queued) (uint64, error) {
+	if err := captureBegin(d.stream()); err != nil {
+		return 0, err
+	}
+	var first error
+	for _, q := range steps {
+		if err := d.launchValues(q.l, q.vals); err != nil && first == nil {
+			first = fmt.Errorf("%v: %w", q.l, err)
+		}
+	}
+	g, err := captureEnd(d.stream())
+	if first != nil {
+		if err == nil {
+			graphDrop(g)
+		}
+		return 0, first
+	}
+	return g, err
+}
+
+func (d *cuDriver) replay(g uint64) error { return graphLaunch(g, d.stream()) }
+
+func (d *cuDriver) dropGraph(g uint64) { graphDrop(g) }
+
 func (d *cuDriver) sync() error { return cu.Synchronize() }
 
 func (d *cuDriver) memInfo() (int64, int64, error) { return cu.MemInfo() }
@@ -134,6 +181,7 @@ func (d *cuDriver) registerHost(b []byte) (uint64, error) { return registerHost(
 func (d *cuDriver) unregisterHost(b []byte) error { return unregisterHost(b) }
 
 func (d *cuDriver) close() error {
+	d.graphStream.Destroy()
 	d.mod.Unload()
 	return d.dev.ReleasePrimaryCtx()
 }

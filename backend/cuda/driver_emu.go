@@ -34,6 +34,12 @@ import (
 // host code, the launch shapes and parameters and the kernels' logic.
 type emuDriver struct{}
 
+// emuGraphs are the captured decode steps: replay launches them again.
+var (
+	emuGraphs = map[uint64][]queued{}
+	emuNext   uint64
+)
+
 // kernelSource is the source emu_kernels.cpp includes. Embedding it makes
 // it part of the package's build: without this the go command would not
 // notice an edit of the .cu file and would keep the cached kernels.
@@ -94,6 +100,11 @@ func (emuDriver) launch(l cudaplan.Launch, a *cudaplan.Args) error {
 	}
 	emuMu.Lock()
 	defer emuMu.Unlock()
+	return emuLaunch(l, vals)
+}
+
+// emuLaunch runs one launch (emuMu held).
+func emuLaunch(l cudaplan.Launch, vals []uint64) error {
 	name := C.CString(l.Kernel)
 	defer C.free(unsafe.Pointer(name))
 	cv := (*C.uint64_t)(C.malloc(C.size_t(8 * max(1, len(vals)))))
@@ -103,6 +114,41 @@ func (emuDriver) launch(l cudaplan.Launch, a *cudaplan.Args) error {
 		return fmt.Errorf("emulator refused %v (code %d)", l, r)
 	}
 	return nil
+}
+
+func (d emuDriver) launchValues(l cudaplan.Launch, vals []uint64) error {
+	emuMu.Lock()
+	defer emuMu.Unlock()
+	return emuLaunch(l, vals)
+}
+
+func (emuDriver) capture(steps []queued) (uint64, error) {
+	emuMu.Lock()
+	defer emuMu.Unlock()
+	emuNext++
+	emuGraphs[emuNext] = append([]queued(nil), steps...)
+	return emuNext, nil
+}
+
+func (d emuDriver) replay(g uint64) error {
+	emuMu.Lock()
+	steps, ok := emuGraphs[g]
+	emuMu.Unlock()
+	if !ok {
+		return fmt.Errorf("no graph %d", g)
+	}
+	for _, q := range steps {
+		if err := d.launchValues(q.l, q.vals); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (emuDriver) dropGraph(g uint64) {
+	emuMu.Lock()
+	delete(emuGraphs, g)
+	emuMu.Unlock()
 }
 
 func (emuDriver) sync() error { return nil }

@@ -148,6 +148,7 @@ const std::unordered_map<std::string, Kernel>& table() {
 		{"sip_ffn_down_tiled", kernel(sip_ffn_down_tiled)},
 		{"sip_attention", kernel(sip_attention)},
 		{"sip_vote", kernel(sip_vote)},
+		{"sip_kv_append", kernel(sip_kv_append)},
 	};
 	return t;
 }

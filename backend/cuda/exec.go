@@ -31,12 +31,25 @@ type Exec struct {
 	err  error
 	args cudaplan.Args
 
-	tokens  *devMem // int32 token ids of the batch
-	act     *devMem // (T, n) FFN activations h of the last FFN
-	actT    int     // its T and n
-	actN    int
-	counts  *devMem // int32 vote counts
-	partial *devMem // (splits, H) partial sums of the decode down projection
+	tokens *devMem // int32 token ids of the batch
+	act    *devMem // (T, n) FFN activations h of the last FFN
+	actT   int     // its T and n
+	actN   int
+	counts *devMem // int32 vote counts
+	posBuf *devMem // int32: the batch's first position, read by RoPE, KV append, attention
+	posVal int     // the value it holds (−1: none)
+
+	// CUDA graphs (SIPACK_CUDA_GRAPH=1): a decode step's launches are
+	// queued from Embed to Read; a step whose launches are those of the
+	// previous one replays its graph, another is captured into a new one.
+	graphs   bool
+	queuing  bool
+	queue    []queued
+	cached   []queued
+	graph    uint64  // the cached step's graph (0: none)
+	replays  int     // steps run from a graph
+	captures int     // graphs captured
+	partial  *devMem // (splits, H) partial sums of the decode down projection
 
 	invFreq *devMem  // (headDim/2) float32 RoPE frequencies
 	ropeKey *float64 // the slice they came from
@@ -70,9 +83,102 @@ func (e *Exec) grow(m *devMem, n int) *devMem {
 	return nm
 }
 
-// launch runs one kernel with the parameters packed in e.args.
+// queued is one launch of a decode step: its shape and parameter values.
+type queued struct {
+	l    cudaplan.Launch
+	vals []uint64
+}
+
+func sameSteps(a, b []queued) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].l != b[i].l || len(a[i].vals) != len(b[i].vals) {
+			return false
+		}
+		for j, v := range a[i].vals {
+			if b[i].vals[j] != v {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// flush launches what is queued, one by one, and stops queuing this step
+// (before any operation that is not a launch: the queue must run first).
+func (e *Exec) flush() {
+	if !e.queuing {
+		return
+	}
+	e.queuing = false
+	for _, q := range e.queue {
+		if e.err != nil {
+			return
+		}
+		if err := e.d.drv.launchValues(q.l, q.vals); err != nil {
+			e.fail(fmt.Errorf("cuda: %v: %w", q.l, err))
+		}
+	}
+}
+
+// runStep runs the queued decode step: the cached graph if the step's
+// launches are the cached ones, else a graph captured from them.
+func (e *Exec) runStep() {
+	e.queuing = false
+	if e.err != nil {
+		return
+	}
+	if e.graph == 0 || !sameSteps(e.queue, e.cached) {
+		if e.graph != 0 {
+			e.d.drv.dropGraph(e.graph)
+			e.graph = 0
+		}
+		g, err := e.d.drv.capture(e.queue)
+		if err != nil {
+			e.fail(fmt.Errorf("cuda: capturing a decode step of %d launches: %w", len(e.queue), err))
+			return
+		}
+		e.graph, e.captures = g, e.captures+1
+		e.cached = append(e.cached[:0], e.queue...)
+		e.queue = nil // cached holds its values now
+	}
+	if err := e.d.drv.replay(e.graph); err != nil {
+		e.fail(fmt.Errorf("cuda: replaying a decode step: %w", err))
+		return
+	}
+	e.replays++
+}
+
+// GraphStats is how many decode steps ran from a CUDA graph and how many
+// graphs were captured (SIPACK_CUDA_GRAPH=1).
+func (e *Exec) GraphStats() (replays, captures int) { return e.replays, e.captures }
+
+// setPos makes the device's position buffer hold pos.
+func (e *Exec) setPos(pos int) uint64 {
+	if e.posBuf != nil && e.posVal == pos {
+		return e.posBuf.p
+	}
+	v := int32(pos)
+	p := e.upload(&e.posBuf, unsafe.Pointer(&v), 4)
+	e.posVal = pos
+	return p
+}
+
+// launch runs one kernel with the parameters packed in e.args (or queues
+// it while a decode step is being queued).
 func (e *Exec) launch(l cudaplan.Launch) {
 	if e.err != nil {
+		return
+	}
+	if e.queuing {
+		vals, err := e.args.Values()
+		if err != nil {
+			e.fail(err)
+			return
+		}
+		e.queue = append(e.queue, queued{l, append([]uint64(nil), vals...)})
 		return
 	}
 	if err := e.d.drv.launch(l, &e.args); err != nil {
@@ -104,10 +210,17 @@ func (e *Exec) Slice(b backend.Buf, off, n int) backend.Buf {
 
 func (e *Exec) Read(dst []float32, b backend.Buf) {
 	n := min(len(dst), b.Len())
-	if n == 0 || e.err != nil {
+	if e.err != nil {
+		return
+	}
+	if n == 0 {
+		e.flush()
 		return
 	}
 	defer e.d.enter()()
+	if e.queuing {
+		e.runStep()
+	}
 	if err := e.d.drv.dtoh(unsafe.Pointer(&dst[0]), dp(b), 4*n); err != nil {
 		e.fail(fmt.Errorf("cuda: reading %d floats: %w", n, err))
 	}
@@ -140,7 +253,11 @@ func (e *Exec) Embed(out backend.Buf, table backend.Matrix, tokens []int) error 
 		return nil
 	}
 	defer e.d.enter()()
+	e.flush()
 	tp := e.upload(&e.tokens, unsafe.Pointer(&ids[0]), 4*len(ids))
+	if e.graphs && len(ids) == 1 {
+		e.queuing, e.queue = true, e.queue[:0]
+	}
 	e.args.Reset(cudaplan.KEmbed).Ptr(dp(out)).Ptr(w.p).Ptr(tp).Int(w.cols).Int(w.rowB).Int(int(w.dt))
 	e.launch(cudaplan.Embed(w.cols, len(tokens)))
 	return e.err
@@ -208,7 +325,8 @@ func (e *Exec) RoPE(x backend.Buf, T, headDim, pos int, invFreq []float64) {
 		return
 	}
 	n := x.Len() / T
-	e.args.Reset(cudaplan.KRoPE).Ptr(dp(x)).Ptr(e.invFreq.p).Int(n).Int(headDim).Int(pos)
+	pp := e.setPos(pos)
+	e.args.Reset(cudaplan.KRoPE).Ptr(dp(x)).Ptr(e.invFreq.p).Int(n).Int(headDim).Ptr(pp)
 	e.launch(cudaplan.RoPE(n/headDim, T))
 }
 
@@ -224,21 +342,14 @@ func (e *Exec) Attention(out, q, k, v backend.Buf, c *backend.KVCache, layer, po
 	defer e.d.enter()()
 	kvDim := c.KVDim
 	layerOff := uint64(4 * layer * c.Ctx * kvDim)
-	at := uint64(4 * pos * kvDim)
-	n := 4 * T * kvDim
 	kc, vc := dp(c.Keys)+layerOff, dp(c.Values)+layerOff
-	if e.err == nil {
-		if err := e.d.drv.dtod(kc+at, dp(k), n); err != nil {
-			e.fail(fmt.Errorf("cuda: appending keys: %w", err))
-		}
-		if err := e.d.drv.dtod(vc+at, dp(v), n); err != nil {
-			e.fail(fmt.Errorf("cuda: appending values: %w", err))
-		}
-	}
+	pp := e.setPos(pos)
+	e.args.Reset(cudaplan.KKVAppend).Ptr(kc).Ptr(vc).Ptr(dp(k)).Ptr(dp(v)).Int(kvDim).Int(T).Ptr(pp)
+	e.launch(cudaplan.KVAppend(T, kvDim))
 	group := c.Heads / (kvDim / c.HeadDim)
 	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
 	e.args.Reset(cudaplan.KAttention).Ptr(dp(out)).Ptr(dp(q)).Ptr(kc).Ptr(vc).
-		Int(pos).Int(c.Heads).Int(c.HeadDim).Int(kvDim).Int(group).F32(scale)
+		Ptr(pp).Int(c.Heads).Int(c.HeadDim).Int(kvDim).Int(group).F32(scale)
 	e.launch(cudaplan.Attention(c.Heads, T))
 }
 
@@ -249,6 +360,7 @@ func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {
 	defer e.d.enter()()
 	e.actT, e.actN = T, 0
 	if n == 0 {
+		e.flush()
 		if e.err == nil {
 			if err := e.d.drv.memset0(dp(out), 4*out.Len()); err != nil {
 				e.fail(fmt.Errorf("cuda: clearing the FFN output: %w", err))
@@ -288,6 +400,7 @@ func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {
 		e.launch(cudaplan.FFNDownTiled(H, T))
 	}
 	if act != nil && e.err == nil {
+		e.flush()
 		if err := e.d.drv.dtoh(unsafe.Pointer(&act[0]), h, 4*T*n); err != nil {
 			e.fail(fmt.Errorf("cuda: reading FFN activations: %w", err))
 		}
@@ -304,6 +417,7 @@ func (e *Exec) Vote(counts []int32, k int) {
 		return
 	}
 	defer e.d.enter()()
+	e.flush()
 	cp := e.upload(&e.counts, unsafe.Pointer(&counts[0]), 4*n)
 	if e.err != nil {
 		return
@@ -330,6 +444,7 @@ func (e *Exec) Gather(all backend.Records, ranks []int, static int, compact bool
 		return nil, err
 	}
 	defer e.d.enter()()
+	e.flush()
 	e.d.mu.Lock()
 	defer e.d.mu.Unlock()
 	return e.d.newRecords(host, a.dt, a.hidden, a.rowBytes, a.vec)
@@ -337,10 +452,17 @@ func (e *Exec) Gather(all backend.Records, ranks []int, static int, compact bool
 
 // Close releases the Exec's scratch; its buffers are freed when unreachable.
 func (e *Exec) Close() {
-	for _, m := range []*devMem{e.tokens, e.act, e.partial, e.invFreq, e.counts} {
+	done := e.d.enter()
+	e.flush()
+	if e.graph != 0 {
+		e.d.drv.dropGraph(e.graph)
+		e.graph = 0
+	}
+	done()
+	for _, m := range []*devMem{e.tokens, e.act, e.partial, e.invFreq, e.counts, e.posBuf} {
 		if m != nil {
 			m.free()
 		}
 	}
-	e.tokens, e.act, e.partial, e.invFreq, e.counts = nil, nil, nil, nil, nil
+	e.tokens, e.act, e.partial, e.invFreq, e.counts, e.posBuf = nil, nil, nil, nil, nil, nil
 }

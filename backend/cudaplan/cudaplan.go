@@ -51,6 +51,7 @@ const (
 	KFFNDownTiled   = "sip_ffn_down_tiled"
 	KAttention      = "sip_attention"
 	KVote           = "sip_vote"
+	KKVAppend       = "sip_kv_append"
 )
 
 // Signatures lists every kernel's parameters: p a device pointer, i an
@@ -60,7 +61,7 @@ var Signatures = map[string]string{
 	KRMSNorm:        "pppif",
 	KAddBias:        "ppii",
 	KAdd:            "ppi",
-	KRoPE:           "ppiii",
+	KRoPE:           "ppiip",
 	KMatVec:         "pppiiiii",
 	KMatMul:         "pppiiiii",
 	KFFNGateUp:      "pppiiiii",
@@ -68,8 +69,9 @@ var Signatures = map[string]string{
 	KFFNDownPartial: "pppiiiiii",
 	KReduceSplits:   "ppii",
 	KFFNDownTiled:   "pppiiiii",
-	KAttention:      "ppppiiiiif",
+	KAttention:      "pppppiiiif",
 	KVote:           "ppii",
+	KKVAppend:       "ppppiip",
 }
 
 // Dim3 is a grid or block size.
@@ -132,6 +134,11 @@ func FFNGateUp(n, T int) Launch {
 
 // Attention: one block per (head, token).
 func Attention(heads, T int) Launch { return launch(KAttention, heads, T, AttThreads) }
+
+// KVAppend: one thread per value of T tokens' keys (and values).
+func KVAppend(T, kvDim int) Launch {
+	return launch(KKVAppend, ceilDiv(T*kvDim, EWThreads), 1, EWThreads)
+}
 
 // Vote: one block per token.
 func Vote(T int) Launch { return launch(KVote, T, 1, VoteThreads) }

@@ -204,9 +204,11 @@ extern "C" __global__ void sip_add(float* x, const float* y, int total) {
 
 // sip_rope: HF rotate_half over every head of x (T, n), token t at position
 // pos+t; angle float32(pos+t)·invFreq[i] in float32, cos and sin in double
-// as the CPU reference. grid (n/headDim, T), block 64.
-extern "C" __global__ void sip_rope(float* x, const float* invFreq, int n, int headDim, int pos) {
-    int t = blockIdx.y, h = blockIdx.x, half = headDim / 2;
+// as the CPU reference. The position is read from device memory (*posp),
+// so a decode step's launches do not change from step to step (CUDA
+// graphs). grid (n/headDim, T), block 64.
+extern "C" __global__ void sip_rope(float* x, const float* invFreq, int n, int headDim, const int* posp) {
+    int t = blockIdx.y, h = blockIdx.x, half = headDim / 2, pos = *posp;
     float* v = x + (size_t)t * n + (size_t)h * headDim;
     for (int i = threadIdx.x; i < half; i += blockDim.x) {
         float a = (float)(pos + t) * invFreq[i];
@@ -470,15 +472,25 @@ extern "C" __global__ void sip_ffn_down_tiled(float* y, const unsigned long long
 
 // ---- attention --------------------------------------------------------------
 
+// sip_kv_append: keys and values of T tokens (T, kvDim) into one layer's
+// cache at positions *posp.. . grid ⌈T·kvDim/256⌉, block 256.
+extern "C" __global__ void sip_kv_append(float* kc, float* vc, const float* k, const float* v, int kvDim, int T, const int* posp) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= T * kvDim) return;
+    size_t at = (size_t)(*posp) * kvDim + i;
+    kc[at] = k[i];
+    vc[at] = v[i];
+}
+
 // sip_attention: causal softmax attention of query head h of token t (at
 // position pos+t) over cache positions [0, pos+t], keys and values of kv
 // head h/group; online softmax over chunks of 32 keys (scores in shared
 // memory, one warp per key's dot), so any context length fits.
-// grid (heads, T), block 128.
-extern "C" __global__ void sip_attention(float* out, const float* q, const float* kc, const float* vc, int pos, int heads, int headDim, int kvDim, int group, float scale) {
+// The position is read from device memory (*posp). grid (heads, T), block 128.
+extern "C" __global__ void sip_attention(float* out, const float* q, const float* kc, const float* vc, const int* posp, int heads, int headDim, int kvDim, int group, float scale) {
     __shared__ float qs[SIP_MAX_HEAD_DIM];
     __shared__ float sc[SIP_ATT_CHUNK];
-    int h = blockIdx.x, t = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    int h = blockIdx.x, t = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, pos = *posp;
     int n = pos + t + 1, kvh = (h / group) * headDim;
     const float* qv = q + (size_t)t * heads * headDim + (size_t)h * headDim;
     for (int d = tid; d < headDim; d += blockDim.x) qs[d] = qv[d];
