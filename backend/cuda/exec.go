@@ -135,7 +135,11 @@ func (e *Exec) runStep() {
 			e.d.drv.dropGraph(e.graph)
 			e.graph = 0
 		}
+		// Hold the device lock while capturing: a finalizer freeing
+		// memory on another thread must not call into the driver mid-capture.
+		e.d.mu.Lock()
 		g, err := e.d.drv.capture(e.queue)
+		e.d.mu.Unlock()
 		if err != nil {
 			e.fail(fmt.Errorf("cuda: capturing a decode step of %d launches: %w", len(e.queue), err))
 			return
