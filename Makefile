@@ -5,7 +5,8 @@ BIN     ?= bin
 FUZZTIME ?= 30s
 SYNTH   ?= /tmp/sipack-synth-1b
 
-.PHONY: all build test demo generate fuzz bench compare synth clean vet accuracy accuracy-quant test-arm64 cross loadtest
+.PHONY: all build test demo generate fuzz bench compare synth clean vet accuracy accuracy-quant test-arm64 cross loadtest \
+	cuda-kernels cuda-check build-cuda device-check device-rehearse
 
 all: build
 
@@ -168,3 +169,71 @@ LOADTEST_CLIENTS ?= 8
 loadtest: build
 	$(BIN)/sipack convert -q testdata/tinyllama --chat-template testdata/chat/tiny_template.jinja -o $(BIN)/tinyllama-chat.sip
 	$(GO) run ./testdata/loadtest -sirun $(BIN)/sirun -pack $(BIN)/tinyllama-chat.sip -duration $(LOADTEST_TIME) -clients $(LOADTEST_CLIENTS)
+
+# ---- CUDA (build tag cuda; see backend/cuda) ----
+# The kernels are compiled by nvcc into one fatbin, committed and embedded:
+# SASS for sm_87 (Jetson Orin) and sm_90 (H100/H200), PTX for compute_80 so
+# newer GPUs JIT it. nvcc's output is deterministic, so cuda-check can tell
+# a stale fatbin. Debian's toolkit: .ci/cuda-toolkit.sh.
+NVCC       ?= nvcc
+CUDA_DIR   := backend/cuda/kernels
+CUDA_ARCH  ?= -gencode arch=compute_87,code=sm_87 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=compute_80
+CUDA_FLAGS := -fatbin -O3 -std=c++14 $(CUDA_ARCH)
+
+cuda-kernels: $(CUDA_DIR)/sipack.fatbin
+
+$(CUDA_DIR)/sipack.fatbin: $(CUDA_DIR)/sipack.cu
+	$(NVCC) $(CUDA_FLAGS) -o $@.tmp $< && mv $@.tmp $@
+
+# What CI runs for the GPU code on a machine without a GPU: the toolkit
+# (installed when missing), the kernels compiled and compared with the
+# committed fatbin, the tagged packages vetted and built, their tests
+# compiled, the same tests run with the kernels in the CPU emulator (build
+# tag cudaemu: sipack.cu compiled as C++, blocks' threads as fibers; about
+# a minute), and the default sirun checked to link no CUDA.
+cuda-check:
+	./.ci/cuda-toolkit.sh
+	@mkdir -p $(BIN)
+	$(NVCC) $(CUDA_FLAGS) -o $(BIN)/sipack.fatbin.check $(CUDA_DIR)/sipack.cu
+	@cmp -s $(BIN)/sipack.fatbin.check $(CUDA_DIR)/sipack.fatbin || \
+	  { echo "cuda-check: $(CUDA_DIR)/sipack.fatbin is not the build of sipack.cu: run make cuda-kernels and commit it"; exit 1; }
+	$(GO) vet -tags cuda ./...
+	$(GO) build -tags cuda -o $(BIN)/sirun-cuda.check ./cmd/sirun
+	$(GO) test -tags cuda -c -o $(BIN)/cuda.test.check ./backend/cuda
+	$(GO) test -tags cuda -c -o $(BIN)/devicecheck.test.check ./devicecheck
+	$(GO) vet -tags cudaemu ./backend/cuda ./devicecheck
+	$(GO) test -count=1 -tags cudaemu ./backend/cuda ./devicecheck
+	@if $(GO) list -deps ./cmd/sirun | grep -q 'gorgonia.org/cu'; then echo "cuda-check: the default sirun links gorgonia.org/cu"; exit 1; fi
+	@echo "cuda-check: ok (the default sirun links no CUDA)"
+	@rm -f $(BIN)/sipack.fatbin.check $(BIN)/sirun-cuda.check $(BIN)/cuda.test.check $(BIN)/devicecheck.test.check
+
+build-cuda:
+	$(GO) build -tags cuda -o $(BIN)/sirun-cuda ./cmd/sirun
+
+# The folder a GPU machine (no Go, no network) runs: the tagged test
+# binaries, sirun-cuda, prep (synthetic checkpoint and packs), the tiny and
+# archcheck models with their goldens, hf_bench.py and run.sh; at most
+# 64 MiB. Rehearse it here: make device-rehearse.
+DEVICE_CHECK ?= $(BIN)/device-check
+device-check:
+	rm -rf $(DEVICE_CHECK) && mkdir -p $(DEVICE_CHECK)/testdata
+	$(GO) test -tags cuda -c -ldflags='-s -w' -o $(DEVICE_CHECK)/cuda.test ./backend/cuda
+	$(GO) test -tags cuda -c -ldflags='-s -w' -o $(DEVICE_CHECK)/devicecheck.test ./devicecheck
+	$(GO) build -tags cuda -ldflags='-s -w' -o $(DEVICE_CHECK)/sirun-cuda ./cmd/sirun
+	$(GO) build -ldflags='-s -w' -o $(DEVICE_CHECK)/prep ./devicecheck/prep
+	cp -r testdata/tinyllama testdata/archcheck $(DEVICE_CHECK)/testdata/
+	cp devicecheck/run.sh devicecheck/hf_bench.py $(DEVICE_CHECK)/
+	@size=$$(du -sb $(DEVICE_CHECK) | cut -f1); echo "device-check: $(DEVICE_CHECK), $$size bytes"; \
+	  if [ $$size -gt 67108864 ]; then echo "device-check: over 64 MiB"; exit 1; fi
+
+# Every step of the device script that needs no GPU, on this machine's CPU
+# (short lengths; results in $(BIN)/device-rehearsal).
+# The kernel and runner test steps and the tiny-model CLI step (--device
+# cuda) run with the kernels in the CPU emulator (-tags cudaemu builds).
+device-rehearse: device-check build
+	$(GO) build -tags cudaemu -o $(BIN)/sirun-emu ./cmd/sirun
+	$(GO) test -tags cudaemu -c -o $(BIN)/cuda-emu.test ./backend/cuda
+	$(GO) test -tags cudaemu -c -o $(BIN)/devicecheck-emu.test ./devicecheck
+	SIPACK_DEVICE_REHEARSE=1 SIRUN=$(CURDIR)/$(BIN)/sirun SIRUN_GPU=$(CURDIR)/$(BIN)/sirun-emu \
+	  KERNELS_TEST=$(CURDIR)/$(BIN)/cuda-emu.test RUNNER_TEST=$(CURDIR)/$(BIN)/devicecheck-emu.test \
+	  SIPACK_DEVICE_OUT=$(CURDIR)/$(BIN)/device-rehearsal $(DEVICE_CHECK)/run.sh

@@ -97,7 +97,22 @@ type Exec interface {
 	// for the rest to be copied contiguous where that is faster than
 	// gathering in place.
 	Gather(all Records, ranks []int, static int, compact bool) (Records, error)
+	// Err is the first error of an operation that has no error result (a
+	// failed kernel launch or copy on a GPU); once set, the Exec's results
+	// are not to be used. The CPU never sets it.
+	Err() error
 	Close()
+}
+
+// Voter is an Exec that counts SelectInfer's prefill votes where the FFN
+// activations are (a GPU), so they need not come to the host. The runner
+// uses it when the Exec has it and no one asked for the activations;
+// otherwise it counts on the host from FFN's act.
+type Voter interface {
+	// Vote adds, for every token of the last FFN the Exec ran, one vote to
+	// counts[j] for each of the k records j of largest |h| (ties: the lower
+	// j first). counts has one entry per record of that FFN.
+	Vote(counts []int32, k int)
 }
 
 // KVCache is one sequence's key and value cache: Layers × Ctx positions of

@@ -39,9 +39,12 @@ type Pass struct {
 	Plan Plan
 	// OnAct, if set, is called per layer with the FFN activations h (the
 	// input of down_proj) of every token of the batch, as (T, ranks) in the
-	// order of the records computed (rank order without a plan). Voting,
-	// profiling and tests use it.
+	// order of the records computed (rank order without a plan). Profiling
+	// and tests use it.
 	OnAct func(layer int, act []float32, ranks int)
+	// Votes, if set, counts the prompt's votes of every sparse layer: on
+	// the device when its Exec is a backend.Voter, else from h on the host.
+	Votes *Votes
 }
 
 // NewState allocates a KV cache of ctx positions; its work runs on pool's
@@ -144,14 +147,23 @@ func (s *State) ForwardBatch(tokens []int, pos int, pass Pass) ([]float32, error
 		if pass.Plan != nil && pass.Plan[l] != nil {
 			recs = pass.Plan[l].Records // the ranks computed this step
 		}
+		vote := pass.Votes != nil && pass.Votes.counts[l] != nil
+		voter, devVote := e.(backend.Voter)
+		devVote = devVote && vote && pass.Votes.countsTopK() // the device counts SelectInfer's top-α votes only
 		var act []float32
-		if pass.OnAct != nil {
+		if pass.OnAct != nil || (vote && !devVote) {
 			s.act = grow(s.act, T*recs.Len())
 			act = s.act
 		}
 		e.FFN(s.ffnOut, s.xb, recs, act)
 		if pass.OnAct != nil {
 			pass.OnAct(l, act, recs.Len())
+		}
+		switch {
+		case vote && devVote:
+			pass.Votes.addDevice(l, voter)
+		case vote:
+			pass.Votes.Add(l, act, recs.Len())
 		}
 		e.Add(s.x, s.ffnOut)
 	}
@@ -168,6 +180,9 @@ func (s *State) ForwardBatch(tokens []int, pos int, pass Pass) ([]float32, error
 	e.MatMul([]backend.Buf{logits}, []backend.Matrix{m.Output}, xb)
 	s.Logits = grow(s.Logits, rows*c.VocabSize)
 	e.Read(s.Logits, logits)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
 	return s.Logits, nil
 }
 

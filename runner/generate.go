@@ -80,7 +80,7 @@ func (ss *Session) Prefill(prompt []int) ([]float32, *Votes, error) {
 	var pass Pass
 	if c, ok := ss.counts(); ok {
 		votes = NewVotes(ss.M, c, ss.Sel.Method)
-		pass.OnAct = votes.Add
+		pass.Votes = votes
 	}
 	logits, err := ss.S.ForwardBatch(input, ss.Pos, pass)
 	if err != nil {

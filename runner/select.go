@@ -108,6 +108,7 @@ type Votes struct {
 	method  string
 	counts  [][]float64 // (layer, loaded ranks); nil for dense layers
 	scratch []float32
+	device  []int32 // one layer's votes as a backend.Voter counts them
 }
 
 // NewVotes starts an empty count for model m with counts c and the
@@ -120,6 +121,24 @@ func NewVotes(m *Model, c Counts, method string) *Votes {
 		}
 	}
 	return v
+}
+
+// countsTopK reports whether the scores are SelectInfer's vote counts,
+// which a backend.Voter can count where the activations are.
+func (v *Votes) countsTopK() bool { return v.method == "" || v.method == "paper" }
+
+// addDevice adds one layer's votes counted by the device.
+func (v *Votes) addDevice(layer int, voter backend.Voter) {
+	c := v.counts[layer]
+	if cap(v.device) < len(c) {
+		v.device = make([]int32, len(c))
+	}
+	d := v.device[:len(c)]
+	clear(d)
+	voter.Vote(d, v.k)
+	for i, n := range d {
+		c[i] += float64(n)
+	}
 }
 
 // Add scores one layer's activations act (T, ranks).

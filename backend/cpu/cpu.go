@@ -303,6 +303,9 @@ func (e *Exec) Gather(all backend.Records, ranks []int, static int, compact bool
 	return newRecords(blocks, a.dt, a.hidden)
 }
 
+// Err is always nil: every CPU operation either succeeds or returns its error.
+func (e *Exec) Err() error { return nil }
+
 func (e *Exec) Close() {
 	if e.ownPool {
 		e.pool.Close()

@@ -39,6 +39,7 @@ var generateFlags = []cli.Flag{
 	&cli.BoolFlag{Name: "ignore-eos", Usage: "do not stop at the end-of-sequence token"},
 	&cli.BoolFlag{Name: "no-escape", Usage: "take -p literally"},
 	&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary on stderr"},
+	&cli.StringFlag{Name: "device", Value: "cpu", Usage: "run on `DEVICE`: cpu, cuda or cuda:N (cuda: the CUDA build, make build-cuda)"},
 }
 
 func init() { generateFlags = append(generateFlags, selectionFlags...) }
@@ -124,6 +125,10 @@ func generate(c *cli.Context) error {
 		return err
 	}
 	defer pack.Close()
+	if m, err = onDevice(c.String("device"), pack, m); err != nil {
+		return err
+	}
+	defer m.Dev.Close()
 	if !c.IsSet("ctx") {
 		ctx = min(m.Config.MaxPositionEmbeddings, 4096)
 	}
@@ -269,4 +274,7 @@ func printSummary(w io.Writer, st *runner.Stats, load time.Duration, p *format.P
 	}
 	fmt.Fprintf(w, "sirun: memory     peak RSS %s, KV cache %s (%d tokens); %d threads, %s\n",
 		cliutil.HumanBytes(bench.PeakRSS()), cliutil.HumanBytes(uint64(s.S.CacheBytes())), s.S.Ctx, threads, sampling)
+	if d := deviceSummary(s.M); d != "" {
+		fmt.Fprintln(w, d)
+	}
 }

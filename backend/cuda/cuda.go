@@ -1,0 +1,367 @@
+//go:build cuda || cudaemu
+
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/sipack/sipack/backend"
+	"github.com/sipack/sipack/backend/cudaplan"
+	"github.com/sipack/sipack/format"
+)
+
+// Device is one GPU behind its driver, and the weights made resident on it.
+type Device struct {
+	drv        driver
+	name       string
+	sms        int
+	integrated bool
+
+	mu         sync.Mutex
+	closed     bool
+	weights    []uint64 // device copies, freed by Close
+	resident   uint64   // their bytes
+	regions    []region // host memory registered for the device (integrated GPUs)
+	registered uint64   // bytes used in place through them
+	graphs     bool     // Execs run decode steps as CUDA graphs
+}
+
+// region is host memory mapped into the device's address space.
+type region struct {
+	host []byte
+	dev  uint64
+}
+
+var _ backend.Device = (*Device)(nil)
+
+// Open opens GPU ordinal (0 is the first) and loads the kernels.
+func Open(ordinal int) (*Device, error) {
+	drv, name, sms, integrated, err := openDriver(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	return &Device{drv: drv, name: name, sms: sms, integrated: integrated, graphs: os.Getenv("SIPACK_CUDA_GRAPH") == "1"}, nil
+}
+
+// SetGraphs makes the Execs started afterwards queue each decode step (one
+// token, from Embed to Read) and run it as a CUDA graph: captured when the
+// step's launches differ from the last one's (a new prompt's plan, new
+// buffers), replayed otherwise. Open sets it from SIPACK_CUDA_GRAPH=1.
+func (d *Device) SetGraphs(on bool) { d.graphs = on }
+
+// enter readies the driver for one call; the returned function ends it.
+func (d *Device) enter() func() { return d.drv.enter() }
+
+func (d *Device) Name() string {
+	kind := "discrete"
+	if d.integrated {
+		kind = "integrated"
+	}
+	return fmt.Sprintf("cuda (%s, %d SMs, %s)", d.name, d.sms, kind)
+}
+
+// Integrated reports whether the GPU shares the host's memory.
+func (d *Device) Integrated() bool { return d.integrated }
+
+// UseHost registers host memory (the mapped pack) for the device, read
+// only, on an integrated GPU: tensors made resident afterwards that lie
+// inside it are used in place instead of copied. On a discrete GPU it does
+// nothing (every read would cross the bus) and returns nil.
+func (d *Device) UseHost(b []byte) error {
+	if !d.integrated || len(b) == 0 {
+		return nil
+	}
+	return d.register(b)
+}
+
+// UseHostAnyway is UseHost on any GPU: on a discrete one the weights stay
+// in host memory and every read crosses the bus. It measures the
+// integrated case's device memory on a discrete GPU (SIPACK_CUDA_IN_PLACE=1).
+func (d *Device) UseHostAnyway(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	return d.register(b)
+}
+
+func (d *Device) register(b []byte) error {
+	defer d.enter()()
+	p, err := d.drv.registerHost(b)
+	if err != nil {
+		return fmt.Errorf("cuda: %s: %w", d.name, err)
+	}
+	d.mu.Lock()
+	d.regions = append(d.regions, region{host: b, dev: p})
+	d.mu.Unlock()
+	return nil
+}
+
+// inPlace returns the device address of host bytes b when they lie in a
+// registered region.
+func (d *Device) inPlace(b []byte) (uint64, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	p := uintptr(unsafe.Pointer(&b[0]))
+	for _, r := range d.regions {
+		lo := uintptr(unsafe.Pointer(&r.host[0]))
+		if p >= lo && p+uintptr(len(b)) <= lo+uintptr(len(r.host)) {
+			return r.dev + uint64(p-lo), true
+		}
+	}
+	return 0, false
+}
+
+// upload copies b into new device memory owned by the device.
+func (d *Device) upload(b []byte) (uint64, error) {
+	p, err := d.drv.alloc(len(b))
+	if err != nil {
+		return 0, fmt.Errorf("cuda: %s: allocating %d bytes: %w", d.name, len(b), err)
+	}
+	if err := d.drv.htod(p, unsafe.Pointer(&b[0]), len(b)); err != nil {
+		d.drv.free(p)
+		return 0, fmt.Errorf("cuda: %s: copying %d bytes: %w", d.name, len(b), err)
+	}
+	d.weights = append(d.weights, p)
+	d.resident += uint64(len(b))
+	return p, nil
+}
+
+// place makes b resident: in place when registered, else a copy.
+func (d *Device) place(b []byte) (uint64, error) {
+	if p, ok := d.inPlace(b); ok {
+		d.registered += uint64(len(b))
+		return p, nil
+	}
+	return d.upload(b)
+}
+
+// Matrix is a resident weight: a device address, its dtype and shape.
+type Matrix struct {
+	p                uint64
+	dt               format.DType
+	rows, cols, rowB int
+}
+
+func (m *Matrix) Rows() int           { return m.rows }
+func (m *Matrix) Cols() int           { return m.cols }
+func (m *Matrix) DType() format.DType { return m.dt }
+func (m *Matrix) Bytes() int          { return m.rows * m.rowB }
+
+func (d *Device) Matrix(data []byte, dt format.DType, rows, cols int) (backend.Matrix, error) {
+	rb, ok := dt.RowBytes(cols)
+	if !ok || len(data) != rows*rb || rows < 1 {
+		return nil, fmt.Errorf("cuda backend: %d bytes for a %d×%d %v matrix", len(data), rows, cols, dt)
+	}
+	defer d.enter()()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p, err := d.place(data)
+	if err != nil {
+		return nil, err
+	}
+	return &Matrix{p: p, dt: dt, rows: rows, cols: cols, rowB: rb}, nil
+}
+
+// vector is a resident float32 vector.
+type vector struct {
+	p uint64
+	n int
+}
+
+func (v *vector) Len() int { return v.n }
+
+func (d *Device) Vector(v []float32) (backend.Vector, error) {
+	if len(v) == 0 {
+		return nil, errors.New("cuda backend: empty vector")
+	}
+	defer d.enter()()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p, err := d.upload(unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v)))
+	if err != nil {
+		return nil, err
+	}
+	return &vector{p: p, n: len(v)}, nil
+}
+
+// records is a set of FFN neuron records: a device table of their
+// addresses, one per record in order.
+type records struct {
+	table    uint64   // device address of the table (n uint64)
+	host     []uint64 // the table on the host, for gathering decode sets
+	dt       format.DType
+	hidden   int
+	rowBytes int
+	vec      bool // every record 16-byte aligned and rows whole 16-byte chunks
+	mem      *devMem
+}
+
+func (r *records) Len() int   { return len(r.host) }
+func (r *records) Bytes() int { return len(r.host) * 3 * r.rowBytes }
+
+func (d *Device) Records(blocks [][]byte, dt format.DType, hidden int) (backend.Records, error) {
+	rb, ok := dt.RowBytes(hidden)
+	if !ok {
+		return nil, fmt.Errorf("cuda backend: hidden size %d is not a whole number of %v blocks", hidden, dt)
+	}
+	rec := 3 * rb
+	counts := make([]int, len(blocks))
+	copyBytes := 0
+	defer d.enter()()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i, b := range blocks {
+		if len(b)%rec != 0 {
+			return nil, fmt.Errorf("cuda backend: a block of %d bytes is not a whole number of %d-byte records", len(b), rec)
+		}
+		counts[i] = len(b) / rec
+		if _, ok := d.inPlace(b); !ok {
+			copyBytes += len(b)
+		}
+	}
+	// Blocks not used in place go into one allocation, in order.
+	var base uint64
+	if copyBytes > 0 {
+		p, err := d.drv.alloc(copyBytes)
+		if err != nil {
+			return nil, fmt.Errorf("cuda: %s: allocating %d bytes of FFN records: %w", d.name, copyBytes, err)
+		}
+		d.weights = append(d.weights, p)
+		d.resident += uint64(copyBytes)
+		base = p
+	}
+	bases := make([]uint64, len(blocks))
+	off := uint64(0)
+	for i, b := range blocks {
+		if p, ok := d.inPlace(b); ok {
+			bases[i] = p
+			d.registered += uint64(len(b))
+			continue
+		}
+		if len(b) > 0 {
+			if err := d.drv.htod(base+off, unsafe.Pointer(&b[0]), len(b)); err != nil {
+				return nil, fmt.Errorf("cuda: %s: copying FFN records: %w", d.name, err)
+			}
+		}
+		bases[i] = base + off
+		off += uint64(len(b))
+	}
+	host := cudaplan.Table(bases, counts, rec)
+	return d.newRecords(host, dt, hidden, rb, cudaplan.Vec(dt, hidden, host...))
+}
+
+// newRecords uploads a table (called with d.mu held and the context current).
+func (d *Device) newRecords(host []uint64, dt format.DType, hidden, rb int, vec bool) (*records, error) {
+	r := &records{host: host, dt: dt, hidden: hidden, rowBytes: rb, vec: vec}
+	if len(host) == 0 {
+		return r, nil
+	}
+	m, err := d.alloc(8 * len(host))
+	if err != nil {
+		return nil, err
+	}
+	if err := d.drv.htod(m.p, unsafe.Pointer(&host[0]), 8*len(host)); err != nil {
+		return nil, fmt.Errorf("cuda: %s: copying a record table: %w", d.name, err)
+	}
+	r.table, r.mem = m.p, m
+	return r, nil
+}
+
+// devMem is device memory freed when it becomes unreachable (or when the
+// device closes): activation buffers and decode-set tables, whose owners
+// the seam does not close one by one.
+type devMem struct {
+	d     *Device
+	p     uint64
+	bytes int
+}
+
+// alloc returns zeroed device memory of n bytes (the context current).
+func (d *Device) alloc(n int) (*devMem, error) {
+	p, err := d.drv.alloc(n)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %s: allocating %d bytes: %w", d.name, n, err)
+	}
+	m := &devMem{d: d, p: p, bytes: n}
+	runtime.SetFinalizer(m, (*devMem).free)
+	return m, nil
+}
+
+func (m *devMem) free() {
+	d := m.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if m.p == 0 || d.closed {
+		return
+	}
+	done := d.drv.enter()
+	d.drv.free(m.p)
+	done()
+	m.p = 0
+}
+
+// ResidentBytes is what the device holds for the model's weights (copies;
+// memory used in place through UseHost is RegisteredBytes).
+func (d *Device) ResidentBytes() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.resident
+}
+
+// RegisteredBytes is the weight bytes used in place in registered host memory.
+func (d *Device) RegisteredBytes() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.registered
+}
+
+// MemInfo is the device's free and total memory as the driver reports it.
+func (d *Device) MemInfo() (free, total int64, err error) {
+	defer d.enter()()
+	return d.drv.memInfo()
+}
+
+// SMs is the number of multiprocessors.
+func (d *Device) SMs() int { return d.sms }
+
+func (d *Device) NewExec(threads int) (backend.Exec, error) {
+	if threads < 1 {
+		return nil, fmt.Errorf("cuda backend: %d threads", threads)
+	}
+	return &Exec{d: d, ropeLen: -1, posVal: -1, graphs: d.graphs}, nil
+}
+
+// Close frees the weights, unregisters host memory and releases the
+// context. The pack must stay open until then.
+func (d *Device) Close() error {
+	defer d.enter()()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	var errs []error
+	if err := d.drv.sync(); err != nil {
+		errs = append(errs, fmt.Errorf("cuda: %s: %w", d.name, err))
+	}
+	for _, p := range d.weights {
+		d.drv.free(p)
+	}
+	for _, r := range d.regions {
+		if err := d.drv.unregisterHost(r.host); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	d.weights, d.regions = nil, nil
+	if err := d.drv.close(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,196 @@
+//go:build cudaemu && !cuda
+
+// The kernels of kernels/sipack.cu compiled for the CPU, and the block
+// scheduler that runs them (see emu.h). Launch by name with the packed
+// parameter values; each kernel's parameter types unpack them.
+#include "emu.h"
+#include "kernels/sipack.cu"
+
+#include <ucontext.h>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <functional>
+#include <vector>
+
+emu_dim3 threadIdx, blockIdx, blockDim, gridDim;
+
+namespace {
+
+const int kStack = 256 * 1024;
+
+struct Fiber {
+	ucontext_t ctx;
+	std::vector<char> stack;
+	bool done = false;
+	unsigned tid = 0;
+};
+
+ucontext_t sched;
+std::vector<Fiber> fibers;
+int cur = 0;
+int live = 0;                  // threads of the block not yet returned
+int barArrived = 0, barGen = 0; // __syncthreads
+std::vector<int> warpArrived, warpGen, warpLive;
+std::vector<double> warpSlot;   // (warps, 32)
+std::function<void()> body;     // the kernel call of the current launch
+
+void yield() { swapcontext(&fibers[cur].ctx, &sched); }
+
+void entry() {
+	body();
+	Fiber& f = fibers[cur];
+	f.done = true;
+	live--;
+	warpLive[f.tid / 32]--;
+	// A returned thread no longer holds a barrier back.
+	if (live > 0 && barArrived == live) { barArrived = 0; barGen++; }
+	int w = f.tid / 32;
+	if (warpLive[w] > 0 && warpArrived[w] == warpLive[w]) { warpArrived[w] = 0; warpGen[w]++; }
+	swapcontext(&f.ctx, &sched);
+}
+
+void warpBarrier() {
+	int w = fibers[cur].tid / 32;
+	int g = warpGen[w];
+	if (++warpArrived[w] == warpLive[w]) { warpArrived[w] = 0; warpGen[w]++; return; }
+	while (warpGen[w] == g) yield();
+}
+
+template <typename T>
+T shfl(T v, int o) {
+	unsigned tid = fibers[cur].tid;
+	double* slot = &warpSlot[(tid / 32) * 32];
+	slot[tid % 32] = (double)v;
+	warpBarrier();
+	T r = (T)slot[(tid % 32) ^ o];
+	warpBarrier();
+	return r;
+}
+
+// runBlock runs every thread of one block to completion.
+void runBlock(unsigned threads) {
+	int warps = (threads + 31) / 32;
+	warpArrived.assign(warps, 0);
+	warpGen.assign(warps, 0);
+	warpLive.assign(warps, 0);
+	warpSlot.assign(warps * 32, 0);
+	if (fibers.size() < threads) fibers.resize(threads);
+	for (unsigned t = 0; t < threads; t++) {
+		Fiber& f = fibers[t];
+		if (f.stack.empty()) f.stack.resize(kStack);
+		f.done = false;
+		f.tid = t;
+		getcontext(&f.ctx);
+		f.ctx.uc_stack.ss_sp = f.stack.data();
+		f.ctx.uc_stack.ss_size = f.stack.size();
+		f.ctx.uc_link = &sched;
+		makecontext(&f.ctx, entry, 0);
+		warpLive[t / 32]++;
+	}
+	live = threads;
+	barArrived = 0;
+	while (live > 0) {
+		for (unsigned t = 0; t < threads; t++) {
+			if (fibers[t].done) continue;
+			cur = t;
+			threadIdx = {t % blockDim.x, (t / blockDim.x) % blockDim.y, t / (blockDim.x * blockDim.y)};
+			swapcontext(&sched, &fibers[t].ctx);
+		}
+	}
+}
+
+template <typename T>
+T unslot(uint64_t v) {
+	if constexpr (std::is_pointer<T>::value) {
+		return (T)(uintptr_t)v;
+	} else if constexpr (std::is_same<T, float>::value) {
+		uint32_t b = (uint32_t)v;
+		float f;
+		std::memcpy(&f, &b, 4);
+		return f;
+	} else {
+		return (T)(int32_t)(uint32_t)v;
+	}
+}
+
+template <typename... A, size_t... I>
+void call(void (*f)(A...), const uint64_t* v, std::index_sequence<I...>) {
+	f(unslot<A>(v[I])...);
+}
+
+struct Kernel {
+	int nargs;
+	std::function<void(const uint64_t*)> run;
+};
+
+template <typename... A>
+Kernel kernel(void (*f)(A...)) {
+	return {(int)sizeof...(A), [f](const uint64_t* v) { call(f, v, std::index_sequence_for<A...>{}); }};
+}
+
+const std::unordered_map<std::string, Kernel>& table() {
+	static const std::unordered_map<std::string, Kernel> t = {
+		{"sip_embed", kernel(sip_embed)},
+		{"sip_rmsnorm", kernel(sip_rmsnorm)},
+		{"sip_add_bias", kernel(sip_add_bias)},
+		{"sip_add", kernel(sip_add)},
+		{"sip_rope", kernel(sip_rope)},
+		{"sip_matvec", kernel(sip_matvec)},
+		{"sip_matmul", kernel(sip_matmul)},
+		{"sip_ffn_gateup", kernel(sip_ffn_gateup)},
+		{"sip_ffn_gateup_tiled", kernel(sip_ffn_gateup_tiled)},
+		{"sip_ffn_down_partial", kernel(sip_ffn_down_partial)},
+		{"sip_reduce_splits", kernel(sip_reduce_splits)},
+		{"sip_ffn_down_tiled", kernel(sip_ffn_down_tiled)},
+		{"sip_attention", kernel(sip_attention)},
+		{"sip_vote", kernel(sip_vote)},
+		{"sip_kv_append", kernel(sip_kv_append)},
+	};
+	return t;
+}
+
+}  // namespace
+
+float emu_shfl_xor(float v, int o) { return shfl(v, o); }
+
+unsigned emu_ballot(bool pred) {
+	unsigned tid = fibers[cur].tid;
+	double* slot = &warpSlot[(tid / 32) * 32];
+	slot[tid % 32] = pred ? 1 : 0;
+	warpBarrier();
+	unsigned b = 0;
+	for (int i = 0; i < 32; i++)
+		if (slot[i] != 0) b |= 1u << i;
+	warpBarrier();
+	return b;
+}
+double emu_shfl_xor(double v, int o) { return shfl(v, o); }
+
+void __syncthreads() {
+	int g = barGen;
+	if (++barArrived == live) { barArrived = 0; barGen++; return; }
+	while (barGen == g) yield();
+}
+
+extern "C" int emu_launch(const char* name, int gx, int gy, int gz, int bx, int by, int bz, const uint64_t* vals, int n) {
+	auto it = table().find(name);
+	if (it == table().end()) return 1;
+	if (it->second.nargs != n) return 2;
+	if (bx * by * bz > 1024 || bx * by * bz < 1) return 3;
+	std::vector<uint64_t> v(vals, vals + n);
+	gridDim = {(unsigned)gx, (unsigned)gy, (unsigned)gz};
+	blockDim = {(unsigned)bx, (unsigned)by, (unsigned)bz};
+	const Kernel& k = it->second;
+	body = [&k, &v]() { k.run(v.data()); };
+	for (int z = 0; z < gz; z++)
+		for (int y = 0; y < gy; y++)
+			for (int x = 0; x < gx; x++) {
+				blockIdx = {(unsigned)x, (unsigned)y, (unsigned)z};
+				runBlock(bx * by * bz);
+			}
+	return 0;
+}

@@ -1,0 +1,472 @@
+//go:build cuda || cudaemu
+
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/sipack/sipack/backend"
+	"github.com/sipack/sipack/backend/cudaplan"
+)
+
+// buf is a float32 activation buffer in device memory, or a view of one
+// (mem keeps the allocation alive while a view is).
+type buf struct {
+	p   uint64
+	n   int
+	mem *devMem
+}
+
+func (b *buf) Len() int { return b.n }
+
+func dp(b backend.Buf) uint64 { return b.(*buf).p }
+
+// Exec runs one sequence's operations on the device's default stream, in
+// order; Read waits for them. Operations without an error result record
+// the first failure, which Err reports and Embed and Gather return.
+type Exec struct {
+	d    *Device
+	err  error
+	args cudaplan.Args
+
+	tokens *devMem // int32 token ids of the batch
+	act    *devMem // (T, n) FFN activations h of the last FFN
+	actT   int     // its T and n
+	actN   int
+	counts *devMem // int32 vote counts
+	posBuf *devMem // int32: the batch's first position, read by RoPE, KV append, attention
+	posVal int     // the value it holds (−1: none)
+
+	// CUDA graphs (SIPACK_CUDA_GRAPH=1): a decode step's launches are
+	// queued from Embed to Read; a step whose launches are those of the
+	// previous one replays its graph, another is captured into a new one.
+	graphs   bool
+	queuing  bool
+	queue    []queued
+	cached   []queued
+	graph    uint64  // the cached step's graph (0: none)
+	replays  int     // steps run from a graph
+	captures int     // graphs captured
+	partial  *devMem // (splits, H) partial sums of the decode down projection
+
+	invFreq *devMem  // (headDim/2) float32 RoPE frequencies
+	ropeKey *float64 // the slice they came from
+	ropeLen int      // and its length
+}
+
+var (
+	_ backend.Exec  = (*Exec)(nil)
+	_ backend.Voter = (*Exec)(nil)
+)
+
+func (e *Exec) fail(err error) {
+	if e.err == nil && err != nil {
+		e.err = err
+	}
+}
+
+// Err is the first failure of an operation since the Exec started.
+func (e *Exec) Err() error { return e.err }
+
+// grow returns m when it holds n bytes, else a new allocation.
+func (e *Exec) grow(m *devMem, n int) *devMem {
+	if m != nil && m.bytes >= n {
+		return m
+	}
+	nm, err := e.d.alloc(max(n, 256))
+	if err != nil {
+		e.fail(err)
+		return nil
+	}
+	return nm
+}
+
+// queued is one launch of a decode step: its shape and parameter values.
+type queued struct {
+	l    cudaplan.Launch
+	vals []uint64
+}
+
+func sameSteps(a, b []queued) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].l != b[i].l || len(a[i].vals) != len(b[i].vals) {
+			return false
+		}
+		for j, v := range a[i].vals {
+			if b[i].vals[j] != v {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// flush launches what is queued, one by one, and stops queuing this step
+// (before any operation that is not a launch: the queue must run first).
+func (e *Exec) flush() {
+	if !e.queuing {
+		return
+	}
+	e.queuing = false
+	for _, q := range e.queue {
+		if e.err != nil {
+			return
+		}
+		if err := e.d.drv.launchValues(q.l, q.vals); err != nil {
+			e.fail(fmt.Errorf("cuda: %v: %w", q.l, err))
+		}
+	}
+}
+
+// runStep runs the queued decode step: the cached graph if the step's
+// launches are the cached ones, else a graph captured from them.
+func (e *Exec) runStep() {
+	e.queuing = false
+	if e.err != nil {
+		return
+	}
+	if e.graph == 0 || !sameSteps(e.queue, e.cached) {
+		if e.graph != 0 {
+			e.d.drv.dropGraph(e.graph)
+			e.graph = 0
+		}
+		// Hold the device lock while capturing: a finalizer freeing
+		// memory on another thread must not call into the driver mid-capture.
+		e.d.mu.Lock()
+		g, err := e.d.drv.capture(e.queue)
+		e.d.mu.Unlock()
+		if err != nil {
+			e.fail(fmt.Errorf("cuda: capturing a decode step of %d launches: %w", len(e.queue), err))
+			return
+		}
+		e.graph, e.captures = g, e.captures+1
+		e.cached = append(e.cached[:0], e.queue...)
+		e.queue = nil // cached holds its values now
+	}
+	if err := e.d.drv.replay(e.graph); err != nil {
+		e.fail(fmt.Errorf("cuda: replaying a decode step: %w", err))
+		return
+	}
+	e.replays++
+}
+
+// GraphStats is how many decode steps ran from a CUDA graph and how many
+// graphs were captured (SIPACK_CUDA_GRAPH=1).
+func (e *Exec) GraphStats() (replays, captures int) { return e.replays, e.captures }
+
+// setPos makes the device's position buffer hold pos.
+func (e *Exec) setPos(pos int) uint64 {
+	if e.posBuf != nil && e.posVal == pos {
+		return e.posBuf.p
+	}
+	v := int32(pos)
+	p := e.upload(&e.posBuf, unsafe.Pointer(&v), 4)
+	e.posVal = pos
+	return p
+}
+
+// launch runs one kernel with the parameters packed in e.args (or queues
+// it while a decode step is being queued).
+func (e *Exec) launch(l cudaplan.Launch) {
+	if e.err != nil {
+		return
+	}
+	if e.queuing {
+		vals, err := e.args.Values()
+		if err != nil {
+			e.fail(err)
+			return
+		}
+		e.queue = append(e.queue, queued{l, append([]uint64(nil), vals...)})
+		return
+	}
+	if err := e.d.drv.launch(l, &e.args); err != nil {
+		e.fail(fmt.Errorf("cuda: %v: %w", l, err))
+	}
+}
+
+func (e *Exec) Alloc(n int) backend.Buf {
+	defer e.d.enter()()
+	if n == 0 {
+		return &buf{}
+	}
+	m, err := e.d.alloc(4 * n)
+	if err != nil {
+		e.fail(err)
+		return &buf{n: n}
+	}
+	return &buf{p: m.p, n: n, mem: m}
+}
+
+func (e *Exec) Slice(b backend.Buf, off, n int) backend.Buf {
+	s := b.(*buf)
+	if off < 0 || n < 0 || off+n > s.n {
+		e.fail(fmt.Errorf("cuda backend: slice [%d, %d) of a buffer of %d", off, off+n, s.n))
+		return &buf{n: n}
+	}
+	return &buf{p: s.p + 4*uint64(off), n: n, mem: s.mem}
+}
+
+func (e *Exec) Read(dst []float32, b backend.Buf) {
+	n := min(len(dst), b.Len())
+	if e.err != nil {
+		return
+	}
+	if n == 0 {
+		e.flush()
+		return
+	}
+	defer e.d.enter()()
+	if e.queuing {
+		e.runStep()
+	}
+	if err := e.d.drv.dtoh(unsafe.Pointer(&dst[0]), dp(b), 4*n); err != nil {
+		e.fail(fmt.Errorf("cuda: reading %d floats: %w", n, err))
+	}
+}
+
+// upload copies host bytes into device memory m (grown as needed).
+func (e *Exec) upload(m **devMem, src unsafe.Pointer, n int) uint64 {
+	if *m = e.grow(*m, n); *m == nil {
+		return 0
+	}
+	if err := e.d.drv.htod((*m).p, src, n); err != nil {
+		e.fail(fmt.Errorf("cuda: copying %d bytes: %w", n, err))
+	}
+	return (*m).p
+}
+
+func (e *Exec) Embed(out backend.Buf, table backend.Matrix, tokens []int) error {
+	w := table.(*Matrix)
+	ids := make([]int32, len(tokens))
+	for t, tok := range tokens {
+		if tok < 0 || tok >= w.rows {
+			return fmt.Errorf("token id %d outside the vocabulary of %d", tok, w.rows)
+		}
+		ids[t] = int32(tok)
+	}
+	if e.err != nil {
+		return e.err
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	defer e.d.enter()()
+	e.flush()
+	tp := e.upload(&e.tokens, unsafe.Pointer(&ids[0]), 4*len(ids))
+	if e.graphs && len(ids) == 1 {
+		e.queuing, e.queue = true, e.queue[:0]
+	}
+	e.args.Reset(cudaplan.KEmbed).Ptr(dp(out)).Ptr(w.p).Ptr(tp).Int(w.cols).Int(w.rowB).Int(int(w.dt))
+	e.launch(cudaplan.Embed(w.cols, len(tokens)))
+	return e.err
+}
+
+func (e *Exec) RMSNorm(out, x backend.Buf, w backend.Vector, eps float32) {
+	v := w.(*vector)
+	defer e.d.enter()()
+	e.args.Reset(cudaplan.KRMSNorm).Ptr(dp(out)).Ptr(dp(x)).Ptr(v.p).Int(v.n).F32(eps)
+	e.launch(cudaplan.RMSNorm(x.Len() / v.n))
+}
+
+func (e *Exec) MatMul(outs []backend.Buf, ws []backend.Matrix, x backend.Buf) {
+	defer e.d.enter()()
+	for i, wi := range ws {
+		w := wi.(*Matrix)
+		T := x.Len() / w.cols
+		l := cudaplan.MatMul(w.rows, T)
+		e.args.Reset(l.Kernel).Ptr(dp(outs[i])).Ptr(w.p).Ptr(dp(x)).Int(w.rows).Int(w.cols).Int(w.rowB)
+		if l.Kernel == cudaplan.KMatVec {
+			e.args.Int(int(w.dt)).Int(b2i(cudaplan.Vec(w.dt, w.cols, w.p, dp(x))))
+		} else {
+			e.args.Int(T).Int(int(w.dt))
+		}
+		e.launch(l)
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (e *Exec) AddBias(x backend.Buf, b backend.Vector) {
+	v := b.(*vector)
+	defer e.d.enter()()
+	e.args.Reset(cudaplan.KAddBias).Ptr(dp(x)).Ptr(v.p).Int(v.n).Int(x.Len())
+	e.launch(cudaplan.Elementwise(cudaplan.KAddBias, x.Len()))
+}
+
+func (e *Exec) Add(x, y backend.Buf) {
+	defer e.d.enter()()
+	e.args.Reset(cudaplan.KAdd).Ptr(dp(x)).Ptr(dp(y)).Int(x.Len())
+	e.launch(cudaplan.Elementwise(cudaplan.KAdd, x.Len()))
+}
+
+func (e *Exec) RoPE(x backend.Buf, T, headDim, pos int, invFreq []float64) {
+	if len(invFreq) != headDim/2 || len(invFreq) == 0 {
+		e.fail(fmt.Errorf("cuda backend: %d RoPE frequencies for head size %d", len(invFreq), headDim))
+		return
+	}
+	defer e.d.enter()()
+	if e.ropeKey != &invFreq[0] || e.ropeLen != len(invFreq) {
+		// The frequencies as float32, as the CPU reference multiplies them.
+		f := make([]float32, len(invFreq))
+		for i, v := range invFreq {
+			f[i] = float32(v)
+		}
+		e.upload(&e.invFreq, unsafe.Pointer(&f[0]), 4*len(f))
+		e.ropeKey, e.ropeLen = &invFreq[0], len(invFreq)
+	}
+	if e.invFreq == nil {
+		return
+	}
+	n := x.Len() / T
+	pp := e.setPos(pos)
+	e.args.Reset(cudaplan.KRoPE).Ptr(dp(x)).Ptr(e.invFreq.p).Int(n).Int(headDim).Ptr(pp)
+	e.launch(cudaplan.RoPE(n/headDim, T))
+}
+
+func (e *Exec) Attention(out, q, k, v backend.Buf, c *backend.KVCache, layer, pos, T int) {
+	if err := cudaplan.CheckAttention(c.Heads, c.KVDim/max(1, c.HeadDim), c.HeadDim); err != nil {
+		e.fail(err)
+		return
+	}
+	if pos < 0 || pos+T > c.Ctx || layer < 0 || layer >= c.Layers {
+		e.fail(fmt.Errorf("cuda backend: attention at positions %d..%d of layer %d outside the cache (%d layers × %d)", pos, pos+T-1, layer, c.Layers, c.Ctx))
+		return
+	}
+	defer e.d.enter()()
+	kvDim := c.KVDim
+	layerOff := uint64(4 * layer * c.Ctx * kvDim)
+	kc, vc := dp(c.Keys)+layerOff, dp(c.Values)+layerOff
+	pp := e.setPos(pos)
+	e.args.Reset(cudaplan.KKVAppend).Ptr(kc).Ptr(vc).Ptr(dp(k)).Ptr(dp(v)).Int(kvDim).Int(T).Ptr(pp)
+	e.launch(cudaplan.KVAppend(T, kvDim))
+	group := c.Heads / (kvDim / c.HeadDim)
+	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
+	e.args.Reset(cudaplan.KAttention).Ptr(dp(out)).Ptr(dp(q)).Ptr(kc).Ptr(vc).
+		Ptr(pp).Int(c.Heads).Int(c.HeadDim).Int(kvDim).Int(group).F32(scale)
+	e.launch(cudaplan.Attention(c.Heads, T))
+}
+
+func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {
+	r := recs.(*records)
+	H, n := r.hidden, r.Len()
+	T := x.Len() / H
+	defer e.d.enter()()
+	e.actT, e.actN = T, 0
+	if n == 0 {
+		e.flush()
+		if e.err == nil {
+			if err := e.d.drv.memset0(dp(out), 4*out.Len()); err != nil {
+				e.fail(fmt.Errorf("cuda: clearing the FFN output: %w", err))
+			}
+		}
+		return
+	}
+	if e.act = e.grow(e.act, 4*T*n); e.act == nil {
+		return
+	}
+	h := e.act.p
+	e.actT, e.actN = T, n
+	// h = silu(gate·x) ⊙ (up·x) over the table's records.
+	l := cudaplan.FFNGateUp(n, T)
+	e.args.Reset(l.Kernel).Ptr(h).Ptr(r.table).Ptr(dp(x)).Int(n).Int(H).Int(r.rowBytes)
+	if l.Kernel == cudaplan.KFFNGateUp {
+		e.args.Int(int(r.dt)).Int(b2i(r.vec && cudaplan.Vec(r.dt, H, dp(x))))
+	} else {
+		e.args.Int(T).Int(int(r.dt))
+	}
+	e.launch(l)
+	// out = h · D: one token splits the records and reduces the partial
+	// sums; a batch runs the tiled GEMM.
+	if T == 1 {
+		dn := cudaplan.FFNDown(n, H, r.dt, e.d.sms)
+		if e.partial = e.grow(e.partial, 4*dn.Splits*H); e.partial == nil {
+			return
+		}
+		p := e.partial.p
+		e.args.Reset(cudaplan.KFFNDownPartial).Ptr(p).Ptr(r.table).Ptr(h).Int(n).Int(H).Int(r.rowBytes).
+			Int(dn.Chunk).Int(int(r.dt)).Int(b2i(r.vec))
+		e.launch(dn.Partial)
+		e.args.Reset(cudaplan.KReduceSplits).Ptr(dp(out)).Ptr(p).Int(H).Int(dn.Splits)
+		e.launch(dn.Reduce)
+	} else {
+		e.args.Reset(cudaplan.KFFNDownTiled).Ptr(dp(out)).Ptr(r.table).Ptr(h).Int(n).Int(H).Int(r.rowBytes).Int(T).Int(int(r.dt))
+		e.launch(cudaplan.FFNDownTiled(H, T))
+	}
+	if act != nil && e.err == nil {
+		e.flush()
+		if err := e.d.drv.dtoh(unsafe.Pointer(&act[0]), h, 4*T*n); err != nil {
+			e.fail(fmt.Errorf("cuda: reading FFN activations: %w", err))
+		}
+	}
+}
+
+// Vote counts the last FFN's votes on the device (sip_vote: a radix
+// select of the k-th largest |h| per token), so only the counts cross to
+// the host.
+func (e *Exec) Vote(counts []int32, k int) {
+	n := e.actN
+	if len(counts) != n || n == 0 || k < 1 || k > n {
+		e.fail(fmt.Errorf("cuda backend: %d votes of %d over %d counts for the last FFN's %d records", k, n, len(counts), n))
+		return
+	}
+	defer e.d.enter()()
+	e.flush()
+	cp := e.upload(&e.counts, unsafe.Pointer(&counts[0]), 4*n)
+	if e.err != nil {
+		return
+	}
+	e.args.Reset(cudaplan.KVote).Ptr(cp).Ptr(e.act.p).Int(n).Int(k)
+	e.launch(cudaplan.Vote(e.actT))
+	if e.err == nil {
+		if err := e.d.drv.dtoh(unsafe.Pointer(&counts[0]), cp, 4*n); err != nil {
+			e.fail(fmt.Errorf("cuda: reading votes: %w", err))
+		}
+	}
+}
+
+// Gather makes the decode set's table: the addresses of the selected
+// records, read in place (static prefix and voted ranks alike), so compact
+// has nothing to do on the device.
+func (e *Exec) Gather(all backend.Records, ranks []int, static int, compact bool) (backend.Records, error) {
+	if e.err != nil {
+		return nil, e.err
+	}
+	a := all.(*records)
+	host, err := cudaplan.Gather(a.host, ranks)
+	if err != nil {
+		return nil, err
+	}
+	defer e.d.enter()()
+	e.flush()
+	e.d.mu.Lock()
+	defer e.d.mu.Unlock()
+	return e.d.newRecords(host, a.dt, a.hidden, a.rowBytes, a.vec)
+}
+
+// Close releases the Exec's scratch; its buffers are freed when unreachable.
+func (e *Exec) Close() {
+	done := e.d.enter()
+	e.flush()
+	if e.graph != 0 {
+		e.d.drv.dropGraph(e.graph)
+		e.graph = 0
+	}
+	done()
+	for _, m := range []*devMem{e.tokens, e.act, e.partial, e.invFreq, e.counts, e.posBuf} {
+		if m != nil {
+			m.free()
+		}
+	}
+	e.tokens, e.act, e.partial, e.invFreq, e.counts, e.posBuf = nil, nil, nil, nil, nil, nil
+}

@@ -1,0 +1,593 @@
+// sipack CUDA kernels: the operations of the backend seam (backend/backend.go)
+// over weights in their stored dtype (f32, f16, bf16, GGUF-style Q8_0 and
+// Q4_0 blocks of 32, as format/dtype.go lays them out), math in float32.
+// Every kernel's reference is the CPU backend (backend/cpu) over the kernel
+// table's pure-Go references (kernels.Generic); the tagged tests in
+// backend/cuda compare the two on random shapes with ragged tails.
+//
+// Built by `make cuda-kernels` into sipack.fatbin (SASS for sm_87 and sm_90,
+// PTX for compute_80); loaded through the driver API. The launch shapes and
+// tile sizes below are mirrored by package cudaplan (its test reads this
+// file and checks every SIP_ constant).
+//
+// Records: an FFN neuron record is gate row | up row | down column, each H
+// values of rowBytes bytes. A record set is a device table of record
+// addresses (one 64-bit pointer per record), so a decode set is the static
+// prefix and the voted ranks gathered by address, in place.
+
+#include <stdint.h>
+
+#define SIP_F32 0
+#define SIP_F16 1
+#define SIP_BF16 2
+#define SIP_Q8_0 8
+#define SIP_Q4_0 9
+
+#define SIP_QK 32           // weights per quantisation block
+#define SIP_WARPS 8         // warps per block of the warp-per-row kernels
+#define SIP_TILE_M 64       // tiled GEMM: output rows per block
+#define SIP_TILE_N 32       // tiled GEMM: tokens per block
+#define SIP_TILE_K 32       // tiled GEMM: reduction step (one quant block)
+#define SIP_GEMM_THREADS 256
+#define SIP_DOWN_THREADS 128 // split-K down projection: threads per block
+#define SIP_ATT_THREADS 128  // attention: threads per (token, head)
+#define SIP_ATT_CHUNK 32     // attention: keys scored per step
+#define SIP_MAX_HEAD_DIM 256
+#define SIP_EW_THREADS 256   // element-wise kernels
+#define SIP_VOTE_THREADS 256 // voting: threads per token
+
+// ---- element access ------------------------------------------------------
+
+__device__ __forceinline__ float bf16f(uint16_t h) { return __uint_as_float(((uint32_t)h) << 16); }
+
+// f16 widening by bits (exact, subnormals included), as kernels.F16ToF32.
+__device__ __forceinline__ float f16f(uint16_t h) {
+    uint32_t sign = ((uint32_t)(h >> 15)) << 31;
+    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    if (exp == 0x1f) return __uint_as_float(sign | 0x7f800000u | (man << 13));
+    if (exp != 0) return __uint_as_float(sign | ((exp + 112) << 23) | (man << 13));
+    float f = (float)man * (1.0f / 16777216.0f);
+    return sign ? -f : f;
+}
+
+__device__ __forceinline__ uint16_t ld16(const uint8_t* p) { return *(const uint16_t*)p; }
+
+// elem returns element c of a row of dtype DT (rows are at least 2-byte
+// aligned; f32 rows 4-byte aligned).
+template <int DT>
+__device__ __forceinline__ float elem(const uint8_t* row, int c) {
+    if (DT == SIP_F32) return ((const float*)row)[c];
+    if (DT == SIP_F16) return f16f(ld16(row + 2 * c));
+    if (DT == SIP_BF16) return bf16f(ld16(row + 2 * c));
+    if (DT == SIP_Q8_0) {
+        const uint8_t* b = row + (c / SIP_QK) * 34;
+        return f16f(ld16(b)) * (float)(int8_t)b[2 + c % SIP_QK];
+    }
+    // Q4_0: byte j holds q[j] low, q[j+16] high.
+    const uint8_t* b = row + (c / SIP_QK) * 18;
+    int j = c % SIP_QK;
+    int q = j < 16 ? (b[2 + j] & 15) : (b[2 + j - 16] >> 4);
+    return f16f(ld16(b)) * (float)(q - 8);
+}
+
+// widen8 widens 8 consecutive 16-bit values loaded as one 16-byte vector.
+template <int DT>
+__device__ __forceinline__ void widen8(uint4 v, float* o) {
+    uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        uint16_t lo = (uint16_t)(w[i] & 0xffff), hi = (uint16_t)(w[i] >> 16);
+        o[2 * i] = DT == SIP_BF16 ? bf16f(lo) : f16f(lo);
+        o[2 * i + 1] = DT == SIP_BF16 ? bf16f(hi) : f16f(hi);
+    }
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// dot_lane is one lane's share of row·x over n elements; the warp's sum is
+// the dot. vec: 16-bit rows and x are 16-byte aligned and n % 8 == 0 (f32:
+// n % 4 == 0), so each lane loads 16 bytes at a time, consecutive lanes
+// consecutive chunks (coalesced along the hidden dimension).
+template <int DT>
+__device__ __forceinline__ float dot_lane(const uint8_t* row, const float* x, int n, int lane, int vec) {
+    float s = 0.f;
+    if (DT == SIP_Q8_0 || DT == SIP_Q4_0) {
+        // One block of 32 weights per lane per step.
+        for (int b = lane; b < n / SIP_QK; b += 32) {
+            const uint8_t* blk = row + b * (DT == SIP_Q8_0 ? 34 : 18);
+            const float* xs = x + b * SIP_QK;
+            float bs = 0.f;
+            if (DT == SIP_Q8_0) {
+#pragma unroll
+                for (int i = 0; i < SIP_QK; i += 2) {
+                    uint16_t two = ld16(blk + 2 + i);
+                    bs += (float)(int8_t)(two & 0xff) * xs[i] + (float)(int8_t)(two >> 8) * xs[i + 1];
+                }
+            } else {
+#pragma unroll
+                for (int j = 0; j < 16; j += 2) {
+                    uint16_t two = ld16(blk + 2 + j);
+                    int b0 = two & 0xff, b1 = two >> 8;
+                    bs += (float)((b0 & 15) - 8) * xs[j] + (float)((b0 >> 4) - 8) * xs[j + 16] +
+                          (float)((b1 & 15) - 8) * xs[j + 1] + (float)((b1 >> 4) - 8) * xs[j + 17];
+                }
+            }
+            s += f16f(ld16(blk)) * bs;
+        }
+        return s;
+    }
+    if (vec && DT == SIP_F32) {
+        const float4* r4 = (const float4*)row;
+        const float4* x4 = (const float4*)x;
+        for (int c = lane; c < n / 4; c += 32) {
+            float4 w = r4[c], xv = x4[c];
+            s += w.x * xv.x + w.y * xv.y + w.z * xv.z + w.w * xv.w;
+        }
+        return s;
+    }
+    if (vec) {
+        const uint4* r8 = (const uint4*)row;
+        const float4* x4 = (const float4*)x;
+        for (int c = lane; c < n / 8; c += 32) {
+            float w[8];
+            widen8<DT>(r8[c], w);
+            float4 a = x4[2 * c], b = x4[2 * c + 1];
+            s += w[0] * a.x + w[1] * a.y + w[2] * a.z + w[3] * a.w + w[4] * b.x + w[5] * b.y + w[6] * b.z + w[7] * b.w;
+        }
+        return s;
+    }
+    for (int c = lane; c < n; c += 32) s += elem<DT>(row, c) * x[c];
+    return s;
+}
+
+__device__ __forceinline__ float silu(float g) { return g / (1.f + expf(-g)); }
+
+#define SIP_DISPATCH(dt, CALL)                      \
+    switch (dt) {                                   \
+    case SIP_F32: CALL(SIP_F32); break;             \
+    case SIP_F16: CALL(SIP_F16); break;             \
+    case SIP_BF16: CALL(SIP_BF16); break;           \
+    case SIP_Q8_0: CALL(SIP_Q8_0); break;           \
+    case SIP_Q4_0: CALL(SIP_Q4_0); break;           \
+    }
+
+// ---- embedding, norms, element-wise ---------------------------------------
+
+// sip_embed: out[t, c] = table[tokens[t], c] widened. grid (⌈cols/256⌉, T), block 256.
+extern "C" __global__ void sip_embed(float* out, const uint8_t* table, const int* tokens, int cols, int rowBytes, int dt) {
+    int c = blockIdx.x * blockDim.x + threadIdx.x, t = blockIdx.y;
+    if (c >= cols) return;
+    const uint8_t* row = table + (size_t)tokens[t] * rowBytes;
+    float v = 0.f;
+#define E(D) v = elem<D>(row, c)
+    SIP_DISPATCH(dt, E)
+#undef E
+    out[(size_t)t * cols + c] = v;
+}
+
+// sip_rmsnorm: out_t = x_t / sqrt(mean(x_t²) + eps) ⊙ w; the sum of squares
+// in double as the CPU reference. grid T, block 256.
+extern "C" __global__ void sip_rmsnorm(float* out, const float* x, const float* w, int n, float eps) {
+    __shared__ double part[SIP_EW_THREADS / 32];
+    const float* xs = x + (size_t)blockIdx.x * n;
+    float* os = out + (size_t)blockIdx.x * n;
+    double ss = 0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) ss += (double)xs[i] * (double)xs[i];
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = ss;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double t = 0;
+        for (int i = 0; i < (int)(blockDim.x >> 5); i++) t += part[i];
+        part[0] = t;
+    }
+    __syncthreads();
+    float scale = (float)(1.0 / sqrt(part[0] / n + (double)eps));
+    for (int i = threadIdx.x; i < n; i += blockDim.x) os[i] = xs[i] * scale * w[i];
+}
+
+// sip_add_bias: x[i] += b[i % n] over total values. sip_add: x += y.
+// grid ⌈total/256⌉, block 256.
+extern "C" __global__ void sip_add_bias(float* x, const float* b, int n, int total) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < total) x[i] += b[i % n];
+}
+
+extern "C" __global__ void sip_add(float* x, const float* y, int total) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < total) x[i] += y[i];
+}
+
+// sip_rope: HF rotate_half over every head of x (T, n), token t at position
+// pos+t; angle float32(pos+t)·invFreq[i] in float32, cos and sin in double
+// as the CPU reference. The position is read from device memory (*posp),
+// so a decode step's launches do not change from step to step (CUDA
+// graphs). grid (n/headDim, T), block 64.
+extern "C" __global__ void sip_rope(float* x, const float* invFreq, int n, int headDim, const int* posp) {
+    int t = blockIdx.y, h = blockIdx.x, half = headDim / 2, pos = *posp;
+    float* v = x + (size_t)t * n + (size_t)h * headDim;
+    for (int i = threadIdx.x; i < half; i += blockDim.x) {
+        float a = (float)(pos + t) * invFreq[i];
+        float c = (float)cos((double)a), s = (float)sin((double)a);
+        float p = v[i], q = v[i + half];
+        v[i] = p * c - q * s;
+        v[i + half] = q * c + p * s;
+    }
+}
+
+// ---- matrix-vector and tiled GEMM -----------------------------------------
+
+// sip_matvec: out[t, r] = W[r, :] · x[t, :], one warp per row.
+// grid (⌈rows/8⌉, T), block 256.
+extern "C" __global__ void sip_matvec(float* out, const uint8_t* W, const float* x, int rows, int cols, int rowBytes, int dt, int vec) {
+    int lane = threadIdx.x & 31;
+    int r = blockIdx.x * SIP_WARPS + (threadIdx.x >> 5), t = blockIdx.y;
+    if (r >= rows) return;
+    const uint8_t* row = W + (size_t)r * rowBytes;
+    const float* xt = x + (size_t)t * cols;
+    float s = 0.f;
+#define D(DT) s = dot_lane<DT>(row, xt, cols, lane, vec)
+    SIP_DISPATCH(dt, D)
+#undef D
+    s = warp_sum(s);
+    if (lane == 0) out[(size_t)t * rows + r] = s;
+}
+
+// gemm_tile accumulates one 64×32 output tile: acc[i][j] += Σ_k A(m, k)·B(k, n)
+// for rows m = ty·4+i and tokens n = tx·2+j, A loaded by loadA(m, k) (0
+// outside), B by loadB(n, k), K in steps of 32.
+// The tiles live in the kernel's shared memory (declared once per kernel:
+// declared here they would be allocated once per dtype instantiation).
+struct Tiles {
+    float A[SIP_TILE_K][SIP_TILE_M + 1];
+    float B[SIP_TILE_K][SIP_TILE_N + 1];
+};
+
+// kOuter: consecutive threads load consecutive m of one k (A's rows are
+// the records' down columns, contiguous along m); otherwise consecutive k
+// of one m (a weight row, contiguous along k). Either way a warp's loads
+// are coalesced.
+template <bool kOuter, typename LA, typename LB>
+__device__ __forceinline__ void gemm_tile(Tiles& sm, float acc[4][2], int K, LA loadA, LB loadB) {
+    float(*As)[SIP_TILE_M + 1] = sm.A;
+    float(*Bs)[SIP_TILE_N + 1] = sm.B;
+    int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+    for (int k0 = 0; k0 < K; k0 += SIP_TILE_K) {
+#pragma unroll
+        for (int e = 0; e < SIP_TILE_M * SIP_TILE_K / SIP_GEMM_THREADS; e++) {
+            int idx = tid + e * SIP_GEMM_THREADS;
+            int m = kOuter ? idx % SIP_TILE_M : idx / SIP_TILE_K, k = kOuter ? idx / SIP_TILE_M : idx % SIP_TILE_K;
+            As[k][m] = k0 + k < K ? loadA(m, k0 + k) : 0.f;
+        }
+#pragma unroll
+        for (int e = 0; e < SIP_TILE_N * SIP_TILE_K / SIP_GEMM_THREADS; e++) {
+            int idx = tid + e * SIP_GEMM_THREADS, n = idx / SIP_TILE_K, k = idx % SIP_TILE_K;
+            Bs[k][n] = k0 + k < K ? loadB(n, k0 + k) : 0.f;
+        }
+        __syncthreads();
+#pragma unroll 8
+        for (int k = 0; k < SIP_TILE_K; k++) {
+            float a[4], b[2];
+#pragma unroll
+            for (int i = 0; i < 4; i++) a[i] = As[k][ty * 4 + i];
+            b[0] = Bs[k][tx * 2];
+            b[1] = Bs[k][tx * 2 + 1];
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                acc[i][0] += a[i] * b[0];
+                acc[i][1] += a[i] * b[1];
+            }
+        }
+        __syncthreads();
+    }
+}
+
+template <int DT>
+__device__ void matmul_tiled(Tiles& sm, float* out, const uint8_t* W, const float* x, int rows, int cols, int rowBytes, int T) {
+    int r0 = blockIdx.x * SIP_TILE_M, t0 = blockIdx.y * SIP_TILE_N;
+    float acc[4][2] = {};
+    gemm_tile<false>(
+        sm, acc, cols,
+        [&](int m, int k) { return r0 + m < rows ? elem<DT>(W + (size_t)(r0 + m) * rowBytes, k) : 0.f; },
+        [&](int n, int k) { return t0 + n < T ? x[(size_t)(t0 + n) * cols + k] : 0.f; });
+    int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            int r = r0 + ty * 4 + i, t = t0 + tx * 2 + j;
+            if (r < rows && t < T) out[(size_t)t * rows + r] = acc[i][j];
+        }
+}
+
+// sip_matmul: out (T, rows) = x (T, cols) · Wᵀ, tiled 64 rows × 32 tokens.
+// grid (⌈rows/64⌉, ⌈T/32⌉), block 256.
+extern "C" __global__ void sip_matmul(float* out, const uint8_t* W, const float* x, int rows, int cols, int rowBytes, int T, int dt) {
+    __shared__ Tiles sm;
+#define M(DT) matmul_tiled<DT>(sm, out, W, x, rows, cols, rowBytes, T)
+    SIP_DISPATCH(dt, M)
+#undef M
+}
+
+// ---- FFN over a record table ----------------------------------------------
+
+// sip_ffn_gateup: h[t, j] = silu(g_j·x_t)·(u_j·x_t) for the n records of the
+// table, one warp per (record, token). grid (⌈n/8⌉, T), block 256.
+extern "C" __global__ void sip_ffn_gateup(float* h, const unsigned long long* recs, const float* x, int n, int H, int rowBytes, int dt, int vec) {
+    int lane = threadIdx.x & 31;
+    int j = blockIdx.x * SIP_WARPS + (threadIdx.x >> 5), t = blockIdx.y;
+    if (j >= n) return;
+    const uint8_t* rec = (const uint8_t*)recs[j];
+    const float* xt = x + (size_t)t * H;
+    float g = 0.f, u = 0.f;
+#define D(DT) g = dot_lane<DT>(rec, xt, H, lane, vec); u = dot_lane<DT>(rec + rowBytes, xt, H, lane, vec)
+    SIP_DISPATCH(dt, D)
+#undef D
+    g = warp_sum(g);
+    u = warp_sum(u);
+    if (lane == 0) h[(size_t)t * n + j] = silu(g) * u;
+}
+
+template <int DT>
+__device__ void ffn_gateup_tiled(Tiles& sm, float* h, const unsigned long long* recs, const float* x, int n, int H, int rowBytes, int T) {
+    int j0 = blockIdx.x * SIP_TILE_M, t0 = blockIdx.y * SIP_TILE_N;
+    float g[4][2] = {}, u[4][2] = {};
+    auto loadX = [&](int nn, int k) { return t0 + nn < T ? x[(size_t)(t0 + nn) * H + k] : 0.f; };
+    gemm_tile<false>(sm, g, H, [&](int m, int k) { return j0 + m < n ? elem<DT>((const uint8_t*)recs[j0 + m], k) : 0.f; }, loadX);
+    gemm_tile<false>(sm, u, H, [&](int m, int k) { return j0 + m < n ? elem<DT>((const uint8_t*)recs[j0 + m] + rowBytes, k) : 0.f; }, loadX);
+    int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int jj = 0; jj < 2; jj++) {
+            int j = j0 + ty * 4 + i, t = t0 + tx * 2 + jj;
+            if (j < n && t < T) h[(size_t)t * n + j] = silu(g[i][jj]) * u[i][jj];
+        }
+}
+
+// sip_ffn_gateup_tiled: h as sip_ffn_gateup for a prefill batch, as a GEMM
+// tiled 64 records × 32 tokens. grid (⌈n/64⌉, ⌈T/32⌉), block 256.
+extern "C" __global__ void sip_ffn_gateup_tiled(float* h, const unsigned long long* recs, const float* x, int n, int H, int rowBytes, int T, int dt) {
+    __shared__ Tiles sm;
+#define M(DT) ffn_gateup_tiled<DT>(sm, h, recs, x, n, H, rowBytes, T)
+    SIP_DISPATCH(dt, M)
+#undef M
+}
+
+// down_cols accumulates acc[c] += a·d[c0 + c] for the cpt columns of one
+// thread (8 for 16-bit, 4 for f32, 32 for a quant block), bounds-checked.
+template <int DT>
+__device__ __forceinline__ void down_cols(float* acc, float a, const uint8_t* d, int c0, int H, int vec) {
+    if (DT == SIP_Q8_0 || DT == SIP_Q4_0) {
+        if (c0 >= H) return;
+        const uint8_t* blk = d + (c0 / SIP_QK) * (DT == SIP_Q8_0 ? 34 : 18);
+        float s = a * f16f(ld16(blk));
+        if (DT == SIP_Q8_0) {
+#pragma unroll
+            for (int i = 0; i < SIP_QK; i += 2) {
+                uint16_t two = ld16(blk + 2 + i);
+                acc[i] += s * (float)(int8_t)(two & 0xff);
+                acc[i + 1] += s * (float)(int8_t)(two >> 8);
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < 16; j += 2) {
+                uint16_t two = ld16(blk + 2 + j);
+                int b0 = two & 0xff, b1 = two >> 8;
+                acc[j] += s * (float)((b0 & 15) - 8);
+                acc[j + 16] += s * (float)((b0 >> 4) - 8);
+                acc[j + 1] += s * (float)((b1 & 15) - 8);
+                acc[j + 17] += s * (float)((b1 >> 4) - 8);
+            }
+        }
+        return;
+    }
+    if (vec && DT == SIP_F32) {
+        if (c0 >= H) return;
+        float4 w = *(const float4*)(d + 4 * (size_t)c0);
+        acc[0] += a * w.x; acc[1] += a * w.y; acc[2] += a * w.z; acc[3] += a * w.w;
+        return;
+    }
+    if (vec && DT != SIP_F32) {
+        if (c0 >= H) return;
+        float w[8];
+        widen8<DT>(*(const uint4*)(d + 2 * (size_t)c0), w);
+#pragma unroll
+        for (int i = 0; i < 8; i++) acc[i] += a * w[i];
+        return;
+    }
+    const int cpt = DT == SIP_F32 ? 4 : 8;
+#pragma unroll
+    for (int i = 0; i < cpt; i++)
+        if (c0 + i < H) acc[i] += a * elem<DT>(d, c0 + i);
+}
+
+template <int DT>
+__device__ void ffn_down_partial(float* partial, const unsigned long long* recs, const float* h, int n, int H, int rowBytes, int chunk, int vec) {
+    const int cpt = (DT == SIP_Q8_0 || DT == SIP_Q4_0) ? SIP_QK : (DT == SIP_F32 ? 4 : 8);
+    float acc[cpt];
+#pragma unroll
+    for (int i = 0; i < cpt; i++) acc[i] = 0.f;
+    int c0 = (blockIdx.x * SIP_DOWN_THREADS + threadIdx.x) * cpt;
+    int s = blockIdx.y, j0 = s * chunk, j1 = min(n, j0 + chunk);
+    for (int j = j0; j < j1; j++) {
+        down_cols<DT>(acc, h[j], (const uint8_t*)recs[j] + 2 * rowBytes, c0, H, vec);
+    }
+    float* p = partial + (size_t)s * H;
+#pragma unroll
+    for (int i = 0; i < cpt; i++)
+        if (c0 + i < H) p[c0 + i] = acc[i];
+}
+
+// sip_ffn_down_partial: the decode down projection split over records:
+// partial[s, i] = Σ_{j in split s} h[j]·d_j[i], each thread owning cpt
+// consecutive columns (coalesced along the hidden dimension), no atomics.
+// grid (⌈H/(128·cpt)⌉, splits), block 128.
+extern "C" __global__ void sip_ffn_down_partial(float* partial, const unsigned long long* recs, const float* h, int n, int H, int rowBytes, int chunk, int dt, int vec) {
+#define M(DT) ffn_down_partial<DT>(partial, recs, h, n, H, rowBytes, chunk, vec)
+    SIP_DISPATCH(dt, M)
+#undef M
+}
+
+// sip_reduce_splits: out[i] = Σ_s partial[s, i]. grid ⌈H/256⌉, block 256.
+extern "C" __global__ void sip_reduce_splits(float* out, const float* partial, int H, int splits) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= H) return;
+    float s = 0.f;
+    for (int k = 0; k < splits; k++) s += partial[(size_t)k * H + i];
+    out[i] = s;
+}
+
+template <int DT>
+__device__ void ffn_down_tiled(Tiles& sm, float* y, const unsigned long long* recs, const float* h, int n, int H, int rowBytes, int T) {
+    int i0 = blockIdx.x * SIP_TILE_M, t0 = blockIdx.y * SIP_TILE_N;
+    float acc[4][2] = {};
+    gemm_tile<true>(
+        sm, acc, n,
+        [&](int m, int k) { return i0 + m < H ? elem<DT>((const uint8_t*)recs[k] + 2 * rowBytes, i0 + m) : 0.f; },
+        [&](int nn, int k) { return t0 + nn < T ? h[(size_t)(t0 + nn) * n + k] : 0.f; });
+    int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            int c = i0 + ty * 4 + i, t = t0 + tx * 2 + j;
+            if (c < H && t < T) y[(size_t)t * H + c] = acc[i][j];
+        }
+}
+
+// sip_ffn_down_tiled: y (T, H) = h (T, n) · D, D's rows the records' down
+// columns; tiled 64 columns × 32 tokens, the reduction over records inside
+// the block. grid (⌈H/64⌉, ⌈T/32⌉), block 256.
+extern "C" __global__ void sip_ffn_down_tiled(float* y, const unsigned long long* recs, const float* h, int n, int H, int rowBytes, int T, int dt) {
+    __shared__ Tiles sm;
+#define M(DT) ffn_down_tiled<DT>(sm, y, recs, h, n, H, rowBytes, T)
+    SIP_DISPATCH(dt, M)
+#undef M
+}
+
+// ---- attention --------------------------------------------------------------
+
+// sip_kv_append: keys and values of T tokens (T, kvDim) into one layer's
+// cache at positions *posp.. . grid ⌈T·kvDim/256⌉, block 256.
+extern "C" __global__ void sip_kv_append(float* kc, float* vc, const float* k, const float* v, int kvDim, int T, const int* posp) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= T * kvDim) return;
+    size_t at = (size_t)(*posp) * kvDim + i;
+    kc[at] = k[i];
+    vc[at] = v[i];
+}
+
+// sip_attention: causal softmax attention of query head h of token t (at
+// position pos+t) over cache positions [0, pos+t], keys and values of kv
+// head h/group; online softmax over chunks of 32 keys (scores in shared
+// memory, one warp per key's dot), so any context length fits.
+// The position is read from device memory (*posp). grid (heads, T), block 128.
+extern "C" __global__ void sip_attention(float* out, const float* q, const float* kc, const float* vc, const int* posp, int heads, int headDim, int kvDim, int group, float scale) {
+    __shared__ float qs[SIP_MAX_HEAD_DIM];
+    __shared__ float sc[SIP_ATT_CHUNK];
+    int h = blockIdx.x, t = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, pos = *posp;
+    int n = pos + t + 1, kvh = (h / group) * headDim;
+    const float* qv = q + (size_t)t * heads * headDim + (size_t)h * headDim;
+    for (int d = tid; d < headDim; d += blockDim.x) qs[d] = qv[d];
+    __syncthreads();
+    const int per = SIP_MAX_HEAD_DIM / SIP_ATT_THREADS; // output dims per thread
+    float acc[per];
+#pragma unroll
+    for (int i = 0; i < per; i++) acc[i] = 0.f;
+    float m = -INFINITY, l = 0.f;
+    const int warps = SIP_ATT_THREADS / 32;
+    for (int s0 = 0; s0 < n; s0 += SIP_ATT_CHUNK) {
+        int cnt = min(SIP_ATT_CHUNK, n - s0);
+        for (int i = warp; i < cnt; i += warps) {
+            const float* kv = kc + (size_t)(s0 + i) * kvDim + kvh;
+            float d = 0.f;
+            for (int c = lane; c < headDim; c += 32) d += qs[c] * kv[c];
+            d = warp_sum(d);
+            if (lane == 0) sc[i] = d * scale;
+        }
+        __syncthreads();
+        float cm = m;
+        for (int i = 0; i < cnt; i++) cm = fmaxf(cm, sc[i]);
+        float corr = expf(m - cm); // 0 on the first chunk (m = −∞)
+        l *= corr;
+#pragma unroll
+        for (int k = 0; k < per; k++) acc[k] *= corr;
+        for (int i = 0; i < cnt; i++) {
+            float p = expf(sc[i] - cm);
+            l += p;
+            const float* vv = vc + (size_t)(s0 + i) * kvDim + kvh;
+#pragma unroll
+            for (int k = 0; k < per; k++) {
+                int d = tid + k * SIP_ATT_THREADS;
+                if (d < headDim) acc[k] += p * vv[d];
+            }
+        }
+        m = cm;
+        __syncthreads();
+    }
+    float* o = out + (size_t)t * heads * headDim + (size_t)h * headDim;
+    float inv = 1.f / l;
+#pragma unroll
+    for (int k = 0; k < per; k++) {
+        int d = tid + k * SIP_ATT_THREADS;
+        if (d < headDim) o[d] = acc[k] * inv;
+    }
+}
+
+// ---- voting ------------------------------------------------------------------
+
+// sip_vote: SelectInfer's vote of one prefill layer. For every token t, the
+// k records of largest |h[t, j]| (ties: lower j first, as the CPU's votes)
+// get one vote each: counts[j] += 1. The k-th largest |h| is found by a
+// radix select over the bits of |h| (for non-negative floats the bit
+// patterns order as the values), 8 bits per pass; then every key above it
+// votes, and the first k − (number above) keys equal to it, in rank order,
+// found by warp 0 with ballots. Counts are integers: the atomics make the
+// result exact whatever the order. grid T, block 256.
+extern "C" __global__ void sip_vote(int* counts, const float* h, int n, int k) {
+    __shared__ unsigned hist[256];
+    __shared__ unsigned prefix, mask;
+    __shared__ int need;
+    const float* row = h + (size_t)blockIdx.x * n;
+    int tid = threadIdx.x;
+    if (tid == 0) { prefix = 0; mask = 0; need = k; }
+    __syncthreads();
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        for (int b = tid; b < 256; b += blockDim.x) hist[b] = 0;
+        __syncthreads();
+        for (int j = tid; j < n; j += blockDim.x) {
+            unsigned key = __float_as_uint(row[j]) & 0x7fffffffu;
+            if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255], 1u);
+        }
+        __syncthreads();
+        if (tid == 0) {
+            int above = 0, b = 255;
+            for (; b > 0 && above + (int)hist[b] < need; b--) above += hist[b];
+            prefix |= (unsigned)b << shift;
+            mask |= 255u << shift;
+            need -= above;
+        }
+        __syncthreads();
+    }
+    unsigned thr = prefix;
+    for (int j = tid; j < n; j += blockDim.x) {
+        unsigned key = __float_as_uint(row[j]) & 0x7fffffffu;
+        if (key > thr) atomicAdd(&counts[j], 1);
+    }
+    if (tid < 32) {
+        int left = need; // keys equal to thr that vote, lowest ranks first
+        for (int j0 = 0; j0 < n && left > 0; j0 += 32) {
+            int j = j0 + tid;
+            bool eq = j < n && (__float_as_uint(row[j]) & 0x7fffffffu) == thr;
+            unsigned ball = __ballot_sync(0xffffffffu, eq);
+            int before = __popc(ball & ((1u << tid) - 1u));
+            if (eq && before < left) atomicAdd(&counts[j], 1);
+            left -= __popc(ball);
+        }
+    }
+}

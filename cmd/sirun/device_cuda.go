@@ -1,0 +1,59 @@
+//go:build cuda || cudaemu
+
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/sipack/sipack/backend/cuda"
+	"github.com/sipack/sipack/backend/cudaplan"
+	"github.com/sipack/sipack/cmd/internal/cliutil"
+	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/runner"
+)
+
+// onDevice returns m with its weights on the device --device names: m
+// itself for the CPU, else the pack loaded anew onto the GPU (on an
+// integrated GPU the mapped pack is registered and used in place).
+func onDevice(name string, pack *format.Pack, m *runner.Model) (*runner.Model, error) {
+	ordinal, gpu, err := cudaplan.ParseDevice(name)
+	if err != nil || !gpu {
+		return m, err
+	}
+	dev, err := cuda.Open(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	// SIPACK_CUDA_IN_PLACE=1 uses the mapped pack in place on any GPU (on a
+	// discrete one, to measure the integrated case's device memory).
+	use := dev.UseHost
+	if os.Getenv("SIPACK_CUDA_IN_PLACE") == "1" {
+		use = dev.UseHostAnyway
+	}
+	if err := use(pack.Bytes()); err != nil {
+		fmt.Fprintf(os.Stderr, "sirun: %v; copying the weights instead\n", err)
+	}
+	gm, err := runner.LoadOn(pack, dev)
+	if err != nil {
+		dev.Close()
+		return nil, err
+	}
+	return gm, nil
+}
+
+// deviceSummary is the summary's device line ("" on the CPU): weights
+// copied to the device, weights used in place, and the device's memory in
+// use as the driver reports it.
+func deviceSummary(m *runner.Model) string {
+	d, ok := m.Dev.(*cuda.Device)
+	if !ok {
+		return ""
+	}
+	s := fmt.Sprintf("sirun: device     %s: weights %s on the device, %s used in place", d.Name(),
+		cliutil.HumanBytes(d.ResidentBytes()), cliutil.HumanBytes(d.RegisteredBytes()))
+	if free, total, err := d.MemInfo(); err == nil {
+		s += fmt.Sprintf("; device memory in use %s of %s", cliutil.HumanBytes(uint64(total-free)), cliutil.HumanBytes(uint64(total)))
+	}
+	return s
+}
