@@ -202,10 +202,8 @@ func TestProfileBadInput(t *testing.T) {
 			t.Errorf("sipack %v: exit %d, stderr %q; want %q", c.args, code, errOut, c.want)
 		}
 	}
-	for _, f := range []string{"x.prof", "x.sip", "x.sip.tmp", "x.prof.tmp"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
-			t.Errorf("%s left behind", f)
-		}
+	if left, _ := filepath.Glob(filepath.Join(dir, "x.*")); len(left) != 0 {
+		t.Errorf("%v left behind", left)
 	}
 }
 
@@ -248,7 +246,7 @@ func TestDiskFull(t *testing.T) {
 	if err == nil {
 		t.Fatal("convert under a 4 MiB file-size limit succeeded")
 	}
-	if !strings.Contains(string(b), "file too large") || !strings.Contains(string(b), "x.sip.tmp") {
+	if !strings.Contains(string(b), "file too large") || !strings.Contains(string(b), "x.sip.tmp-") {
 		t.Errorf("error does not say what happened: %s", b)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
