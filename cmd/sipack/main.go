@@ -49,7 +49,7 @@ func openPresent(path string) (*format.Pack, error) {
 	n, avail := h.Index.Config.IntermediateSize, h.AvailableRanks()
 	h.Close()
 	if avail == 0 {
-		return nil, fmt.Errorf("%s: the file is cut short before its first whole band; nothing of the FFN section to verify", path)
+		return nil, fmt.Errorf("%s: truncated: the file is cut short before its first whole band; nothing of the FFN section to verify", path)
 	}
 	gamma := 0.0
 	if avail < n {
