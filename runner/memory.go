@@ -121,7 +121,7 @@ func planForBudget(p *format.Pack, budget uint64, needs MemoryNeeds) (float64, M
 		return 0, least, fmt.Errorf("this run needs %d ranks per sparse layer (φ); the pack holds %d", needs.MinRanks, p.AvailableRanks())
 	}
 	if least.Total() > budget {
-		return 0, least, fmt.Errorf("memory budget %s is below the least this run needs (%d bands, γ = %.3f): %s", mib(budget), least.Bands, float64(min(n, least.Bands*B))/float64(n), least)
+		return 0, least, fmt.Errorf("memory budget %s is below the least this run needs (%d band(s), γ = %.3f): %s", mib(budget), least.Bands, float64(min(n, least.Bands*B))/float64(n), least)
 	}
 	plan := full
 	plan.Bands = min(full.Bands, least.Bands+int((budget-least.Total())/full.BandBytes))
