@@ -1,4 +1,4 @@
-//go:build linux || freebsd || netbsd || openbsd || dragonfly
+//go:build freebsd || netbsd || openbsd || dragonfly
 
 package bench
 

@@ -186,8 +186,12 @@ func open(path string, opt OpenOptions) (*Pack, error) {
 	}
 	if ranks > avail {
 		n := p.Index.Config.IntermediateSize
+		asked := fmt.Sprintf("γ = %v", opt.Gamma)
+		if opt.Gamma == 0 {
+			asked = "the default load (every rank the pack declares)"
+		}
 		if st.Size() < int64(pre.FileLen) {
-			return nil, formatErr(ErrTruncated, "ffn", st.Size(), fmt.Sprintf("truncated: the file holds whole bands for %d of %d ranks (γ ≤ %.3f) only, γ = %v needs %d ranks, %d bytes", avail, n, p.MaxGamma(), opt.Gamma, ranks, p.prefixFor(ranks)), st.Size())
+			return nil, formatErr(ErrTruncated, "ffn", st.Size(), fmt.Sprintf("truncated: the file holds whole bands for %d of %d ranks (γ ≤ %.3f) only, %s needs %d ranks, %d bytes", avail, n, p.MaxGamma(), asked, ranks, p.prefixFor(ranks)), st.Size())
 		}
 		return nil, fmt.Errorf("sip: %s: pack was sliced to %d of %d ranks (γ ≤ %.3f), cannot load γ = %v (%d ranks)", path, avail, n, p.MaxGamma(), opt.Gamma, ranks)
 	}

@@ -76,6 +76,9 @@ func (p *Pack) Summary(w io.Writer) {
 	if idx.RanksPresent < c.IntermediateSize && len(idx.SparseLayers) > 0 {
 		fmt.Fprintf(w, "sliced          holds %d of %d ranks per sparse layer: loads γ ≤ %.3f\n", idx.RanksPresent, c.IntermediateSize, p.MaxGamma())
 	}
+	if p.FileSize < int64(pre.FileLen) {
+		fmt.Fprintf(w, "cut short       the file is %d of %d bytes: whole bands for %d of %d ranks, loads γ ≤ %.3f only\n", p.FileSize, pre.FileLen, p.AvailableRanks(), c.IntermediateSize, p.MaxGamma())
+	}
 	fmt.Fprintf(w, "load bytes      ")
 	for i, g := range []float64{0.25, 0.5, 0.7, 1.0} {
 		if p.RanksFor(g) > p.AvailableRanks() {

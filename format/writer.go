@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"github.com/zeebo/blake3"
+
+	"github.com/sipack/sipack/internal/tmpfile"
 )
 
 // WriteSpec is everything WritePack needs. The caller fills Index with the
@@ -119,7 +121,9 @@ func (c *countingWriter) padTo(off uint64) error {
 	return nil
 }
 
-// WritePack writes a pack to path. It writes path+".tmp" and renames it only
+// WritePack writes a pack to path. It writes path+".tmp-PID" (tmpfile.Name:
+// unique per process, so a file left by a killed writer can be recognised
+// and removed by the next run) and renames it only
 // when everything, index and preamble last, is on disk: an interrupted or
 // failed write never leaves a file under the final name, and the temporary
 // file is removed. Cancelling ctx stops the write between tensors and bands.
@@ -135,7 +139,7 @@ func WritePack(ctx context.Context, path string, spec *WriteSpec) (err error) {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
+	tmp := tmpfile.Name(path)
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("sip: create %s: %w", tmp, err)

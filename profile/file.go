@@ -9,9 +9,11 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 
 	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/internal/tmpfile"
 )
 
 // FileFormat tags profile files (their "format" field).
@@ -102,7 +104,7 @@ func Read(path string) (*Profile, error) {
 	return Parse(path, f)
 }
 
-// Write writes p to path through a temporary file.
+// Write writes p to path through a temporary file (tmpfile.Name: path.tmp-PID).
 func Write(path string, p *Profile) (err error) {
 	if err := p.Validate(); err != nil {
 		return err
@@ -111,7 +113,7 @@ func Write(path string, p *Profile) (err error) {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
+	tmp := tmpfile.Name(path)
 	if err := os.WriteFile(tmp, raw, 0o644); err != nil {
 		os.Remove(tmp)
 		return err
@@ -225,3 +227,18 @@ func ReadPartInferList(path string, layers, neurons int) (*Profile, error) {
 
 // ErrOtherModel is returned when a profile belongs to another model or shape.
 var ErrOtherModel = errors.New("profile is of another model")
+
+// SameCounts reports whether a and b hold the same task, prompt and token
+// counts and identical sums: the same prompts profiled twice (or one file
+// copied), which Merge would count twice.
+func SameCounts(a, b *Profile) bool {
+	if a.Task != b.Task || a.Prompts != b.Prompts || a.Tokens != b.Tokens || a.Layers != b.Layers || a.Neurons != b.Neurons {
+		return false
+	}
+	for l := range a.Sums {
+		if !slices.Equal(a.Sums[l], b.Sums[l]) {
+			return false
+		}
+	}
+	return true
+}

@@ -71,6 +71,7 @@ func Order(ctx context.Context, opt OrderOptions) (*convert.Order, error) {
 	case "self":
 		secondary = []*Profile{task}
 	case "all", "":
+		r.log("--secondary all: the neurons past δ are ranked by the mean profile of every built-in task with data (each profiled on the fly unless cached; --secondary self or FILE,... avoids that)")
 		for _, name := range manifests.Builtin() {
 			man, err := manifests.Load(name, opt.Manifests...)
 			if err != nil {
@@ -159,6 +160,15 @@ func (r *resolver) get(spec string) (*Profile, error) {
 	if r.opt.Progress != nil {
 		topt.Progress = func(done, total int, tokens int64) { r.opt.Progress(man.Name, done, total, tokens) }
 	}
+	prompts := "all its training prompts"
+	if topt.MaxPrompts > 0 {
+		prompts = fmt.Sprintf("at most %d training prompts", topt.MaxPrompts)
+	}
+	gen := "the manifest's generated tokens"
+	if topt.GenTokens >= 0 {
+		gen = fmt.Sprintf("%d generated tokens", topt.GenTokens)
+	}
+	r.log("no cached profile of task %s: profiling it now with the dense model over %s (+ %s each, %d jobs); this can take minutes, progress follows; the result is cached in %s", man.Name, prompts, gen, topt.Jobs, cache)
 	start := time.Now()
 	p, err := RunTask(r.ctx, r.opened.Model, man, topt)
 	if err != nil {

@@ -197,35 +197,3 @@ func ropeFrequencies(c *format.ModelConfig) []float64 {
 	}
 	return inv
 }
-
-// GammaForBudget returns the largest γ (a whole number of bands) whose
-// mapped prefix plus a KV cache of ctx tokens (0: the model's context, at
-// most 4096) and the working buffers fit in budget bytes.
-func GammaForBudget(path string, budget uint64, ctx int) (float64, error) {
-	p, err := format.Open(path, format.OpenOptions{HeaderOnly: true})
-	if err != nil {
-		return 0, err
-	}
-	defer p.Close()
-	c := &p.Index.Config
-	if ctx == 0 {
-		ctx = min(c.MaxPositionEmbeddings, 4096)
-	}
-	kv := uint64(2 * 4 * c.NumLayers * ctx * c.NumKVHeads * c.HeadDim)
-	// Buffers: logits and activations of a 512-token prefill batch, and the per-prompt compacted records.
-	buffers := uint64(4*(c.VocabSize+512*(3*c.HiddenSize+c.IntermediateSize))) + uint64(len(p.Index.SparseLayers)*c.IntermediateSize)*p.Index.RecordBytes/2
-	fixed := p.Preamble.FFNOff + kv + buffers
-	if p.Preamble.BandCount == 0 {
-		if fixed > budget {
-			return 0, fmt.Errorf("memory budget %d bytes is smaller than the pack (%d) plus KV cache (%d) and buffers (%d)", budget, p.Preamble.FFNOff, kv, buffers)
-		}
-		return 1, nil
-	}
-	if fixed+p.Preamble.BandBytes > budget {
-		return 0, fmt.Errorf("memory budget of %d bytes is smaller than the dense section and index (%d bytes) plus one band (%d), KV cache (%d) and buffers (%d)",
-			budget, p.Preamble.FFNOff, p.Preamble.BandBytes, kv, buffers)
-	}
-	bands := min(uint64(p.Preamble.BandCount), (budget-fixed)/p.Preamble.BandBytes)
-	ranks := min(int(bands)*p.Index.BandNeurons, p.AvailableRanks())
-	return float64(ranks) / float64(c.IntermediateSize), nil
-}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -23,7 +24,8 @@ var convertCmd = &cli.Command{
 		"and written in that order, so that loading a fraction γ reads one prefix of the file.\n" +
 		"--profile takes a profile file or a task name (profiled on the fly and cached).",
 	Flags: []cli.Flag{
-		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output pack `FILE` (default: MODEL_DIR name + .sip)"},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output pack `FILE` (default: the model directory's name + .sip)"},
+		&cli.BoolFlag{Name: "force", Usage: "replace an existing read-only output file"},
 		&cli.StringFlag{Name: "dtype", Usage: "weight dtype: bf16, f16, f32, q8_0 or q4_0 (default: the checkpoint's)"},
 		&cli.StringFlag{Name: "dense-dtype", Usage: "dtype of attention, embeddings and lm_head if not --dtype (e.g. --dtype q4_0 --dense-dtype bf16)"},
 		&cli.IntFlag{Name: "band", Value: 64, Usage: "neurons per band B (the γ granularity)"},
@@ -47,8 +49,19 @@ var convertCmd = &cli.Command{
 		dir := c.Args().First()
 		out := c.String("output")
 		if out == "" {
-			out = filepath.Base(filepath.Clean(dir)) + ".sip"
+			out = defaultPackName(dir)
 		}
+		inputs := []string{dir, c.String("chat-template")}
+		if f := c.String("profile"); f != "" {
+			inputs = append(inputs, f)
+		}
+		if sec := c.String("secondary"); sec != "all" && sec != "self" {
+			inputs = append(inputs, strings.Split(sec, ",")...)
+		}
+		if err := cliutil.CheckOutput(out, c.Bool("force"), inputs...); err != nil {
+			return err
+		}
+		cliutil.RemoveStaleTemps(os.Stderr, "sipack", out)
 		if c.Int("band") < 1 {
 			return fmt.Errorf("--band must be at least 1, got %d", c.Int("band"))
 		}
@@ -98,6 +111,19 @@ var convertCmd = &cli.Command{
 		}
 		return nil
 	},
+}
+
+// defaultPackName names a pack after the model directory: "convert ." in
+// ~/models/Llama-3.2-1B writes Llama-3.2-1B.sip, not "..sip".
+func defaultPackName(dir string) string {
+	name := filepath.Base(filepath.Clean(dir))
+	if abs, err := filepath.Abs(dir); err == nil {
+		name = filepath.Base(abs)
+	}
+	if name == "." || name == ".." || name == string(filepath.Separator) || name == "" {
+		name = "model"
+	}
+	return name + ".sip"
 }
 
 // rankOrder builds the rank order the flags ask for, or nil for the original order.

@@ -39,11 +39,40 @@ func main() {
 	}
 }
 
-func openPack(c *cli.Context) (*format.Pack, error) {
-	if c.NArg() != 1 {
-		return nil, fmt.Errorf("%s needs exactly one PACK argument, got %d", c.Command.Name, c.NArg())
+// openPresent opens a pack with every band its file holds mapped: all of
+// them, a sliced pack's prefix, or the whole bands of a file cut short.
+func openPresent(path string) (*format.Pack, error) {
+	h, err := format.Open(path, format.OpenOptions{HeaderOnly: true})
+	if err != nil {
+		return nil, err
 	}
-	return format.Open(c.Args().First(), format.OpenOptions{})
+	n, avail := h.Index.Config.IntermediateSize, h.AvailableRanks()
+	h.Close()
+	if avail == 0 {
+		return nil, fmt.Errorf("%s: truncated: the file is cut short before its first whole band; nothing of the FFN section to verify", path)
+	}
+	gamma := 0.0
+	if avail < n {
+		gamma = float64(avail) / float64(n) // format.Count gives back avail
+	}
+	return format.Open(path, format.OpenOptions{Gamma: gamma})
+}
+
+// absentNote says which ranks a pack does not hold, and why, or "".
+func absentNote(p *format.Pack) string {
+	n := p.Index.Config.IntermediateSize
+	if len(p.Index.SparseLayers) == 0 || p.LoadedRanks >= n {
+		return ""
+	}
+	var why []string
+	if p.Index.RanksPresent < n {
+		why = append(why, fmt.Sprintf("sliced to %d ranks", p.Index.RanksPresent))
+	}
+	if p.FileSize < int64(p.Preamble.FileLen) {
+		why = append(why, fmt.Sprintf("the file is cut short: %d of %d bytes", p.FileSize, p.Preamble.FileLen))
+	}
+	return fmt.Sprintf("absent: ranks %d..%d of each sparse layer (bands %d..%d) are not in the file (%s); verified what is there, γ ≤ %.3f",
+		p.LoadedRanks, n-1, p.LoadedBands, (n+p.Index.BandNeurons-1)/p.Index.BandNeurons-1, strings.Join(why, "; "), float64(p.LoadedRanks)/float64(n))
 }
 
 var sliceCmd = &cli.Command{
@@ -53,6 +82,7 @@ var sliceCmd = &cli.Command{
 	Flags: []cli.Flag{
 		&cli.Float64Flag{Name: "gamma", Required: true, Usage: "fraction γ of each sparse layer's ranks to keep, in (0, 1]"},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "output pack `FILE`"},
+		&cli.BoolFlag{Name: "force", Usage: "replace an existing read-only output file"},
 	},
 	Action: func(c *cli.Context) error {
 		if c.NArg() != 1 {
@@ -62,11 +92,15 @@ var sliceCmd = &cli.Command{
 		if !(g > 0 && g <= 1) {
 			return fmt.Errorf("--gamma must be in (0, 1], got %v", g)
 		}
+		if err := cliutil.CheckOutput(c.String("output"), c.Bool("force"), c.Args().First()); err != nil {
+			return err
+		}
 		p, err := format.Open(c.Args().First(), format.OpenOptions{Gamma: g})
 		if err != nil {
 			return err
 		}
 		defer p.Close()
+		cliutil.RemoveStaleTemps(os.Stderr, "sipack", c.String("output"))
 		ctx, stop := cliutil.SignalContext()
 		defer stop()
 		if err := format.Slice(ctx, p, c.String("output")); err != nil {
@@ -91,7 +125,11 @@ var inspectCmd = &cli.Command{
 	ArgsUsage: "PACK",
 	Flags:     []cli.Flag{&cli.BoolFlag{Name: "tensors", Usage: "also list every dense tensor"}},
 	Action: func(c *cli.Context) error {
-		p, err := openPack(c)
+		if c.NArg() != 1 {
+			return fmt.Errorf("inspect needs exactly one PACK argument, got %d", c.NArg())
+		}
+		// The header is all inspect reads, so sliced and cut packs inspect too.
+		p, err := format.Open(c.Args().First(), format.OpenOptions{HeaderOnly: true})
 		if err != nil {
 			return err
 		}
@@ -111,7 +149,10 @@ var verifyCmd = &cli.Command{
 	Usage:     "check the BLAKE3 hash of the index, every dense tensor and every band",
 	ArgsUsage: "PACK",
 	Action: func(c *cli.Context) error {
-		p, err := openPack(c)
+		if c.NArg() != 1 {
+			return fmt.Errorf("verify needs exactly one PACK argument, got %d", c.NArg())
+		}
+		p, err := openPresent(c.Args().First())
 		if err != nil {
 			return err
 		}
@@ -119,6 +160,9 @@ var verifyCmd = &cli.Command{
 		start := time.Now()
 		r, err := p.Verify()
 		fmt.Printf("%s: index ok; %d tensors, %d bands, %s hashed in %.2f s\n", p.Path, r.Tensors, r.Bands, cliutil.HumanBytes(r.Bytes), time.Since(start).Seconds())
+		if absent := absentNote(p); absent != "" {
+			fmt.Println(absent)
+		}
 		for _, f := range r.Failures {
 			fmt.Printf("  MISMATCH %s\n", f)
 		}
@@ -173,7 +217,7 @@ func loadTokenizer(path string) (*tokenizer.Tokenizer, error) {
 	if st.IsDir() {
 		path = filepath.Join(path, "tokenizer.json")
 	} else if strings.HasSuffix(path, ".sip") || isPack(path) {
-		p, err := format.Open(path, format.OpenOptions{})
+		p, err := format.Open(path, format.OpenOptions{HeaderOnly: true})
 		if err != nil {
 			return nil, err
 		}

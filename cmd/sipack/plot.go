@@ -39,7 +39,11 @@ var plotCmd = &cli.Command{
 					series = append(series, s)
 				}
 			}
-			return plots.BenchTokS(c.String("output"), series)
+			if err := plots.BenchTokS(c.String("output"), series); err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "wrote %s\n", c.String("output"))
+			return nil
 		},
 	}},
 }

@@ -34,6 +34,7 @@ var profileCmd = &cli.Command{
 		&cli.StringSliceFlag{Name: "manifests", Usage: "extra `DIR`s of task manifests"},
 		&cli.StringFlag{Name: "plot", Usage: "also draw the profile's concentration curves to this PNG `FILE`"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary"},
+		&cli.BoolFlag{Name: "force", Usage: "replace an existing read-only output file"},
 	},
 	Subcommands: []*cli.Command{profileMergeCmd, profileShowCmd, profilePlotCmd},
 	Action: func(c *cli.Context) error {
@@ -51,9 +52,13 @@ var profileCmd = &cli.Command{
 		if out == "" {
 			out = man.Name + ".prof"
 		}
-		if c.Int("jobs") < 1 {
-			return fmt.Errorf("--jobs must be ≥ 1, got %d", c.Int("jobs"))
+		if err := cliutil.CheckThreads("--jobs", c.Int("jobs")); err != nil {
+			return err
 		}
+		if err := cliutil.CheckOutput(out, c.Bool("force"), c.Args().First(), c.String("data"), c.String("task")); err != nil {
+			return err
+		}
+		cliutil.RemoveStaleTemps(os.Stderr, "sipack", out)
 		ctx, stop := cliutil.SignalContext()
 		defer stop()
 		o, err := profile.Open(ctx, c.Args().First())
@@ -77,7 +82,12 @@ var profileCmd = &cli.Command{
 			fmt.Fprintf(os.Stderr, "wrote %s\n", out)
 		}
 		if f := c.String("plot"); f != "" {
-			return plots.ProfileConcentration(f, []*profile.Profile{p}, []string{p.Task})
+			if err := plots.ProfileConcentration(f, []*profile.Profile{p}, []string{p.Task}); err != nil {
+				return err
+			}
+			if !c.Bool("quiet") {
+				fmt.Fprintf(os.Stderr, "wrote %s\n", f)
+			}
 		}
 		return nil
 	},
@@ -113,25 +123,49 @@ var profileMergeCmd = &cli.Command{
 	Name:      "merge",
 	Usage:     "add profiles of the same model (over different prompts) into one",
 	ArgsUsage: "A.prof B.prof [...]",
-	Flags:     []cli.Flag{&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "merged profile `FILE`"}},
+	Description: "Profiles of the same prompts must not be added twice: the same file given twice, or\n" +
+		"two profiles with identical sums (the same prompts profiled twice), are refused.",
+	Flags: []cli.Flag{
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "merged profile `FILE`"},
+		&cli.BoolFlag{Name: "force", Usage: "replace an existing read-only output file"},
+	},
 	Action: func(c *cli.Context) error {
 		if c.NArg() < 2 {
 			return fmt.Errorf("merge needs at least two profiles, got %d", c.NArg())
 		}
-		acc, err := profile.Read(c.Args().Get(0))
-		if err != nil {
+		out, files := c.String("output"), c.Args().Slice()
+		if err := cliutil.CheckOutput(out, c.Bool("force"), files...); err != nil {
 			return err
 		}
-		for _, f := range c.Args().Slice()[1:] {
+		var read []*profile.Profile
+		for _, f := range files {
 			p, err := profile.Read(f)
 			if err != nil {
 				return err
 			}
+			for j, q := range read {
+				if sameFile(files[j], f) {
+					return fmt.Errorf("merge: %s and %s are the same file; its prompts would count twice", files[j], f)
+				}
+				if profile.SameCounts(q, p) {
+					return fmt.Errorf("merge: %s and %s hold identical sums (the same prompts profiled twice?); they would count twice", files[j], f)
+				}
+			}
+			read = append(read, p)
+		}
+		acc := read[0]
+		for i, p := range read[1:] {
+			var err error
 			if acc, err = profile.Merge(acc, p); err != nil {
-				return fmt.Errorf("merge %s: %w", f, err)
+				return fmt.Errorf("merge %s: %w", files[i+1], err)
 			}
 		}
-		return profile.Write(c.String("output"), acc)
+		cliutil.RemoveStaleTemps(os.Stderr, "sipack", out)
+		if err := profile.Write(out, acc); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "wrote %s: task %s, %d prompts, %d tokens, from %d profiles\n", out, acc.Task, acc.Prompts, acc.Tokens, len(read))
+		return nil
 	},
 }
 
@@ -204,6 +238,17 @@ var profilePlotCmd = &cli.Command{
 			}
 			ps, names = append(ps, p), append(names, p.Task)
 		}
-		return plots.ProfileConcentration(c.String("output"), ps, names)
+		if err := plots.ProfileConcentration(c.String("output"), ps, names); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "wrote %s\n", c.String("output"))
+		return nil
 	},
+}
+
+// sameFile reports whether a and b name one file (links included).
+func sameFile(a, b string) bool {
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/sipack/sipack/bench"
+	"github.com/sipack/sipack/cmd/internal/cliutil"
 )
 
 var benchCmd = &cli.Command{
@@ -34,6 +35,9 @@ var benchCmd = &cli.Command{
 	Action: func(c *cli.Context) error {
 		if c.NArg() == 0 {
 			return fmt.Errorf("bench needs at least one PACK (make a 1B-shape one with: sipack synth --dtype bf16 -o synth-1b-bf16.sip)")
+		}
+		if err := cliutil.CheckThreads("--threads", c.Int("threads")); err != nil {
+			return err
 		}
 		opt := bench.Options{Threads: c.Int("threads"), Tokens: c.Int("tokens"), Rounds: c.Int("rounds"),
 			Prefill: c.Int("prefill"), Quick: c.Bool("quick"), Log: os.Stderr}

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"sort"
+	"strconv"
 
 	"github.com/urfave/cli/v2"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/sipack/sipack/cmd/internal/cliutil"
 	"github.com/sipack/sipack/eval"
 	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/internal/tmpfile"
 	"github.com/sipack/sipack/kernels"
 	"github.com/sipack/sipack/manifests"
 	"github.com/sipack/sipack/runner"
@@ -26,13 +29,15 @@ var selectionFlags = []cli.Flag{
 	&cli.Float64Flag{Name: "base", Usage: "static fraction δ (default: the pack's, as converted)"},
 	&cli.BoolFlag{Name: "gather", Usage: "gather dynamic neurons in place instead of compacting them per prompt"},
 	&cli.StringFlag{Name: "select", Value: "paper", Usage: "how prompt tokens choose the dynamic neurons: paper (top-α vote counts, as SelectInfer), mass (|h| normalised per token), l2 (GRIFFIN's per-token-normalised L2)"},
-	&cli.StringFlag{Name: "mem-budget", Usage: "pick the largest γ whose prefix, KV cache and buffers fit in this much memory (e.g. 1.5GiB)"},
+	&cli.StringFlag{Name: "mem-budget", Usage: "pick the largest γ whose whole process fits in this much memory (e.g. 1.5GiB): mapped weights, KV cache, buffers, tokenizer, Go runtime and code"},
 	&cli.BoolFlag{Name: "verify", Usage: "check the BLAKE3 hashes of every byte loaded before running"},
 }
 
 // openSelected opens a pack at the γ the flags ask for (or the budget
 // allows) and returns the model and its selection (nil: compute all loaded).
-func openSelected(c *cli.Context, path string, ctx int) (*format.Pack, *runner.Model, *runner.Selection, error) {
+// seqs is the number of sequences run at once (eval's jobs, serve's slots),
+// each with its own KV cache and buffers, for --mem-budget.
+func openSelected(c *cli.Context, path string, ctx, seqs int) (*format.Pack, *runner.Model, *runner.Selection, error) {
 	gamma := c.Float64("gamma") // 0: everything the pack holds
 	if c.IsSet("gamma") && !(gamma > 0 && gamma <= 1) {
 		return nil, nil, nil, fmt.Errorf("--gamma must be in (0, 1], got %v", gamma)
@@ -45,16 +50,27 @@ func openSelected(c *cli.Context, path string, ctx int) (*format.Pack, *runner.M
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("--mem-budget: %w", err)
 		}
-		if gamma, err = runner.GammaForBudget(path, budget, ctx); err != nil {
+		needs, err := budgetNeeds(c, path, ctx, seqs)
+		if err != nil {
 			return nil, nil, nil, err
 		}
+		var plan runner.MemoryPlan
+		if gamma, plan, err = runner.PlanForBudget(path, budget, needs); err != nil {
+			return nil, nil, nil, fmt.Errorf("--mem-budget: %w", err)
+		}
+		// The Go heap's share of the plan is the runtime's soft limit, so
+		// that garbage collection keeps the process inside the budget.
+		debug.SetMemoryLimit(int64(plan.Heap()))
 		if !c.Bool("quiet") {
-			fmt.Fprintf(os.Stderr, "sirun: --mem-budget %s: loading γ = %.3f\n", c.String("mem-budget"), gamma)
+			fmt.Fprintf(os.Stderr, "sirun: --mem-budget %s: loading γ = %.3f, planned %s\n", c.String("mem-budget"), gamma, plan)
 		}
 	}
 	pack, err := format.Open(path, format.OpenOptions{Gamma: gamma})
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if n := pack.Index.Config.IntermediateSize; gamma == 0 && pack.LoadedRanks < n && !c.Bool("quiet") {
+		fmt.Fprintf(os.Stderr, "sirun: %s holds a prefix of %d of %d ranks per sparse layer (sliced): loading all of it, γ = %.3f\n", path, pack.LoadedRanks, n, pack.MaxGamma())
 	}
 	if c.Bool("verify") {
 		if _, err := pack.Verify(); err != nil {
@@ -67,7 +83,7 @@ func openSelected(c *cli.Context, path string, ctx int) (*format.Pack, *runner.M
 		pack.Close()
 		return nil, nil, nil, err
 	}
-	base := float64(pack.Index.BaseFraction)
+	base := float32Decimal(pack.Index.BaseFraction)
 	if c.IsSet("base") {
 		base = c.Float64("base")
 	}
@@ -81,6 +97,39 @@ func openSelected(c *cli.Context, path string, ctx int) (*format.Pack, *runner.M
 		sel = nil // φ ≥ γ: every loaded neuron is computed
 	}
 	return pack, m, sel, nil
+}
+
+// float32Decimal is a float32 read from a pack as the shortest decimal that
+// rounds to it (δ stored as 0.3f is 0.3, not 0.30000001192092896), so that
+// messages print what was asked for; counts come out the same.
+func float32Decimal(f float32) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(float64(f), 'g', -1, 32), 64)
+	return v
+}
+
+// budgetNeeds is what a run with these flags asks of memory besides the
+// pack: its sequences and, when it selects with a compact buffer, the
+// records that buffer holds (φ's count less δ's; an upper bound, since the
+// γ the budget allows may make φ compute every loaded neuron).
+func budgetNeeds(c *cli.Context, path string, ctx, seqs int) (runner.MemoryNeeds, error) {
+	needs := runner.MemoryNeeds{Ctx: ctx, Sequences: seqs}
+	phi := c.Float64("phi")
+	if phi >= 1 || c.Bool("gather") {
+		return needs, nil
+	}
+	h, err := format.Open(path, format.OpenOptions{HeaderOnly: true})
+	if err != nil {
+		return needs, err
+	}
+	defer h.Close()
+	base := float32Decimal(h.Index.BaseFraction)
+	if c.IsSet("base") {
+		base = c.Float64("base")
+	}
+	N := h.Index.Config.IntermediateSize
+	needs.Compact = max(0, format.Count(phi, N)-format.Count(base, N))
+	needs.MinRanks = format.Count(phi, N)
+	return needs, nil
 }
 
 var evalCmd = &cli.Command{
@@ -113,10 +162,13 @@ var evalCmd = &cli.Command{
 		if err != nil {
 			return err
 		}
-		if c.Int("jobs") < 1 || c.Int("limit") < 0 {
-			return fmt.Errorf("--jobs must be ≥ 1 and --limit ≥ 0")
+		if err := cliutil.CheckThreads("--jobs", c.Int("jobs")); err != nil {
+			return err
 		}
-		pack, m, sel, err := openSelected(c, c.Args().First(), 0)
+		if c.Int("limit") < 0 {
+			return fmt.Errorf("--limit must be ≥ 0, got %d", c.Int("limit"))
+		}
+		pack, m, sel, err := openSelected(c, c.Args().First(), 0, c.Int("jobs"))
 		if err != nil {
 			return err
 		}
@@ -140,11 +192,8 @@ var evalCmd = &cli.Command{
 				return err
 			}
 		}
-		// The φ asked for, capped at γ (φ ≥ γ computes every loaded neuron).
-		phi := min(c.Float64("phi"), c.Float64("gamma"))
-		if c.IsSet("mem-budget") {
-			phi = c.Float64("phi")
-		}
+		// The φ asked for, capped at the γ loaded (φ ≥ γ computes every loaded neuron).
+		phi := min(c.Float64("phi"), float64(pack.LoadedRanks)/float64(pack.Index.Config.IntermediateSize))
 		out := map[string]any{
 			"pack": pack.Path, "task": res.Task, "metric": res.Metric, "score": res.Score, "extra": res.Extra,
 			"n": res.N, "gamma": float64(pack.LoadedRanks) / float64(pack.Index.Config.IntermediateSize), "phi": phi,
@@ -176,7 +225,8 @@ var evalCmd = &cli.Command{
 }
 
 func writeHyps(path string, hyps []string) error {
-	f, err := os.Create(path + ".tmp")
+	tmp := tmpfile.Name(path)
+	f, err := os.Create(tmp)
 	if err != nil {
 		return err
 	}
@@ -185,9 +235,10 @@ func writeHyps(path string, hyps []string) error {
 		enc.Encode(map[string]string{"hyp": h})
 	}
 	if err := f.Close(); err != nil {
+		os.Remove(tmp)
 		return err
 	}
-	return os.Rename(path+".tmp", path)
+	return os.Rename(tmp, path)
 }
 
 var perplexityCmd = &cli.Command{
@@ -197,16 +248,19 @@ var perplexityCmd = &cli.Command{
 	Flags: []cli.Flag{
 		&cli.IntFlag{Name: "window", Value: 512, Usage: "tokens per window (bos included)"},
 		&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: defaultThreads(), Usage: "worker threads"},
-		&cli.Float64Flag{Name: "gamma", Value: 1.0, Usage: "fraction γ of ranked neurons to load"},
+		&cli.Float64Flag{Name: "gamma", Usage: "fraction γ of ranked neurons to load (default: all the pack holds: 1, or a sliced pack's prefix)"},
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
 	},
 	Action: func(c *cli.Context) error {
 		if c.NArg() != 2 {
 			return fmt.Errorf("perplexity needs PACK and FILE, got %d arguments", c.NArg())
 		}
-		gamma := c.Float64("gamma")
-		if !(gamma > 0 && gamma <= 1) {
+		gamma := c.Float64("gamma") // 0: everything the pack holds
+		if c.IsSet("gamma") && !(gamma > 0 && gamma <= 1) {
 			return fmt.Errorf("--gamma must be in (0, 1], got %v", gamma)
+		}
+		if err := cliutil.CheckThreads("--threads", c.Int("threads")); err != nil {
+			return err
 		}
 		text, err := os.ReadFile(c.Args().Get(1))
 		if err != nil {
@@ -223,6 +277,7 @@ var perplexityCmd = &cli.Command{
 		}
 		pool := kernels.NewPool(c.Int("threads"))
 		defer pool.Close()
+		gamma = float64(pack.LoadedRanks) / float64(pack.Index.Config.IntermediateSize)
 		ppl, n, err := eval.Perplexity(m, pool, m.Tokenizer.Encode(string(text), false), c.Int("window"))
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.Args().Get(1), err)

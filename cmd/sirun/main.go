@@ -22,7 +22,7 @@ import (
 )
 
 var generateFlags = []cli.Flag{
-	&cli.StringFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "prompt `TEXT` (escapes such as \\n are processed unless --no-escape)"},
+	&cli.StringFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "prompt `TEXT` (escapes such as \\n are processed, here and in -i turns, unless --no-escape)"},
 	&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read the prompt from `FILE`"},
 	&cli.StringFlag{Name: "prompt-ids", Usage: "prompt as token ids, a JSON array such as '[4094,3709]' (no bos is added)"},
 	&cli.IntFlag{Name: "n-predict", Aliases: []string{"n"}, Value: 64, Usage: "tokens to generate at most"},
@@ -34,7 +34,7 @@ var generateFlags = []cli.Flag{
 	&cli.Int64Flag{Name: "seed", Value: -1, Usage: "random seed (-1: from the clock; printed in the summary)"},
 	&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: defaultThreads(), Usage: "worker threads"},
 	&cli.IntFlag{Name: "ctx", Aliases: []string{"c"}, Usage: "context length in tokens (default: the model's, at most 4096)"},
-	&cli.BoolFlag{Name: "interactive", Aliases: []string{"i"}, Usage: "after the prompt, read further turns from stdin"},
+	&cli.BoolFlag{Name: "interactive", Aliases: []string{"i"}, Usage: "after the prompt, read further turns from stdin, one per line, sent as typed (no newline added; escapes processed); one summary at the end"},
 	&cli.BoolFlag{Name: "output-ids", Usage: "print the generated token ids as one JSON array instead of text"},
 	&cli.BoolFlag{Name: "ignore-eos", Usage: "do not stop at the end-of-sequence token"},
 	&cli.BoolFlag{Name: "no-escape", Usage: "take -p literally"},
@@ -88,8 +88,8 @@ func generate(c *cli.Context) error {
 	if n < 0 {
 		return fmt.Errorf("-n must be ≥ 0, got %d", n)
 	}
-	if c.Int("threads") < 1 {
-		return fmt.Errorf("--threads must be ≥ 1, got %d", c.Int("threads"))
+	if err := cliutil.CheckThreads("--threads", c.Int("threads")); err != nil {
+		return err
 	}
 	seed := c.Int64("seed")
 	if seed < 0 {
@@ -120,7 +120,7 @@ func generate(c *cli.Context) error {
 	if c.IsSet("ctx") && ctx < 1 {
 		return fmt.Errorf("--ctx must be ≥ 1, got %d", ctx)
 	}
-	pack, m, sel, err := openSelected(c, path, ctx)
+	pack, m, sel, err := openSelected(c, path, ctx, 1)
 	if err != nil {
 		return err
 	}
@@ -163,6 +163,9 @@ func generate(c *cli.Context) error {
 		}
 		prompt = m.Tokenizer.Encode(text, true)
 	}
+	if c.IsSet("mem-budget") && len(prompt) > runner.PlanBatch {
+		return fmt.Errorf("prompt is %d tokens; under --mem-budget prompts are limited to %d (the prefill batch the budget counts activations for)", len(prompt), runner.PlanBatch)
+	}
 	if len(prompt) > ctx {
 		return fmt.Errorf("prompt is %d tokens, longer than the context of %d (--ctx, at most %d for this model)", len(prompt), ctx, m.Config.MaxPositionEmbeddings)
 	}
@@ -190,11 +193,28 @@ func generate(c *cli.Context) error {
 			out.Flush()
 		},
 	}
+	// One summary at the end, over every turn (interactive mode adds them up).
+	var total *runner.Stats
+	defer func() {
+		if total != nil && !c.Bool("quiet") {
+			printSummary(os.Stderr, total, loadTime, pack, sess, c.Int("threads"), seed, sc.Temperature == 0)
+		}
+	}()
 	turn := func(p []int) error {
 		st, err := sess.Generate(p, opt)
 		if err != nil {
 			return err
 		}
+		if total == nil {
+			// Each turn's first token comes with its prompt; the summary
+			// subtracts one, so count the first turn's only.
+			total = &runner.Stats{GeneratedTokens: 1}
+		}
+		total.PromptTokens += st.PromptTokens
+		total.GeneratedTokens += max(0, st.GeneratedTokens-1)
+		total.Prefill += st.Prefill
+		total.Decode += st.Decode
+		total.StopReason, total.ActiveRecords = st.StopReason, st.ActiveRecords
 		if !c.Bool("output-ids") {
 			rest := stream.Flush()
 			out.WriteString(rest)
@@ -202,9 +222,6 @@ func generate(c *cli.Context) error {
 				out.WriteString("\n")
 			}
 			out.Flush()
-		}
-		if !c.Bool("quiet") {
-			printSummary(os.Stderr, st, loadTime, pack, sess, c.Int("threads"), seed, sc.Temperature == 0)
 		}
 		return nil
 	}
@@ -226,8 +243,17 @@ func generate(c *cli.Context) error {
 			if strings.TrimSpace(line) == "" {
 				continue
 			}
-			// Later turns continue the same sequence: no second bos.
-			p := m.Tokenizer.Encode(line+"\n", len(sess.History) == 0)
+			if !c.Bool("no-escape") {
+				line = unescape(line)
+			}
+			// The turn is sent as typed (no newline is added: a base model
+			// would take it as the end of the text); later turns continue the
+			// same sequence, so no second bos.
+			p := m.Tokenizer.Encode(line, len(sess.History) == 0)
+			if c.IsSet("mem-budget") && len(p) > runner.PlanBatch {
+				fmt.Fprintf(os.Stderr, "sirun: turn of %d tokens skipped: under --mem-budget turns are limited to %d\n", len(p), runner.PlanBatch)
+				continue
+			}
 			if err := turn(p); err != nil {
 				fmt.Fprintln(os.Stderr, "sirun:", err)
 				if sess.Pos >= sess.S.Ctx {
@@ -263,11 +289,13 @@ func printSummary(w io.Writer, st *runner.Stats, load time.Duration, p *format.P
 		gen = 0
 	}
 	fmt.Fprintf(w, "sirun: generate   %8.1f ms / %4d tokens (%8.2f tok/s)  stop: %s\n", ms(st.Decode), gen, rate(gen, st.Decode), st.StopReason)
-	loaded := 0
+	loaded, all := 0, 0
 	for _, L := range s.M.Layers {
 		loaded += L.Ranks
+		all += p.Index.Config.IntermediateSize
 	}
-	fmt.Fprintf(w, "sirun: ffn        %d of %d loaded neurons computed per decode token (%.0f %%)\n", st.ActiveRecords, loaded, 100*float64(st.ActiveRecords)/float64(max(1, loaded)))
+	fmt.Fprintf(w, "sirun: ffn        φ = %.2f of %d neurons = %d computed per decode token, of %d loaded (γ = %.2f)\n",
+		float64(st.ActiveRecords)/float64(max(1, all)), all, st.ActiveRecords, loaded, float64(loaded)/float64(max(1, all)))
 	sampling := fmt.Sprintf("seed %d", seed)
 	if greedy {
 		sampling = "greedy"

@@ -167,7 +167,7 @@ func TestEvalAndSelectionFlags(t *testing.T) {
 		t.Fatalf("Ruth perplexity (%d): %q", code, out)
 	}
 	// A memory budget picks a γ and says which.
-	_, errOut, code = run(t, "", pack, "-p", "x", "-n", "2", "--mem-budget", "19MiB")
+	_, errOut, code = run(t, "", pack, "-p", "x", "-n", "2", "--mem-budget", "36MiB")
 	if code != 0 || !strings.Contains(errOut, "loading γ =") {
 		t.Fatalf("--mem-budget (%d): %s", code, errOut)
 	}
@@ -180,7 +180,7 @@ func TestEvalAndSelectionFlags(t *testing.T) {
 		{[]string{pack, "-p", "x", "--gamma", "0.5", "--phi", "0.6"}, "exceeds the 384 loaded (γ = 0.50)"},
 		{[]string{pack, "-p", "x", "--alpha", "0"}, "--alpha must be in (0, 1]"},
 		{[]string{pack, "-p", "x", "--alpha", "1.5"}, "--alpha must be in (0, 1]"},
-		{[]string{pack, "-p", "x", "--mem-budget", "1MiB"}, "smaller than the dense section"},
+		{[]string{pack, "-p", "x", "--mem-budget", "1MiB"}, "memory budget 1.0 MiB is below the least this run needs"},
 		{[]string{pack, "-p", "x", "--mem-budget", "lots"}, "cannot parse size"},
 		{[]string{"eval", "--task", "summarize", pack}, "no eval data"},
 		{[]string{"eval", pack}, "needs --task"},

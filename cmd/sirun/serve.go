@@ -35,14 +35,14 @@ func openEngine(c *cli.Context, slots int) (*server.Engine, *format.Pack, error)
 	if c.NArg() != 1 {
 		return nil, nil, fmt.Errorf("%s needs exactly one PACK argument, got %d", c.Command.Name, c.NArg())
 	}
-	if c.Int("threads") < 1 {
-		return nil, nil, fmt.Errorf("--threads must be ≥ 1, got %d", c.Int("threads"))
+	if err := cliutil.CheckThreads("--threads", c.Int("threads")); err != nil {
+		return nil, nil, err
 	}
 	ctx := c.Int("ctx")
 	if c.IsSet("ctx") && ctx < 1 {
 		return nil, nil, fmt.Errorf("--ctx must be ≥ 1, got %d", ctx)
 	}
-	pack, m, sel, err := openSelected(c, c.Args().First(), ctx)
+	pack, m, sel, err := openSelected(c, c.Args().First(), ctx, slots)
 	if err != nil {
 		return nil, nil, err
 	}

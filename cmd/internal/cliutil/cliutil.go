@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -30,29 +31,52 @@ func SignalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-// Progress is a byte or item counter shown as a bar with ETA on a terminal
-// and not at all otherwise.
+// Progress is a byte or item counter: a bar with an ETA on a terminal and,
+// off a terminal (a log, CI, a pipe), one line on stderr every few seconds
+// (ProgressEvery, or $SIPACK_PROGRESS_EVERY as a Go duration), as
+// llama.cpp does for long loads.
 type Progress struct {
 	p   *mpb.Progress
 	bar *mpb.Bar
+
+	mu           sync.Mutex
+	name         string
+	bytes        bool
+	total, done  int64
+	start, last  time.Time // start of the work, last increment
+	lastLine     time.Time // last line printed off a terminal
+	every        time.Duration
+	out          io.Writer
+	lineProgress bool
 }
 
+// ProgressEvery is how often a Progress off a terminal prints a line.
+var ProgressEvery = 5 * time.Second
+
 // NewProgress starts a bar named name of total units (bytes when bytes is set).
-// It returns a no-op Progress when stderr is not a terminal.
 func NewProgress(name string, total int64, bytes bool) *Progress {
+	now := time.Now()
+	pr := &Progress{name: name, bytes: bytes, total: total, start: now, last: now, lastLine: now, out: os.Stderr}
 	if !IsTerminal(os.Stderr) {
-		return &Progress{}
+		pr.lineProgress, pr.every = true, ProgressEvery
+		if d, err := time.ParseDuration(os.Getenv("SIPACK_PROGRESS_EVERY")); err == nil && d > 0 {
+			pr.every = d
+		}
+		return pr
 	}
 	p := mpb.New(mpb.WithOutput(os.Stderr), mpb.WithWidth(40), mpb.WithRefreshRate(150*time.Millisecond))
 	counter := decor.CountersNoUnit("%d / %d")
 	if bytes {
 		counter = decor.Counters(decor.SizeB1024(0), "% .1f / % .1f")
 	}
+	// The EWMA ETA averages the time per unit of the increments it is given
+	// (EwmaIncrBy with the increment's duration); 30 is the window in increments.
 	bar := p.AddBar(total,
 		mpb.PrependDecorators(decor.Name(name, decor.WCSyncSpaceR), counter),
 		mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace), decor.Name(" ETA "), decor.EwmaETA(decor.ET_STYLE_GO, 30)),
 	)
-	return &Progress{p: p, bar: bar}
+	pr.p, pr.bar = p, bar
+	return pr
 }
 
 // SetTotal changes the expected total.
@@ -60,13 +84,51 @@ func (p *Progress) SetTotal(total int64) {
 	if p.bar != nil {
 		p.bar.SetTotal(total, false)
 	}
+	p.mu.Lock()
+	p.total = total
+	p.mu.Unlock()
 }
 
 // Add counts n more units done.
 func (p *Progress) Add(n int) {
-	if p.bar != nil {
-		p.bar.EwmaIncrBy(n, 0)
+	if p.bar == nil && !p.lineProgress {
+		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	dur := now.Sub(p.last)
+	p.last = now
+	p.done += int64(n)
+	if p.bar != nil {
+		p.bar.EwmaIncrBy(n, dur)
+		return
+	}
+	if now.Sub(p.lastLine) >= p.every {
+		p.lastLine = now
+		fmt.Fprintln(p.out, p.line(now))
+	}
+}
+
+// line is the off-terminal progress line: done / total, percent, elapsed, ETA.
+func (p *Progress) line(now time.Time) string {
+	count := func(n int64) string {
+		if p.bytes {
+			return HumanBytes(uint64(max(n, 0)))
+		}
+		return strconv.FormatInt(n, 10)
+	}
+	elapsed := now.Sub(p.start)
+	s := fmt.Sprintf("%s: %s", p.name, count(p.done))
+	if p.total > 0 {
+		s += fmt.Sprintf(" / %s (%.0f %%)", count(p.total), 100*float64(p.done)/float64(p.total))
+	}
+	s += fmt.Sprintf(", %s elapsed", elapsed.Round(time.Second))
+	if p.total > 0 && p.done > 0 && p.done < p.total {
+		eta := time.Duration(float64(elapsed) * float64(p.total-p.done) / float64(p.done))
+		s += fmt.Sprintf(", about %s left", eta.Round(time.Second))
+	}
+	return s
 }
 
 // Done finishes the bar (abort when the work failed) and waits for it to draw.

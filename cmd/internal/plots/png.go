@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/sipack/sipack/internal/tmpfile"
 )
 
 // savePNG writes the canvas as PNG through a temporary file.
@@ -17,7 +19,7 @@ func savePNG(path string, img *vgimg.Canvas) error {
 func writeTo(path string, w interface {
 	WriteTo(io.Writer) (int64, error)
 }) error {
-	tmp := path + ".tmp"
+	tmp := tmpfile.Name(path)
 	f, err := os.Create(tmp)
 	if err != nil {
 		return err
