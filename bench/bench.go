@@ -298,20 +298,8 @@ func (r *Report) Markdown(w io.Writer) {
 	fmt.Fprintf(w, "\nprefill %d tokens: %.1f tok/s (%.1f GFLOP/s, %.0f %% of FMA peak), time to first token %.0f ms\n", r.PrefillTokens, r.PrefillTokS, r.PrefillGFlops, 100*r.PrefillPeakFrac, r.TTFTms)
 }
 
-// humanBytes is n in B or KiB…EiB with two decimals, as the commands print
-// sizes (cmd/internal/cliutil.HumanBytes; bench does not import cmd).
-func humanBytes(n uint64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := uint64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.2f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
+// humanBytes is format.HumanBytes, as the commands print sizes.
+func humanBytes(n uint64) string { return format.HumanBytes(n) }
 
 // Ops prints, for every pack, where a decode step's time goes: each
 // operation's milliseconds per token and share of the step, dense (γ 1)

@@ -92,6 +92,21 @@ func (p *Pack) Summary(w io.Writer) {
 	fmt.Fprintln(w)
 }
 
+// HumanBytes formats n in B or KiB…EiB with two decimals, as the commands
+// print sizes.
+func HumanBytes(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := uint64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.2f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
 func human(n uint64) string {
 	switch {
 	case n >= 1<<30:

@@ -5,6 +5,7 @@ package cliutil
 import (
 	"context"
 	"fmt"
+	"github.com/sipack/sipack/format"
 	"io"
 	"os"
 	"os/signal"
@@ -144,19 +145,8 @@ func (p *Progress) Done(ok bool) {
 	p.p.Wait()
 }
 
-// HumanBytes formats n with binary units.
-func HumanBytes(n uint64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := uint64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.2f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
+// HumanBytes formats n with binary units (format.HumanBytes).
+func HumanBytes(n uint64) string { return format.HumanBytes(n) }
 
 // Fail prints err as "name: err" on stderr. Commands return it via cli.Exit.
 func Fail(w io.Writer, name string, err error) {
