@@ -196,14 +196,16 @@ func ffnDecode(acc []float32, records *recordCursor, ops *Ops, rowBytes, lo, hi 
 		for q := 0; q < n; q++ {
 			j := j0 + q
 			rec := records.at(j)
-			// The fused dots prefetch the record two ahead: with the next
-			// one, the last lines of its gate and up rows are requested
-			// only a third of a record before their use. In alternating
-			// runs at 60-80 GB/s dense BF16 decode reached 68-77 % of the
-			// bound two ahead against 61-66 % one ahead (the same at 50).
+			// The fused dots prefetch the record four ahead, the next group
+			// of four's record in the same place: in alternating runs on the
+			// AMD EPYC (Zen 5), dense BF16 and F16 decode was 5 % faster four
+			// ahead than two (FFN 47.3 against 50.5 ms a step, `sirun bench
+			// --ops`), Q4_0 the same; one, three and six ahead no better
+			// than two. (An earlier session measured two ahead better than
+			// one at 60-80 GB/s.)
 			var ahead []byte
-			if j+2 < hi {
-				ahead = records.at(j + 2)
+			if j+4 < hi {
+				ahead = records.at(j + 4)
 			}
 			gate, up := rec[:rowBytes], rec[rowBytes:2*rowBytes]
 			var g, u float32
