@@ -183,6 +183,9 @@ func (c *recordCursor) at(j int) []byte {
 	return c.blocks[c.spans[c.bi].block][k*c.recBytes : (k+1)*c.recBytes]
 }
 
+// prefetchAhead is how many records ahead the fused decode dots prefetch.
+const prefetchAhead = 4
+
 // ffnDecode is FFNRecords for one token over records [lo, hi): the gate and
 // up dots per record, then the down axpys, four records at a time where
 // the dtype has a four-row axpy (y loaded and stored once per four).
@@ -204,8 +207,8 @@ func ffnDecode(acc []float32, records *recordCursor, ops *Ops, rowBytes, lo, hi 
 			// than two. (An earlier session measured two ahead better than
 			// one at 60-80 GB/s.)
 			var ahead []byte
-			if j+4 < hi {
-				ahead = records.at(j + 4)
+			if j+prefetchAhead < hi {
+				ahead = records.at(j + prefetchAhead)
 			}
 			gate, up := rec[:rowBytes], rec[rowBytes:2*rowBytes]
 			var g, u float32
