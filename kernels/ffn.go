@@ -29,15 +29,20 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 	partial := p.scratch(p.Workers() * T * H)
 	clear(partial)
 	ops := active.Ops(dt)
-	var acts []Q8Act
-	if ops.ActDot {
-		acts = quantizeTokens(p, ops, x, H, T)
-	}
 	g := active.Gemm
 	useGemm := gemmFits(g, 2*total, H, T)
 	var gemmBlocks []float32
+	var xb []uint16
 	if useGemm {
 		gemmBlocks = p.gemmScratch(p.Workers() * ffnBlock(T, H))
+		var xr []float32
+		if xb, xr = prefillBF16(p, g, dt, x); xb != nil {
+			x = xr
+		}
+	}
+	var acts []Q8Act
+	if ops.ActDot && xb == nil {
+		acts = quantizeTokens(p, ops, x, H, T)
 	}
 	p.Run(total, func(lo, hi, worker int) {
 		acc := partial[worker*T*H : (worker+1)*T*H]
@@ -47,7 +52,7 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 			return
 		}
 		if useGemm {
-			ffnPrefillGEMM(g, ops, dt, &records, spans, rowBytes, lo, hi, H, x, T, acc,
+			ffnPrefillGEMM(g, ops, dt, &records, spans, rowBytes, lo, hi, H, x, xb, T, acc,
 				gemmBlocks[worker*ffnBlock(T, H):(worker+1)*ffnBlock(T, H)], act, total, acts)
 			return
 		}

@@ -28,17 +28,49 @@ const (
 // the 16 partial sums (lanes) of Σ_{k<n} w[r][k]·x[t][k] (n a multiple of
 // 16); Fold sets out[i] to the sum of acc[i]'s lanes.
 //
+// TileBF16, where the CPU has it, is Tile over BF16 rows as stored and
+// activations rounded to BF16 (n a multiple of 32): its lanes are partial
+// sums like Tile's, so Fold folds them.
+//
 // Down is the FFN's down projection for six tokens: acc[t·accStride + c] +=
 // Σ_{j<K} h[j·6 + t]·down[j·ldd + c] for c < H (a multiple of 64).
 type GemmKernel struct {
-	Tile func(w *[4]*float32, x *[6]*float32, n int, acc *[24][16]float32)
-	Fold func(acc *[24][16]float32, out *[24]float32)
-	Down func(acc *float32, accStride int, h *float32, down *float32, ldd int, K int, H int)
+	Tile     func(w *[4]*float32, x *[6]*float32, n int, acc *[24][16]float32)
+	TileBF16 func(w *[4]*uint16, x *[6]*uint16, n int, acc *[24][16]float32)
+	Fold     func(acc *[24][16]float32, out *[24]float32)
+	Down     func(acc *float32, accStride int, h *float32, down *float32, ldd int, K int, H int)
 }
 
 // gemmFits reports whether rows × cols × T goes through the GEMM.
 func gemmFits(g *GemmKernel, rows, cols, T int) bool {
 	return g != nil && T >= gemmMinT && cols%32 == 0 && rows >= gemmRows
+}
+
+// prefillBF16 reports whether the active table's prefill GEMM takes BF16
+// rows through TileBF16 (activations rounded to BF16, as llama.cpp's BF16
+// path does), and if so returns x rounded to BF16 (xb) and the same values
+// as float32 (xr, for the rows and tokens outside the tiles, so the whole
+// product is one rounding), both in p's scratch.
+func prefillBF16(p *Pool, g *GemmKernel, dt format.DType, x []float32) (xb []uint16, xr []float32) {
+	if !prefillTakesBF16(g, dt) {
+		return nil, nil
+	}
+	if cap(p.xb) < len(x) {
+		p.xb = make([]uint16, len(x))
+		p.xr = make([]float32, len(x))
+	}
+	xb, xr = p.xb[:len(x)], p.xr[:len(x)]
+	for i, v := range x {
+		xb[i] = F32ToBF16(v)
+		xr[i] = BF16ToF32(xb[i])
+	}
+	return xb, xr
+}
+
+// prefillTakesBF16 reports whether the GEMM g takes rows of dtype dt
+// through TileBF16.
+func prefillTakesBF16(g *GemmKernel, dt format.DType) bool {
+	return g != nil && dt == format.BF16 && active.PrefillBF16 && g.TileBF16 != nil
 }
 
 // gemmBlock is one worker's storage for gemmRowsOf over T tokens.
@@ -47,14 +79,17 @@ func gemmBlock(T int) int { return T/gemmToks*384 + gemmRows*gemmKC }
 // gemmRowsOf runs the GEMM for rows [q0·4, q1·4) of a matrix whose row r is
 // row(r), over the T tokens of x (width cols), calling emit(r, t, v) with
 // every output; ops widens rows of dtype dt. block is one worker's storage
-// (gemmBlock(T) floats). Tokens past the last whole group of six, and the
+// (gemmBlock(T) floats). With xb (x rounded to BF16, BF16 rows only) the
+// rows go to TileBF16 as stored instead of widened. Tokens past the last whole group of six, and the
 // caller's rows past the last group of four, are left to the caller.
-func gemmRowsOf(g *GemmKernel, ops *Ops, dt format.DType, row func(r int) []byte, q0, q1, cols int, x []float32, T int,
+func gemmRowsOf(g *GemmKernel, ops *Ops, dt format.DType, row func(r int) []byte, q0, q1, cols int, x []float32, xb []uint16, T int,
 	block []float32, emit func(r, t int, v float32)) {
 	groups := T / gemmToks
 	acc, wide := block[:groups*384], block[groups*384:]
 	var wp [4]*float32
 	var xp [6]*float32
+	var wb [4]*uint16
+	var xbp [6]*uint16
 	var out [24]float32
 	for q := q0; q < q1; q++ {
 		r0 := q * gemmRows
@@ -62,6 +97,18 @@ func gemmRowsOf(g *GemmKernel, ops *Ops, dt format.DType, row func(r int) []byte
 		clear(a)
 		for k0 := 0; k0 < cols; k0 += gemmKC {
 			n := min(gemmKC, cols-k0)
+			if xb != nil {
+				for i := range wb {
+					wb[i] = (*uint16)(unsafe.Pointer(&row(r0 + i)[2*k0]))
+				}
+				for gi := 0; gi < groups; gi++ {
+					for j := range xbp {
+						xbp[j] = &xb[(gi*gemmToks+j)*cols+k0]
+					}
+					g.TileBF16(&wb, &xbp, n, accAt(a, gi))
+				}
+				continue
+			}
 			for i := 0; i < gemmRows; i++ {
 				if dt == format.F32 {
 					wp[i] = &F32s(row(r0 + i))[k0]
@@ -104,8 +151,12 @@ func matMulGEMM(p *Pool, g *GemmKernel, out []float32, w *Weight, x []float32, T
 	row := func(r int) []byte { return w.Data[r*rb : (r+1)*rb] }
 	per := gemmBlock(T)
 	blocks := p.gemmScratch(p.Workers() * per)
+	xb, xr := prefillBF16(p, g, w.DType, x)
+	if xb != nil {
+		x = xr
+	}
 	p.Run(quads, func(lo, hi, worker int) {
-		gemmRowsOf(g, ops, w.DType, row, lo, hi, C, x, T, blocks[worker*per:(worker+1)*per],
+		gemmRowsOf(g, ops, w.DType, row, lo, hi, C, x, xb, T, blocks[worker*per:(worker+1)*per],
 			func(r, t int, v float32) { out[t*R+r] = v })
 		// The tokens after the last group of six, for these rows.
 		if groups*gemmToks < T {
@@ -141,7 +192,7 @@ func ffnBlock(T, H int) int { return gemmBlock(T) + 3*T*ffnRecBlock + ffnRecBloc
 // on VNNI, 5.0k against 4.4k tokens/s at 64 tokens); the down projection
 // still takes the GEMM.
 func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCursor, spans []span, rowBytes, lo, hi, H int,
-	x []float32, T int, acc, block, act []float32, total int, acts []Q8Act) {
+	x []float32, xb []uint16, T int, acc, block, act []float32, total int, acts []Q8Act) {
 	groups := T / gemmToks
 	gemm := block[:gemmBlock(T)]
 	gu := block[gemmBlock(T) : gemmBlock(T)+2*T*ffnRecBlock]
@@ -172,7 +223,7 @@ func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCur
 				}
 			}
 		} else {
-			gemmRowsOf(g, ops, dt, row, 0, quads, H, x, T, gemm, func(r, t int, v float32) { gu[t*stride+r] = v })
+			gemmRowsOf(g, ops, dt, row, 0, quads, H, x, xb, T, gemm, func(r, t int, v float32) { gu[t*stride+r] = v })
 		}
 		for t := 0; t < T; t++ {
 			r0 := quads * gemmRows

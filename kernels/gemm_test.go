@@ -11,8 +11,10 @@ import (
 // TestMatMulPrefill: MatMul over many tokens (the prefill GEMM where the
 // table has one: whole groups of 4 rows × 6 tokens in the micro-kernel,
 // column blocks of 512, the ragged rows and tokens through the tiles)
-// against float64 over the dequantised weights, within the float32
-// rounding bound of a sum of n products, for every dtype and table.
+// against float64 over the dequantised weights and the activations as the
+// weights meet them (rounded to BF16 where the BF16 GEMM takes VDPBF16PS),
+// within the float32 rounding bound of a sum of n products, for every
+// dtype and table.
 func TestMatMulPrefill(t *testing.T) {
 	forTables(t, func(t *testing.T, tb *Table) {
 		rng := rand.New(rand.NewPCG(31, 32))
@@ -23,10 +25,11 @@ func TestMatMulPrefill(t *testing.T) {
 				wb, wf := randRow(rng, dt, c.rows*c.cols)
 				w := &Weight{Data: wb, DType: dt, Rows: c.rows, Cols: c.cols}
 				x := randVec(rng, c.T*c.cols)
+				xw := roundedActs(tb, dt, x, c.rows, c.cols, c.T) // what the weights meet
 				out := make([]float32, c.T*c.rows)
 				MatMul(p, out, w, x)
 				for tok := 0; tok < c.T; tok++ {
-					xt := x[tok*c.cols : (tok+1)*c.cols]
+					xt := xw[tok*c.cols : (tok+1)*c.cols]
 					for r := 0; r < c.rows; r++ {
 						wr := wf[r*c.cols : (r+1)*c.cols]
 						var exact float64

@@ -159,7 +159,7 @@ func F32s(b []byte) []float32 {
 // computed, and BF16 rows are widened once per four tokens.
 func MatMul(p *Pool, out []float32, w *Weight, x []float32) {
 	T := len(x) / w.Cols
-	if g := active.Gemm; gemmFits(g, w.Rows, w.Cols, T) && !active.ops[w.DType].ActDot {
+	if g := active.Gemm; gemmFits(g, w.Rows, w.Cols, T) && (!active.ops[w.DType].ActDot || prefillTakesBF16(g, w.DType)) {
 		matMulGEMM(p, g, out, w, x, T)
 		return
 	}
@@ -188,7 +188,7 @@ func MatMulShared(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 	for _, w := range ws {
 		same = same && w.DType == dt && w.Cols == cols
 	}
-	if !same || !active.ops[dt].ActDot {
+	if !same || !active.ops[dt].ActDot || (prefillTakesBF16(active.Gemm, dt) && gemmFits(active.Gemm, ws[0].Rows, cols, len(x)/cols)) {
 		for i, w := range ws {
 			MatMul(p, outs[i], w, x)
 		}

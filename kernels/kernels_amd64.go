@@ -117,6 +117,9 @@ func gemmDown6AVX512(acc *float32, accStride int, h *float32, down *float32, ldd
 func dotBF16DP(w *uint16, xb *uint16, n int) float32
 
 //go:noescape
+func gemm4x6BF16DP(w *[4]*uint16, x *[6]*uint16, n int, acc *[24][16]float32)
+
+//go:noescape
 func dot2BF16DP(a, b *uint16, xb *uint16, n int, out *[2]float32, next *byte)
 
 //go:noescape
@@ -301,6 +304,12 @@ func avx512Table(avx2 *Table) *Table {
 // whose width is not a multiple of 64 finish on the reference over the
 // rounded activations, so the path is one rounding whatever the width.
 func bf16DotTable(t *Table) {
+	if t.Gemm != nil {
+		g := *t.Gemm
+		g.TileBF16 = gemm4x6BF16DP
+		t.Gemm = &g
+		t.PrefillBF16 = true
+	}
 	o := &t.ops[format.BF16]
 	o.ActBF16 = true
 	o.DotAct = func(w []byte, a *Q8Act) float32 {

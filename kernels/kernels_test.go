@@ -441,7 +441,9 @@ func FuzzFFNDecode(f *testing.F) {
 // rounded-activation dots (and the float prefill GEMM does not run), else x.
 func roundedActs(tb *Table, dt format.DType, x []float32, rows, cols, T int) []float32 {
 	o := tb.Ops(dt)
-	if !(o.ActDot && o.ActBF16) || gemmFits(tb.Gemm, rows, cols, T) {
+	gemm := gemmFits(tb.Gemm, rows, cols, T)
+	viaTile := gemm && dt == format.BF16 && tb.PrefillBF16 // the BF16 prefill GEMM rounds
+	if !viaTile && (!(o.ActDot && o.ActBF16) || gemm) {
 		return x
 	}
 	r := make([]float32, len(x))

@@ -28,6 +28,8 @@ type Pool struct {
 	buf     []float32
 	acts    []Q8Act   // quantizeTokens' storage
 	gemm    []float32 // the prefill GEMM's per-worker blocks
+	xb      []uint16  // the prefill's activations rounded to BF16
+	xr      []float32 // and as float32
 }
 
 type helper struct {

@@ -59,6 +59,10 @@ type Table struct {
 	// Gemm is the prefill micro-kernel over float32 rows, or nil (prefill
 	// then takes the Dot4/GemmDown tiles).
 	Gemm *GemmKernel
+	// PrefillBF16 says the prefill GEMM takes BF16 rows through
+	// Gemm.TileBF16, the activations rounded to BF16 (set where the CPU
+	// has it; SIPACK_BF16DOT=exact turns it off).
+	PrefillBF16 bool
 }
 
 // Ops returns the operations for dtype dt.
@@ -104,8 +108,9 @@ func Use(t *Table) (restore func()) {
 // register appends the architecture's tables (in order of preference) and
 // activates the best, or the one SIPACK_KERNELS names. SIPACK_QDOT=int or
 // =float then forces the integer or the float path for the block types in
-// every table (the active one included), and SIPACK_BF16DOT=round or =exact
-// the rounded-activation or the exact path for BF16.
+// every table (the active one included), and SIPACK_BF16DOT the BF16 path:
+// exact (no rounding), prefill (the prefill GEMM rounds activations to BF16,
+// decode exact: the default where the CPU has AVX512_BF16) or round (both).
 func register(ts ...*Table) {
 	tables = append(tables, ts...)
 	active = tables[len(tables)-1]
@@ -128,8 +133,11 @@ func register(ts ...*Table) {
 	if q := os.Getenv("SIPACK_QDOT"); q == "int" || q == "float" {
 		swap(func(t *Table) *Table { return t.WithIntegerPath(q == "int") })
 	}
-	if q := os.Getenv("SIPACK_BF16DOT"); q == "round" || q == "exact" {
-		swap(func(t *Table) *Table { return t.WithBF16Rounding(q == "round") })
+	switch q := os.Getenv("SIPACK_BF16DOT"); q {
+	case "round", "exact":
+		swap(func(t *Table) *Table { return t.WithBF16Rounding(q == "round").WithBF16Prefill(q == "round") })
+	case "prefill":
+		swap(func(t *Table) *Table { return t.WithBF16Rounding(false).WithBF16Prefill(true) })
 	}
 }
 
@@ -152,6 +160,16 @@ func (t *Table) WithBF16Rounding(on bool) *Table {
 	o := &c.ops[format.BF16]
 	o.ActDot = on && o.ActBF16 && o.DotAct != nil
 	c.Name += map[bool]string{true: "+bf16act", false: "+exact"}[on]
+	return &c
+}
+
+// WithBF16Prefill returns a copy of t whose prefill GEMM takes BF16 rows
+// through VDPBF16PS against activations rounded to BF16 (on, where the
+// table has the kernel) or widens them to float32 (exact).
+func (t *Table) WithBF16Prefill(on bool) *Table {
+	c := *t
+	c.PrefillBF16 = on && c.Gemm != nil && c.Gemm.TileBF16 != nil
+	c.Name += map[bool]string{true: "+bf16gemm", false: "+exactgemm"}[on]
 	return &c
 }
 
