@@ -80,6 +80,9 @@ func (ss *Session) Prefill(prompt []int) ([]float32, *Votes, error) {
 	var pass Pass
 	if c, ok := ss.counts(); ok {
 		votes = NewVotes(ss.M, c, ss.Sel.Method)
+		if err := votes.SetBudget(ss.M, c, ss.Sel.Budget); err != nil {
+			return nil, nil, err
+		}
 		pass.Votes = votes
 	}
 	logits, err := ss.S.ForwardBatch(input, ss.Pos, pass)

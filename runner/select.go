@@ -28,10 +28,20 @@ type Selection struct {
 	// prompt-level statistic: each token's h normalised to unit L2 norm,
 	// squares summed over tokens).
 	Method string
+	// Budget is how the static neurons are spread over the sparse layers:
+	// "" or "uniform" (⌊δN⌋ in every layer, as SelectInfer) or "layer" (the
+	// same total, layer by layer from the task profile: the next static
+	// neuron goes to the layer whose next rank holds the largest share of
+	// its layer's profile mass, so layers whose mass is concentrated in few
+	// neurons give static neurons to layers where it is spread).
+	Budget string
 }
 
 // Methods are the selection methods Selection.Method accepts.
 var Methods = []string{"paper", "mass", "l2"}
+
+// Budgets are the static budgets Selection.Budget accepts.
+var Budgets = []string{"uniform", "layer"}
 
 // Counts is a selection in neurons per sparse layer.
 type Counts struct {
@@ -60,6 +70,8 @@ func (s *Selection) Validate(n, loaded int) error {
 		return fmt.Errorf("--alpha must be in (0, 1], got %v", s.Alpha)
 	case s.Method != "" && !slices.Contains(Methods, s.Method):
 		return fmt.Errorf("--select must be one of %v, got %q", Methods, s.Method)
+	case s.Budget != "" && !slices.Contains(Budgets, s.Budget):
+		return fmt.Errorf("--budget must be one of %v, got %q", Budgets, s.Budget)
 	case !(s.Base >= 0 && s.Base <= 1):
 		return fmt.Errorf("base fraction δ must be in [0, 1], got %v", s.Base)
 	case !(s.Phi > 0 && s.Phi <= 1):
@@ -106,6 +118,7 @@ func (p Plan) Active(m *Model) int {
 type Votes struct {
 	k       int
 	method  string
+	bases   []int       // per layer: static ranks, where the budget is per layer
 	counts  [][]float64 // (layer, loaded ranks); nil for dense layers
 	scratch []float32
 	device  []int32 // one layer's votes as a backend.Voter counts them
@@ -184,8 +197,13 @@ func (v *Votes) Plan(m *Model, ex backend.Exec, c Counts, compact bool) (Plan, e
 		if counts == nil {
 			continue
 		}
-		ranks := chooseRanks(counts, c.Base, c.Compute, c.Loaded)
-		recs, err := ex.Gather(m.Layers[l].FFN, ranks, c.Base, compact)
+		base, compute := c.Base, c.Compute
+		if v.bases != nil {
+			// The layer's own static share; the dynamic count stays.
+			base, compute = v.bases[l], v.bases[l]+c.Compute-c.Base
+		}
+		ranks := chooseRanks(counts, base, compute, c.Loaded)
+		recs, err := ex.Gather(m.Layers[l].FFN, ranks, base, compact)
 		if err != nil {
 			return nil, err
 		}
@@ -280,4 +298,74 @@ func chooseRanks(counts []float64, nb, nf, nl int) []int {
 	out = append(out, sec...)
 	sort.Ints(out)
 	return out
+}
+
+// SetBudget spreads the static neurons over the layers as budget says
+// (Selection.Budget); "layer" needs the pack's task scores.
+func (v *Votes) SetBudget(m *Model, c Counts, budget string) error {
+	if budget == "" || budget == "uniform" {
+		v.bases = nil
+		return nil
+	}
+	bases, err := LayerBases(m, c)
+	if err != nil {
+		return err
+	}
+	v.bases = bases
+	return nil
+}
+
+// LayerBases is the "layer" static budget: the sparse layers' c.Base
+// static ranks each, pooled and handed out again one rank at a time to the
+// layer whose next rank holds the largest share of its layer's task-profile
+// mass (the pack's per-rank task scores over their sum), each layer keeping
+// room for its c.Compute − c.Base dynamic ranks within the c.Loaded loaded.
+// Static ranks stay a prefix of each layer's rank order. Dense layers get 0.
+func LayerBases(m *Model, c Counts) ([]int, error) {
+	bases := make([]int, len(m.Layers))
+	type layer struct {
+		l      int
+		scores []float32
+		total  float64
+	}
+	var ls []layer
+	for l := range m.Layers {
+		if !m.Layers[l].Sparse {
+			continue
+		}
+		si, _ := m.Pack.SparseIndex(l)
+		sc := m.Pack.Index.SparseLayers[si].TaskScore
+		if len(sc) < c.Loaded {
+			return nil, fmt.Errorf("--budget layer needs the task profile's scores in the pack: layer %d has %d of %d", l, len(sc), c.Loaded)
+		}
+		var tot float64
+		for _, v := range sc {
+			tot += float64(v)
+		}
+		if !(tot > 0) {
+			return nil, fmt.Errorf("--budget layer: layer %d's task scores sum to %v", l, tot)
+		}
+		ls = append(ls, layer{l, sc, tot})
+	}
+	room := c.Loaded - (c.Compute - c.Base) // the most static ranks a layer can take
+	left := c.Base * len(ls)
+	for left > 0 {
+		best, bestGain := -1, -1.0
+		for i, x := range ls {
+			r := bases[x.l]
+			if r >= room {
+				continue
+			}
+			// Ties go to the layer with fewer static ranks so far.
+			if g := float64(x.scores[r]) / x.total; g > bestGain || (g == bestGain && r < bases[ls[best].l]) {
+				best, bestGain = i, g
+			}
+		}
+		if best < 0 {
+			break // every layer full: cannot happen while Base ≤ room
+		}
+		bases[ls[best].l]++
+		left--
+	}
+	return bases, nil
 }

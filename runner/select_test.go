@@ -179,3 +179,72 @@ func TestVotesMethods(t *testing.T) {
 		t.Error("unknown selection method accepted")
 	}
 }
+
+// TestLayerBudget: the "layer" static budget keeps the total of δN per
+// sparse layer, gives a layer whose task mass sits in few ranks fewer
+// static ranks than layers where it is spread, leaves each layer room for
+// its dynamic ranks, and the decode plan follows it: static prefix
+// [0, base_l) plus the same number of dynamic ranks in every layer.
+func TestLayerBudget(t *testing.T) {
+	path := packOf(t, "../testdata/tinyllama", convert.Options{BaseFraction: 0.3})
+	m := loadModel(t, path, 0.7)
+	sel := &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Budget: "layer"}
+	c := sel.Counts(m.Config.IntermediateSize, m.Pack.LoadedRanks) // 537 loaded, 230 static, 307 computed
+	if _, err := LayerBases(m, c); err == nil {
+		t.Fatal("LayerBases without task scores in the pack: no error")
+	}
+	var sparse []int
+	for l := range m.Layers {
+		if m.Layers[l].Sparse {
+			sparse = append(sparse, l)
+		}
+	}
+	// The first sparse layer's mass decays as 0.9^r (its ranks past 41 hold
+	// less than a flat layer's 1/768 each); the others are flat.
+	for i, l := range sparse {
+		si, _ := m.Pack.SparseIndex(l)
+		sc := make([]float32, m.Config.IntermediateSize)
+		for r := range sc {
+			sc[r] = 1
+			if i == 0 {
+				sc[r] = float32(math.Pow(0.9, float64(r)))
+			}
+		}
+		m.Pack.Index.SparseLayers[si].TaskScore = sc
+	}
+	bases, err := LayerBases(m, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total, room := 0, c.Loaded-(c.Compute-c.Base)
+	for _, l := range sparse {
+		total += bases[l]
+		if bases[l] > room {
+			t.Fatalf("layer %d: %d static ranks leave no room for %d dynamic in %d loaded", l, bases[l], c.Compute-c.Base, c.Loaded)
+		}
+	}
+	if total != c.Base*len(sparse) {
+		t.Fatalf("static ranks in all: %d, want %d", total, c.Base*len(sparse))
+	}
+	if b := bases[sparse[0]]; b < 38 || b > 44 {
+		t.Fatalf("concentrated layer: %d static ranks, want about 41 (0.9^r·0.1 above 1/768)", b)
+	}
+	for _, l := range sparse[2:] {
+		if d := bases[l] - bases[sparse[1]]; d < -1 || d > 1 {
+			t.Fatalf("flat layers differ: %v", bases)
+		}
+	}
+	prompt := []int{4094, 476, 25, 1312, 317, 3676, 271, 2025, 520, 334, 1892, 276, 306, 592, 349, 477, 25}
+	_, ss := greedySession(t, m, sel, prompt, 4)
+	for _, l := range sparse {
+		lp := ss.Plan[l]
+		if want := bases[l] + c.Compute - c.Base; len(lp.Ranks) != want {
+			t.Fatalf("layer %d: %d ranks, want %d", l, len(lp.Ranks), want)
+		}
+		for r := 0; r < bases[l]; r++ {
+			if lp.Ranks[r] != r {
+				t.Fatalf("layer %d: static rank %d missing", l, r)
+			}
+		}
+	}
+}
