@@ -297,12 +297,14 @@ func avx512Table(avx2 *Table) *Table {
 	return t
 }
 
-// bf16DotTable gives t's BF16 ops VDPBF16PS dots against activations
-// rounded to BF16 once per token, opt-in (SIPACK_BF16DOT=round): they move
-// the tiny model's logits by up to 0.2 against the exact path, so they are
-// the default only once a measurement says the speed is worth it. Rows
-// whose width is not a multiple of 64 finish on the reference over the
-// rounded activations, so the path is one rounding whatever the width.
+// bf16DotTable gives t the VDPBF16PS kernels: the prefill GEMM tile over
+// BF16 rows against activations rounded to BF16 (the default: 1.4× less CPU
+// time for a 1B prefill, TestGoldenRoundedPrefill bounds its logits), and
+// BF16 decode dots against activations rounded once per token, opt-in
+// (SIPACK_BF16DOT=round): they move the tiny model's logits by up to 0.2
+// against the exact path and measured no faster. Rows whose width is not a
+// multiple of 64 finish on the reference over the rounded activations, so
+// the path is one rounding whatever the width.
 func bf16DotTable(t *Table) {
 	if t.Gemm != nil {
 		g := *t.Gemm
