@@ -178,3 +178,32 @@ func TestRankedPack(t *testing.T) {
 		}
 	}
 }
+
+// TestProfileTakesExactPath: with the BF16 prefill GEMM rounding
+// activations in the table in use, the profile of prompts long enough for
+// the GEMM is still the exact path's, bit for bit.
+func TestProfileTakesExactPath(t *testing.T) {
+	rounded := kernels.Active().WithBF16Prefill(true)
+	if !rounded.PrefillBF16 {
+		t.Skipf("table %s has no BF16 prefill GEMM (needs AVX512_BF16)", kernels.Active().Name)
+	}
+	m := testutil.LoadModel(t, testutil.PackOf(t, testutil.Tiny, convert.Options{}), 1)
+	prompt := make([]int, 40) // ≥ 24 tokens: the GEMM runs
+	for i := range prompt {
+		prompt[i] = 300 + 37*i
+	}
+	run := func(tb *kernels.Table) *profile.Profile {
+		defer kernels.Use(tb)()
+		p, err := profile.Run(context.Background(), m, "t", [][]int{prompt}, profile.RunOptions{GenTokens: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, b := run(kernels.Active().WithBF16Prefill(false)), run(rounded)
+	for l := range a.Sums {
+		if !slices.Equal(a.Sums[l], b.Sums[l]) {
+			t.Fatalf("layer %d: the profile differs when the table rounds the prefill", l)
+		}
+	}
+}
