@@ -12,13 +12,18 @@ import (
 // gate/up dots alone, the down axpys alone, and a plain read of the same
 // bytes. Each reports GB/s of record bytes (the parts count the bytes they
 // touch), so where the FFN falls short of the stream shows.
-func benchFFNParts(b *testing.B, dt format.DType, threads int) {
+func benchFFNParts(b *testing.B, dt format.DType, threads int) { benchFFNPartsN(b, dt, threads, 0) }
+
+// benchFFNPartsN is benchFFNParts over records records (0: 0.5-1 GiB).
+func benchFFNPartsN(b *testing.B, dt format.DType, threads, records int) {
 	const H = 2048
 	rowBytes, _ := dt.RowBytes(H)
 	recBytes := 3 * rowBytes
-	records := (512 << 20) / recBytes
-	if dt == format.BF16 || dt == format.F16 {
-		records = (1 << 30) / recBytes
+	if records == 0 {
+		records = (512 << 20) / recBytes
+		if dt == format.BF16 || dt == format.F16 {
+			records = (1 << 30) / recBytes
+		}
 	}
 	rng := rand.New(rand.NewPCG(4, 4))
 	// One random row repeated: random generation of 0.5-1 GiB is slow and
@@ -89,3 +94,7 @@ func benchFFNParts(b *testing.B, dt format.DType, threads int) {
 func BenchmarkFFNPartsQ4_0(b *testing.B)   { benchFFNParts(b, format.Q4_0, 1) }
 func BenchmarkFFNPartsQ4_0x2(b *testing.B) { benchFFNParts(b, format.Q4_0, 2) }
 func BenchmarkFFNPartsBF16x2(b *testing.B) { benchFFNParts(b, format.BF16, 2) }
+
+// The same from L2: 256 Q4_0 records (864 KiB), what the kernels cost
+// once the bytes are there.
+func BenchmarkFFNPartsQ4_0Cached(b *testing.B) { benchFFNPartsN(b, format.Q4_0, 1, 256) }
