@@ -196,7 +196,7 @@ const prefetchAhead = 4
 // the dtype has a four-row axpy (y loaded and stored once per four).
 func ffnDecode(acc []float32, records *recordCursor, ops *Ops, rowBytes, lo, hi int, x []float32, acts []Q8Act, act []float32) {
 	axpy4, dot2, dot2q := ops.Axpy4, ops.Dot2, ops.Dot2Act
-	var h [4]float32
+	var h, gs, us [4]float32
 	var gu [2]float32
 	var down [4][]byte
 	for j0 := lo; j0 < hi; j0 += 4 {
@@ -229,11 +229,16 @@ func ffnDecode(acc []float32, records *recordCursor, ops *Ops, rowBytes, lo, hi 
 			default:
 				g, u = ops.Dot(gate, x), ops.Dot(up, x)
 			}
-			h[q] = SiLU(g) * u
-			if act != nil {
-				act[j] = h[q]
-			}
+			gs[q], us[q] = g, u
 			down[q] = rec[2*rowBytes:]
+		}
+		// SiLU after the group's dots: four independent exp chains
+		// overlap instead of each one stalling before the next record's dots.
+		for q := 0; q < n; q++ {
+			h[q] = SiLU(gs[q]) * us[q]
+			if act != nil {
+				act[j0+q] = h[q]
+			}
 		}
 		if n == 4 && axpy4 != nil {
 			axpy4(acc, &h, &down)
