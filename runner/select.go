@@ -118,7 +118,7 @@ func (p Plan) Active(m *Model) int {
 type Votes struct {
 	k       int
 	method  string
-	bases   []int       // per layer: static ranks, where the budget is per layer
+	static  [][]int     // per layer: the static ranks, where the budget is per layer (else [0, Base))
 	counts  [][]float64 // (layer, loaded ranks); nil for dense layers
 	scratch []float32
 	device  []int32 // one layer's votes as a backend.Voter counts them
@@ -197,13 +197,16 @@ func (v *Votes) Plan(m *Model, ex backend.Exec, c Counts, compact bool) (Plan, e
 		if counts == nil {
 			continue
 		}
-		base, compute := c.Base, c.Compute
-		if v.bases != nil {
-			// The layer's own static share; the dynamic count stays.
-			base, compute = v.bases[l], v.bases[l]+c.Compute-c.Base
+		ranks, prefix := chooseRanks(counts, c.Base, c.Compute, c.Loaded), c.Base
+		if v.static != nil {
+			// The layer's own static set; the dynamic count stays.
+			ranks = chooseAround(counts, v.static[l], c.Compute-c.Base, c.Loaded)
+			prefix = 0
+			for prefix < len(v.static[l]) && v.static[l][prefix] == prefix {
+				prefix++
+			}
 		}
-		ranks := chooseRanks(counts, base, compute, c.Loaded)
-		recs, err := ex.Gather(m.Layers[l].FFN, ranks, base, compact)
+		recs, err := ex.Gather(m.Layers[l].FFN, ranks, prefix, compact)
 		if err != nil {
 			return nil, err
 		}
@@ -279,6 +282,26 @@ func kthLargest(x []float32, k int) float32 {
 	return x[want]
 }
 
+// chooseAround returns the decode set of a given static set (ascending)
+// and the nd ranks in [0, nl) outside it with the most votes (ties: lower
+// rank first), ascending.
+func chooseAround(counts []float64, static []int, nd, nl int) []int {
+	in := make([]bool, nl)
+	for _, r := range static {
+		in[r] = true
+	}
+	sec := make([]int, 0, nl-len(static))
+	for r := 0; r < nl; r++ {
+		if !in[r] {
+			sec = append(sec, r)
+		}
+	}
+	sort.SliceStable(sec, func(a, b int) bool { return counts[sec[a]] > counts[sec[b]] })
+	out := append(append([]int(nil), static...), sec[:min(nd, len(sec))]...)
+	sort.Ints(out)
+	return out
+}
+
 // chooseRanks returns the decode set: static ranks [0, nb) and the nf−nb
 // secondary ranks in [nb, nl) with the most votes (ties: lower rank first),
 // ascending.
@@ -304,31 +327,33 @@ func chooseRanks(counts []float64, nb, nf, nl int) []int {
 // (Selection.Budget); "layer" needs the pack's task scores.
 func (v *Votes) SetBudget(m *Model, c Counts, budget string) error {
 	if budget == "" || budget == "uniform" {
-		v.bases = nil
+		v.static = nil
 		return nil
 	}
-	bases, err := LayerBases(m, c)
+	static, err := LayerStatic(m, c)
 	if err != nil {
 		return err
 	}
-	v.bases = bases
+	v.static = static
 	return nil
 }
 
-// LayerBases is the "layer" static budget: the sparse layers' c.Base
-// static ranks each, pooled and handed out again one rank at a time to the
-// layer whose next rank holds the largest share of its layer's task-profile
-// mass (the pack's per-rank task scores over their sum), each layer keeping
-// room for its c.Compute − c.Base dynamic ranks within the c.Loaded loaded.
-// Static ranks stay a prefix of each layer's rank order. Dense layers get 0.
-func LayerBases(m *Model, c Counts) ([]int, error) {
-	bases := make([]int, len(m.Layers))
+// LayerStatic is the "layer" static budget: the sparse layers' c.Base
+// static neurons each, pooled and handed out again one at a time to the
+// layer whose best remaining loaded rank (by the pack's task scores) holds
+// the largest share of its layer's task-profile mass; each layer keeps room
+// for its c.Compute − c.Base dynamic ranks within the c.Loaded loaded. It
+// returns each sparse layer's static ranks, ascending (nil for dense
+// layers): the task's best among the loaded, which past the pack's static
+// prefix [0, δN) lie in the secondary order's ranks.
+func LayerStatic(m *Model, c Counts) ([][]int, error) {
 	type layer struct {
-		l      int
-		scores []float32
-		total  float64
+		l     int
+		order []int // loaded ranks by task score, best first
+		gain  []float64
+		k     int
 	}
-	var ls []layer
+	var ls []*layer
 	for l := range m.Layers {
 		if !m.Layers[l].Sparse {
 			continue
@@ -345,27 +370,36 @@ func LayerBases(m *Model, c Counts) ([]int, error) {
 		if !(tot > 0) {
 			return nil, fmt.Errorf("--budget layer: layer %d's task scores sum to %v", l, tot)
 		}
-		ls = append(ls, layer{l, sc, tot})
+		x := &layer{l: l, order: make([]int, c.Loaded), gain: make([]float64, c.Loaded)}
+		for r := range x.order {
+			x.order[r] = r
+		}
+		sort.SliceStable(x.order, func(a, b int) bool { return sc[x.order[a]] > sc[x.order[b]] })
+		for i, r := range x.order {
+			x.gain[i] = float64(sc[r]) / tot
+		}
+		ls = append(ls, x)
 	}
 	room := c.Loaded - (c.Compute - c.Base) // the most static ranks a layer can take
-	left := c.Base * len(ls)
-	for left > 0 {
-		best, bestGain := -1, -1.0
-		for i, x := range ls {
-			r := bases[x.l]
-			if r >= room {
+	for left := c.Base * len(ls); left > 0; left-- {
+		var best *layer
+		for _, x := range ls {
+			if x.k >= room {
 				continue
 			}
 			// Ties go to the layer with fewer static ranks so far.
-			if g := float64(x.scores[r]) / x.total; g > bestGain || (g == bestGain && r < bases[ls[best].l]) {
-				best, bestGain = i, g
+			if best == nil || x.gain[x.k] > best.gain[best.k] || (x.gain[x.k] == best.gain[best.k] && x.k < best.k) {
+				best = x
 			}
 		}
-		if best < 0 {
+		if best == nil {
 			break // every layer full: cannot happen while Base ≤ room
 		}
-		bases[ls[best].l]++
-		left--
+		best.k++
 	}
-	return bases, nil
+	static := make([][]int, len(m.Layers))
+	for _, x := range ls {
+		static[x.l] = slices.Sorted(slices.Values(x.order[:x.k]))
+	}
+	return static, nil
 }

@@ -190,8 +190,8 @@ func TestLayerBudget(t *testing.T) {
 	m := loadModel(t, path, 0.7)
 	sel := &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Budget: "layer"}
 	c := sel.Counts(m.Config.IntermediateSize, m.Pack.LoadedRanks) // 537 loaded, 230 static, 307 computed
-	if _, err := LayerBases(m, c); err == nil {
-		t.Fatal("LayerBases without task scores in the pack: no error")
+	if _, err := LayerStatic(m, c); err == nil {
+		t.Fatal("LayerStatic without task scores in the pack: no error")
 	}
 	var sparse []int
 	for l := range m.Layers {
@@ -212,9 +212,13 @@ func TestLayerBudget(t *testing.T) {
 		}
 		m.Pack.Index.SparseLayers[si].TaskScore = sc
 	}
-	bases, err := LayerBases(m, c)
+	static, err := LayerStatic(m, c)
 	if err != nil {
 		t.Fatal(err)
+	}
+	bases := make([]int, len(m.Layers))
+	for _, l := range sparse {
+		bases[l] = len(static[l])
 	}
 	total, room := 0, c.Loaded-(c.Compute-c.Base)
 	for _, l := range sparse {
