@@ -233,7 +233,7 @@ func scoreContinuation(m *runner.Model, pool *kernels.Pool, prompt, ref string, 
 		if i == len(r)-1 {
 			break
 		}
-		if logits, err = ss.Decode(tok, plan); err != nil {
+		if logits, plan, err = ss.Step(tok, plan); err != nil {
 			return rowResult{err: err}
 		}
 	}

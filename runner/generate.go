@@ -43,6 +43,8 @@ type Session struct {
 	// Plan is the decode plan of the last prompt (nil: all loaded ranks).
 	Plan    Plan
 	sampler *Sampler
+	votes   *Votes // the last prompt's votes, for re-selection
+	since   int    // tokens decoded since the plan was made
 }
 
 // NewSession allocates a session with a context of ctx tokens.
@@ -91,6 +93,7 @@ func (ss *Session) Prefill(prompt []int) ([]float32, *Votes, error) {
 	}
 	ss.Pos += len(input)
 	ss.History = append(ss.History, prompt...)
+	ss.votes, ss.since = votes, 0
 	return logits, votes, nil
 }
 
@@ -112,6 +115,34 @@ func (ss *Session) Decode(token int, plan Plan) ([]float32, error) {
 	}
 	ss.Pos++
 	return logits, nil
+}
+
+// Step decodes token with plan, re-selecting as the session's selection
+// says (Selection.Reselect): every Reselect-th token after the last plan
+// computes every loaded neuron, votes with the prompt's, and the plan is
+// made again from all the votes. It returns the logits and the plan for the
+// next token.
+func (ss *Session) Step(token int, plan Plan) ([]float32, Plan, error) {
+	if ss.Sel == nil || ss.Sel.Reselect <= 0 || ss.votes == nil || ss.since+1 < ss.Sel.Reselect {
+		ss.since++
+		logits, err := ss.Decode(token, plan)
+		return logits, plan, err
+	}
+	w := ss.Sel.ReselectWeight
+	if w == 0 {
+		w = 1
+	}
+	ss.votes.SetWeight(w)
+	logits, err := ss.S.ForwardBatch([]int{token}, ss.Pos, Pass{Votes: ss.votes})
+	if err != nil {
+		return nil, nil, err
+	}
+	ss.Pos++
+	ss.since = 0
+	if plan, err = ss.PlanFor(ss.votes); err != nil {
+		return nil, nil, err
+	}
+	return logits, plan, nil
 }
 
 // Generate appends prompt to the session, then samples up to MaxTokens
@@ -166,7 +197,7 @@ func (ss *Session) Generate(prompt []int, opt GenerateOptions) (*Stats, error) {
 			st.StopReason = "context"
 			break
 		}
-		if logits, err = ss.Decode(tok, ss.Plan); err != nil {
+		if logits, ss.Plan, err = ss.Step(tok, ss.Plan); err != nil {
 			return st, err
 		}
 	}

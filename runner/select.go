@@ -35,6 +35,13 @@ type Selection struct {
 	// its layer's profile mass, so layers whose mass is concentrated in few
 	// neurons give static neurons to layers where it is spread).
 	Budget string
+	// Reselect, if > 0, re-selects during decode: every Reselect-th token
+	// after a plan is computed over every loaded neuron (a step at γ, not
+	// φ), its activations vote with the prompt's, ReselectWeight votes
+	// each, and the plan is made again — the decode set follows what is
+	// generated, not only the prompt (Session.Step).
+	Reselect       int
+	ReselectWeight float64 // votes a re-selection token casts (0: 1, as a prompt token)
 }
 
 // Methods are the selection methods Selection.Method accepts.
@@ -70,6 +77,8 @@ func (s *Selection) Validate(n, loaded int) error {
 		return fmt.Errorf("--alpha must be in (0, 1], got %v", s.Alpha)
 	case s.Method != "" && !slices.Contains(Methods, s.Method):
 		return fmt.Errorf("--select must be one of %v, got %q", Methods, s.Method)
+	case s.Reselect < 0 || s.ReselectWeight < 0:
+		return fmt.Errorf("--reselect and its weight must be ≥ 0, got %d and %v", s.Reselect, s.ReselectWeight)
 	case s.Budget != "" && !slices.Contains(Budgets, s.Budget):
 		return fmt.Errorf("--budget must be one of %v, got %q", Budgets, s.Budget)
 	case !(s.Base >= 0 && s.Base <= 1):
@@ -118,6 +127,7 @@ func (p Plan) Active(m *Model) int {
 type Votes struct {
 	k       int
 	method  string
+	weight  float64     // votes a token casts (SetWeight; 1 by default)
 	static  [][]int     // per layer: the static ranks, where the budget is per layer (else [0, Base))
 	counts  [][]float64 // (layer, loaded ranks); nil for dense layers
 	scratch []float32
@@ -150,7 +160,7 @@ func (v *Votes) addDevice(layer int, voter backend.Voter) {
 	clear(d)
 	voter.Vote(d, v.k)
 	for i, n := range d {
-		c[i] += float64(n)
+		c[i] += v.w() * float64(n)
 	}
 }
 
@@ -177,15 +187,26 @@ func (v *Votes) Add(layer int, act []float32, ranks int) {
 			}
 			for i, h := range row {
 				if v.method == "mass" {
-					c[i] += math.Abs(float64(h)) / norm
+					c[i] += v.w() * math.Abs(float64(h)) / norm
 				} else {
-					c[i] += float64(h) * float64(h) / norm
+					c[i] += v.w() * float64(h) * float64(h) / norm
 				}
 			}
 		}
 	default:
-		votes(act, ranks, v.k, c, v.scratch)
+		votes(act, ranks, v.k, v.w(), c, v.scratch)
 	}
+}
+
+// SetWeight sets the votes each token casts from now on (w > 0).
+func (v *Votes) SetWeight(w float64) { v.weight = w }
+
+// w is the votes a token casts (an unset weight is 1).
+func (v *Votes) w() float64 {
+	if v.weight == 0 {
+		return 1
+	}
+	return v.weight
 }
 
 // Plan turns the votes into the decode plan: per sparse layer the static
@@ -217,7 +238,7 @@ func (v *Votes) Plan(m *Model, ex backend.Exec, c Counts, compact bool) (Plan, e
 
 // votes counts, per loaded rank, how many prompt tokens had it among their
 // top-k |h|. act is (T, ranks).
-func votes(act []float32, ranks, k int, counts []float64, scratch []float32) {
+func votes(act []float32, ranks, k int, w float64, counts []float64, scratch []float32) {
 	T := len(act) / ranks
 	for t := 0; t < T; t++ {
 		row := act[t*ranks : (t+1)*ranks]
@@ -230,7 +251,7 @@ func votes(act []float32, ranks, k int, counts []float64, scratch []float32) {
 		left := k
 		for i, v := range abs {
 			if v > thr {
-				counts[i]++
+				counts[i] += w
 				left--
 			}
 		}
@@ -239,7 +260,7 @@ func votes(act []float32, ranks, k int, counts []float64, scratch []float32) {
 				break
 			}
 			if v == thr {
-				counts[i]++
+				counts[i] += w
 				left--
 			}
 		}

@@ -17,7 +17,7 @@ func TestVotesHandMade(t *testing.T) {
 		0, 0, 0, 0, 9, -8, // token 2: ranks 4 and 5
 	}
 	counts := make([]float64, 6)
-	votes(act, 6, 2, counts, make([]float32, 12))
+	votes(act, 6, 2, 1, counts, make([]float32, 12))
 	if want := []float64{1, 1, 0, 1, 1, 2}; !slices.Equal(counts, want) {
 		t.Fatalf("votes %v, want %v", counts, want)
 	}
@@ -251,4 +251,62 @@ func TestLayerBudget(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestReselect: re-selecting every token computes every loaded neuron at
+// every step (the tokens of φ = γ); every second token re-plans from the
+// prompt's and the generated tokens' votes, keeping the plan's size and
+// static prefix; without it the prefill's plan stays.
+func TestReselect(t *testing.T) {
+	path := packOf(t, "../testdata/tinyllama", convert.Options{BaseFraction: 0.3})
+	m := loadModel(t, path, 0.7)
+	prompt := []int{4094, 476, 25, 1312, 317, 3676, 271, 2025, 520, 334, 1892, 276, 306, 592, 349, 477, 25}
+	all, _ := greedySession(t, m, nil, prompt, 16)
+	every, _ := greedySession(t, m, &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Reselect: 1}, prompt, 16)
+	if !slices.Equal(all, every) {
+		t.Fatalf("re-selecting at every token differs from computing all loaded:\n%v\n%v", all, every)
+	}
+	sel := &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3}
+	ss := newSelSession(t, m, sel, prompt)
+	first := ss.Plan
+	_, ss2 := greedySession(t, m, sel, prompt, 16)
+	if !slices.Equal(ss2.Plan[1].Ranks, first[1].Ranks) {
+		t.Fatal("without re-selection the plan changed during decode")
+	}
+	sel.Reselect, sel.ReselectWeight = 2, 8
+	_, ss3 := greedySession(t, m, sel, prompt, 16)
+	changed := false
+	for l, lp := range ss3.Plan {
+		if len(lp.Ranks) != 307 {
+			t.Fatalf("layer %d: %d ranks after re-selection, want 307", l, len(lp.Ranks))
+		}
+		for r := 0; r < 230; r++ {
+			if lp.Ranks[r] != r {
+				t.Fatalf("layer %d: static rank %d missing after re-selection", l, r)
+			}
+		}
+		changed = changed || !slices.Equal(lp.Ranks, first[l].Ranks)
+	}
+	if !changed {
+		t.Fatal("re-selection every 2 tokens with weight 8 left every layer's plan as the prompt made it")
+	}
+}
+
+// newSelSession prefills prompt with sel and plans, without decoding.
+func newSelSession(t *testing.T, m *Model, sel *Selection, prompt []int) *Session {
+	pool := newPool(1)
+	t.Cleanup(pool.Close)
+	ss, err := m.NewSession(pool, 64, SamplerConfig{TopP: 1, RepetitionPenalty: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss.Sel = sel
+	_, votes, err := ss.Prefill(prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ss.Plan, err = ss.PlanFor(votes); err != nil {
+		t.Fatal(err)
+	}
+	return ss
 }

@@ -30,6 +30,8 @@ var selectionFlags = []cli.Flag{
 	&cli.BoolFlag{Name: "gather", Usage: "gather dynamic neurons in place instead of compacting them per prompt"},
 	&cli.StringFlag{Name: "select", Value: "paper", Usage: "how prompt tokens choose the dynamic neurons: paper (top-α vote counts, as SelectInfer), mass (|h| normalised per token), l2 (GRIFFIN's per-token-normalised L2)"},
 	&cli.StringFlag{Name: "budget", Value: "uniform", Usage: "how the static neurons spread over the layers: uniform (δN each, as SelectInfer) or layer (the same total, by each layer's task-profile concentration)"},
+	&cli.IntFlag{Name: "reselect", Usage: "re-select the dynamic neurons every N decoded tokens, from a step over every loaded neuron (0: never, as SelectInfer)"},
+	&cli.Float64Flag{Name: "reselect-weight", Value: 1, Usage: "votes a re-selection token casts, against a prompt token's 1"},
 	&cli.StringFlag{Name: "mem-budget", Usage: "pick the largest γ whose whole process fits in this much memory (e.g. 1.5GiB): mapped weights, KV cache, buffers, tokenizer, Go runtime and code"},
 	&cli.BoolFlag{Name: "verify", Usage: "check the BLAKE3 hashes of every byte loaded before running"},
 }
@@ -88,7 +90,8 @@ func openSelected(c *cli.Context, path string, ctx, seqs int) (*format.Pack, *ru
 	if c.IsSet("base") {
 		base = c.Float64("base")
 	}
-	sel := &runner.Selection{Phi: c.Float64("phi"), Alpha: c.Float64("alpha"), Base: base, Compact: !c.Bool("gather"), Method: c.String("select"), Budget: c.String("budget")}
+	sel := &runner.Selection{Phi: c.Float64("phi"), Alpha: c.Float64("alpha"), Base: base, Compact: !c.Bool("gather"), Method: c.String("select"), Budget: c.String("budget"),
+		Reselect: c.Int("reselect"), ReselectWeight: c.Float64("reselect-weight")}
 	N := pack.Index.Config.IntermediateSize
 	if err := sel.Validate(N, pack.LoadedRanks); err != nil {
 		pack.Close()
