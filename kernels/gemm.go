@@ -217,10 +217,7 @@ func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCur
 		stride := 2 * n // gu is (T, 2n): g of record i at 2i, u at 2i+1
 		if acts != nil {
 			for r := 0; r < 2*n; r++ {
-				w := row(r)
-				for t := range acts {
-					gu[t*stride+r] = ops.DotAct(w, &acts[t])
-				}
+				dotActTokens(ops, row(r), acts, gu[r:], stride)
 			}
 		} else {
 			gemmRowsOf(g, ops, dt, row, 0, quads, H, x, xb, T, gemm, func(r, t int, v float32) { gu[t*stride+r] = v })

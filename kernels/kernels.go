@@ -203,7 +203,8 @@ func MatMulShared(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 func matMulInteger(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 	dt, cols := ws[0].DType, ws[0].Cols
 	T := len(x) / cols
-	acts := quantizeTokens(p, active.Ops(dt), x, cols, T)
+	ops := active.Ops(dt)
+	acts := quantizeTokens(p, ops, x, cols, T)
 	rb, _ := dt.RowBytes(cols) // every weight's rows
 	starts := make([]int, len(ws)+1)
 	for i, w := range ws {
@@ -214,10 +215,7 @@ func matMulInteger(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 			// This weight's rows within [lo, hi).
 			r0, r1 := max(lo, starts[i])-starts[i], min(hi, starts[i+1])-starts[i]
 			for r := r0; r < r1; r++ {
-				row := w.Data[r*rb : (r+1)*rb]
-				for t := 0; t < T; t++ {
-					outs[i][t*w.Rows+r] = DotQ8Act(row, dt, &acts[t])
-				}
+				dotActTokens(ops, w.Data[r*rb:(r+1)*rb], acts, outs[i][r:], w.Rows)
 			}
 		}
 	})
@@ -374,4 +372,25 @@ func DotF32(a, b []float32) float32 { return active.ops[format.F32].Dot(f32Bytes
 // AxpyF32 does y[i] += alpha·x[i] over float32 vectors (attention output).
 func AxpyF32(y []float32, alpha float32, x []float32) {
 	active.ops[format.F32].Axpy(y, alpha, f32Bytes(x[:len(y)]))
+}
+
+// dotActTokens sets out[t·stride] to the dot of row w with every token's
+// converted activations, four tokens a call where ops has Dot4Act (the
+// row unpacked once for the four).
+func dotActTokens(ops *Ops, w []byte, acts []Q8Act, out []float32, stride int) {
+	t := 0
+	if ops.Dot4Act != nil {
+		var a [4]*Q8Act
+		var o [4]float32
+		for ; t+4 <= len(acts); t += 4 {
+			a = [4]*Q8Act{&acts[t], &acts[t+1], &acts[t+2], &acts[t+3]}
+			ops.Dot4Act(w, &a, &o)
+			for q := range o {
+				out[(t+q)*stride] = o[q]
+			}
+		}
+	}
+	for ; t < len(acts); t++ {
+		out[t*stride] = ops.DotAct(w, &acts[t])
+	}
 }

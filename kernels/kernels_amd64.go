@@ -117,6 +117,9 @@ func gemmDown6AVX512(acc *float32, accStride int, h *float32, down *float32, ldd
 func dotBF16DP(w *uint16, xb *uint16, n int) float32
 
 //go:noescape
+func dot4Q40Q8VNNI(w *byte, x *[4]*int8, d *[4]*float32, nb int, out *[4]float32)
+
+//go:noescape
 func gemm4x6BF16DP(w *[4]*uint16, x *[6]*uint16, n int, acc *[24][16]float32)
 
 //go:noescape
@@ -269,6 +272,24 @@ func avx512Table(avx2 *Table) *Table {
 		}
 		out[0] += q40Tail(a, act, full)
 		out[1] += q40Tail(b, act, full)
+	}
+	q40.Dot4Act = func(w []byte, a *[4]*Q8Act, out *[4]float32) {
+		full := q40Full(a[0])
+		for _, x := range a[1:] {
+			full = min(full, q40Full(x))
+		}
+		*out = [4]float32{}
+		if full > 0 {
+			x := [4]*int8{(*int8)(unsafe.Pointer(&a[0].Quad[0])), (*int8)(unsafe.Pointer(&a[1].Quad[0])),
+				(*int8)(unsafe.Pointer(&a[2].Quad[0])), (*int8)(unsafe.Pointer(&a[3].Quad[0]))}
+			d := [4]*float32{&a[0].D[0], &a[1].D[0], &a[2].D[0], &a[3].D[0]}
+			dot4Q40Q8VNNI(&w[0], &x, &d, full, out)
+		}
+		if full < len(a[0].D) {
+			for t, act := range a {
+				out[t] += q40Tail(w, act, full)
+			}
+		}
 	}
 	// Q8_0: weights' sign bits flipped for VPDPBUSD.
 	q80Tail := func(w []byte, a *Q8Act, from int) float32 {

@@ -36,6 +36,9 @@ type Ops struct {
 	ActDot bool
 	// DotAct is the dot of a row with converted activations.
 	DotAct func(w []byte, a *Q8Act) float32
+	// Dot4Act is DotAct of one row against four tokens' activations (the
+	// prefill's integer path: the row is unpacked once for the four), or nil.
+	Dot4Act func(w []byte, a *[4]*Q8Act, out *[4]float32)
 	// Dot2Act is Dot2 on the converted activations.
 	Dot2Act func(a, b []byte, act *Q8Act, out *[2]float32, next []byte)
 	// Quad says DotAct/Dot2Act read Q8Act.Quad, so quantising builds it.

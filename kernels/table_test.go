@@ -128,3 +128,36 @@ func TestBF16ActDots(t *testing.T) {
 		}
 	}
 }
+
+// TestDot4Act: the four-token integer dot of every table that has one
+// equals DotAct token by token (the same integer sums; float sums in
+// another order, so within 1e-5 of their magnitude), on widths with and
+// without a tail after whole chunks of 16 blocks.
+func TestDot4Act(t *testing.T) {
+	rng := rand.New(rand.NewPCG(71, 72))
+	for _, tb := range Tables() {
+		for _, dt := range []format.DType{format.Q4_0, format.Q8_0} {
+			o := tb.Ops(dt)
+			if o.Dot4Act == nil {
+				continue
+			}
+			for _, n := range []int{512, 2048, 544, 64} {
+				w, _ := randRow(rng, dt, n)
+				var acts [4]Q8Act
+				var a [4]*Q8Act
+				for q := range acts {
+					convertAct(&acts[q], randVec(rng, n), o)
+					a[q] = &acts[q]
+				}
+				var got [4]float32
+				o.Dot4Act(w, &a, &got)
+				for q := range acts {
+					want := o.DotAct(w, &acts[q])
+					if d := math.Abs(float64(got[q] - want)); d > 1e-5*(1+math.Abs(float64(want))) {
+						t.Fatalf("%s %v n=%d token %d: %g, DotAct %g", tb.Name, dt, n, q, got[q], want)
+					}
+				}
+			}
+		}
+	}
+}

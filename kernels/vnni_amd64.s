@@ -350,3 +350,77 @@ v2q8chunk:
 	VMOVQ X0, 0(DX)
 	VZEROUPPER
 	RET
+
+// The Q4_0 dot of one row against four tokens' activations (prefill): the
+// row's quads are loaded and split into nibbles once for the four, the
+// unpacking being half of the single-token kernel's work. nb must be a
+// multiple of 16.
+
+// DOT4Q4TOK(xq, q, sc, idx, acc): token q's part of one quad (Z4/Z5 the
+// row's nibbles): its two VPDPBUSD from xq(q), the dwords scaled by sc.
+#define DOT4Q4TOK(xq, q, sc, idx, acc) VMOVDQU32 xq+128(q), Z6; VPDPBUSD xq(q), Z4, Z6; VPDPBUSD xq+64(q), Z5, Z6; SCALEDSUM(Z6, sc, idx, Z7, acc)
+#define DOT4Q4QUAD(wq, xq, idx) Q4QUADW(wq, SI, X4, Z4, Z5); DOT4Q4TOK(xq, DI, Z20, idx, Z8); DOT4Q4TOK(xq, BX, Z21, idx, Z9); DOT4Q4TOK(xq, R9, Z22, idx, Z10); DOT4Q4TOK(xq, R10, Z23, idx, Z11)
+
+// func dot4Q40Q8VNNI(w *byte, x *[4]*int8, d *[4]*float32, nb int, out *[4]float32)
+TEXT ·dot4Q40Q8VNNI(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), AX
+	MOVQ 0(AX), DI
+	MOVQ 8(AX), BX
+	MOVQ 16(AX), R9
+	MOVQ 24(AX), R10
+	MOVQ d+16(FP), AX
+	MOVQ 0(AX), R11
+	MOVQ 8(AX), R12
+	MOVQ 16(AX), R13
+	MOVQ 24(AX), R14
+	MOVQ nb+24(FP), CX
+	MOVQ out+32(FP), DX
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z2
+	Q4SCALESETUP
+	VMOVDQU32 q4quadidx<>+0(SB), Z16
+	VMOVDQU32 q4quadidx<>+64(SB), Z17
+	VMOVDQU32 q4quadidx<>+128(SB), Z18
+	VMOVDQU32 q4quadidx<>+192(SB), Z19
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+d4q4chunk:
+	SCALES16Q4(SI, Z3)
+	VMULPS 0(R11), Z3, Z20
+	VMULPS 0(R12), Z3, Z21
+	VMULPS 0(R13), Z3, Z22
+	VMULPS 0(R14), Z3, Z23
+	DOT4Q4QUAD(0, 0, Z16)
+	DOT4Q4QUAD(72, 192, Z17)
+	DOT4Q4QUAD(144, 384, Z18)
+	DOT4Q4QUAD(216, 576, Z19)
+	ADDQ $288, SI
+	ADDQ $768, DI
+	ADDQ $768, BX
+	ADDQ $768, R9
+	ADDQ $768, R10
+	ADDQ $64, R11
+	ADDQ $64, R12
+	ADDQ $64, R13
+	ADDQ $64, R14
+	SUBQ $16, CX
+	JNZ  d4q4chunk
+	VEXTRACTF64X4 $1, Z8, Y12
+	VADDPS Y12, Y8, Y8
+	VEXTRACTF64X4 $1, Z9, Y12
+	VADDPS Y12, Y9, Y9
+	VEXTRACTF64X4 $1, Z10, Y12
+	VADDPS Y12, Y10, Y10
+	VEXTRACTF64X4 $1, Z11, Y12
+	VADDPS Y12, Y11, Y11
+	VHADDPS Y9, Y8, Y12
+	VHADDPS Y11, Y10, Y13
+	VHADDPS Y13, Y12, Y14
+	VEXTRACTF128 $1, Y14, X15
+	VADDPS X15, X14, X14
+	VMOVUPS X14, 0(DX)
+	VZEROUPPER
+	RET
