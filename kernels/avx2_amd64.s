@@ -815,3 +815,37 @@ TEXT ·axpy4F16AVX2(SB), NOSPLIT, $0-56
 	MOVQ w3+40(FP), R11
 	MOVQ n+48(FP), CX
 	AXPY4W(LOADF16X)
+
+// The prefill GEMM's widening of a block of a 16-bit row to float32 (dst
+// written, not accumulated: no clearing, no add). n is a multiple of 16.
+#define WIDENW(LOAD) \
+wloop: \
+	CMPQ CX, $16; \
+	JL   wdone; \
+	LOAD(0, SI, Y0); \
+	LOAD(16, SI, Y1); \
+	VMOVUPS Y0, 0(DI); \
+	VMOVUPS Y1, 32(DI); \
+	ADDQ $32, SI; \
+	ADDQ $64, DI; \
+	SUBQ $16, CX; \
+	JMP  wloop; \
+wdone:
+
+// func widenBF16AVX2(dst *float32, w *uint16, n int)
+TEXT ·widenBF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ w+8(FP), SI
+	MOVQ n+16(FP), CX
+	WIDENW(LOADBF16W)
+	VZEROUPPER
+	RET
+
+// func widenF16AVX2(dst *float32, w *uint16, n int)
+TEXT ·widenF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ w+8(FP), SI
+	MOVQ n+16(FP), CX
+	WIDENW(LOADF16W)
+	VZEROUPPER
+	RET

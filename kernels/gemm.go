@@ -73,18 +73,41 @@ func prefillTakesBF16(g *GemmKernel, dt format.DType) bool {
 	return g != nil && dt == format.BF16 && active.PrefillBF16 && g.TileBF16 != nil
 }
 
+// widen sets dst to the row w of len(dst) elements as float32.
+func widen(ops *Ops, dst []float32, w []byte) {
+	if ops.Widen != nil {
+		ops.Widen(dst, w)
+		return
+	}
+	clear(dst)
+	ops.Axpy(dst, 1, w)
+}
+
 // gemmBlock is one worker's storage for gemmRowsOf over T tokens.
-func gemmBlock(T int) int { return T/gemmToks*384 + gemmRows*gemmKC }
+func gemmBlock(T int) int { return gemmGroups(T)*384 + gemmRows*gemmKC }
+
+// gemmGroups is the micro-kernel calls a row block takes for T tokens: the
+// last group of fewer than six repeats its first token in the missing
+// places, whose outputs are dropped (cheaper than a slower path for them).
+func gemmGroups(T int) int { return (T + gemmToks - 1) / gemmToks }
+
+// tok is the token group gi's place j computes: beyond T, the group's first.
+func tok(gi, j, T int) int {
+	if t := gi*gemmToks + j; t < T {
+		return t
+	}
+	return gi * gemmToks
+}
 
 // gemmRowsOf runs the GEMM for rows [q0·4, q1·4) of a matrix whose row r is
 // row(r), over the T tokens of x (width cols), calling emit(r, t, v) with
 // every output; ops widens rows of dtype dt. block is one worker's storage
 // (gemmBlock(T) floats). With xb (x rounded to BF16, BF16 rows only) the
-// rows go to TileBF16 as stored instead of widened. Tokens past the last whole group of six, and the
-// caller's rows past the last group of four, are left to the caller.
+// rows go to TileBF16 as stored instead of widened. The caller's rows past
+// the last group of four are left to the caller.
 func gemmRowsOf(g *GemmKernel, ops *Ops, dt format.DType, row func(r int) []byte, q0, q1, cols int, x []float32, xb []uint16, T int,
 	block []float32, emit func(r, t int, v float32)) {
-	groups := T / gemmToks
+	groups := gemmGroups(T)
 	acc, wide := block[:groups*384], block[groups*384:]
 	var wp [4]*float32
 	var xp [6]*float32
@@ -103,7 +126,7 @@ func gemmRowsOf(g *GemmKernel, ops *Ops, dt format.DType, row func(r int) []byte
 				}
 				for gi := 0; gi < groups; gi++ {
 					for j := range xbp {
-						xbp[j] = &xb[(gi*gemmToks+j)*cols+k0]
+						xbp[j] = &xb[tok(gi, j, T)*cols+k0]
 					}
 					g.TileBF16(&wb, &xbp, n, accAt(a, gi))
 				}
@@ -117,22 +140,21 @@ func gemmRowsOf(g *GemmKernel, ops *Ops, dt format.DType, row func(r int) []byte
 				// Widen this block of the row: the dtype's row bytes for
 				// columns [k0, k0+n) are a whole number of blocks.
 				w := wide[i*gemmKC : i*gemmKC+n]
-				clear(w)
 				rb, _ := dt.RowBytes(k0)
 				nb, _ := dt.RowBytes(n)
-				ops.Axpy(w, 1, row(r0 + i)[rb:rb+nb])
+				widen(ops, w, row(r0 + i)[rb:rb+nb])
 				wp[i] = &w[0]
 			}
 			for gi := 0; gi < groups; gi++ {
 				for j := range xp {
-					xp[j] = &x[(gi*gemmToks+j)*cols+k0]
+					xp[j] = &x[tok(gi, j, T)*cols+k0]
 				}
 				g.Tile(&wp, &xp, n, accAt(a, gi))
 			}
 		}
 		for gi := 0; gi < groups; gi++ {
 			g.Fold(accAt(a, gi), &out)
-			for t := 0; t < gemmToks; t++ {
+			for t := 0; t < min(gemmToks, T-gi*gemmToks); t++ {
 				for i := 0; i < gemmRows; i++ {
 					emit(r0+i, gi*gemmToks+t, out[t*gemmRows+i])
 				}
@@ -146,7 +168,7 @@ func gemmRowsOf(g *GemmKernel, ops *Ops, dt format.DType, row func(r int) []byte
 func matMulGEMM(p *Pool, g *GemmKernel, out []float32, w *Weight, x []float32, T int) {
 	ops := active.Ops(w.DType)
 	R, C := w.Rows, w.Cols
-	quads, groups := R/gemmRows, T/gemmToks
+	quads := R / gemmRows
 	rb, _ := w.DType.RowBytes(C)
 	row := func(r int) []byte { return w.Data[r*rb : (r+1)*rb] }
 	per := gemmBlock(T)
@@ -158,10 +180,6 @@ func matMulGEMM(p *Pool, g *GemmKernel, out []float32, w *Weight, x []float32, T
 	p.Run(quads, func(lo, hi, worker int) {
 		gemmRowsOf(g, ops, w.DType, row, lo, hi, C, x, xb, T, blocks[worker*per:(worker+1)*per],
 			func(r, t int, v float32) { out[t*R+r] = v })
-		// The tokens after the last group of six, for these rows.
-		if groups*gemmToks < T {
-			matTile(out, w, x, lo*gemmRows, hi*gemmRows, groups*gemmToks, T)
-		}
 	})
 	if quads*gemmRows < R {
 		matTile(out, w, x, quads*gemmRows, R, 0, T)
@@ -193,7 +211,6 @@ func ffnBlock(T, H int) int { return gemmBlock(T) + 3*T*ffnRecBlock + ffnRecBloc
 // still takes the GEMM.
 func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCursor, spans []span, rowBytes, lo, hi, H int,
 	x []float32, xb []uint16, T int, acc, block, act []float32, total int, acts []Q8Act) {
-	groups := T / gemmToks
 	gemm := block[:gemmBlock(T)]
 	gu := block[gemmBlock(T) : gemmBlock(T)+2*T*ffnRecBlock]
 	hbuf := block[gemmBlock(T)+2*T*ffnRecBlock : gemmBlock(T)+3*T*ffnRecBlock]
@@ -224,9 +241,6 @@ func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCur
 		}
 		for t := 0; t < T; t++ {
 			r0 := quads * gemmRows
-			if t >= groups*gemmToks {
-				r0 = 0
-			}
 			if acts != nil {
 				r0 = 2 * n
 			}
@@ -256,8 +270,7 @@ func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCur
 				if dt == format.F32 {
 					copy(w, F32s(d))
 				} else {
-					clear(w)
-					ops.Axpy(w, 1, d)
+					widen(ops, w, d)
 				}
 			}
 			hp := gu[:6*n] // g and u are spent: h six tokens a record

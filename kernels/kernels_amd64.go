@@ -24,6 +24,27 @@ func axpyBF16AVX2(y *float32, a float32, w *uint16, n int)
 func axpyF16AVX2(y *float32, a float32, w *uint16, n int)
 
 //go:noescape
+func widenBF16AVX2(dst *float32, w *uint16, n int)
+
+//go:noescape
+func widenF16AVX2(dst *float32, w *uint16, n int)
+
+// widenOf adapts a 16-bit widening kernel (whole groups of 16; the rest
+// through the dtype's reference axpy into zeros).
+func widenOf(k func(dst *float32, w *uint16, n int), ref func([]float32, float32, []byte)) func([]float32, []byte) {
+	return func(dst []float32, w []byte) {
+		n := len(dst) &^ 15
+		if n > 0 {
+			k(&dst[0], (*uint16)(unsafe.Pointer(&w[0])), n)
+		}
+		if n < len(dst) {
+			clear(dst[n:])
+			ref(dst[n:], 1, w[2*n:])
+		}
+	}
+}
+
+//go:noescape
 func axpyF32AVX2(y *float32, a float32, w *float32, n int)
 
 //go:noescape
@@ -179,6 +200,7 @@ func avx2Table() *Table {
 	bf16.Dot4 = dot4Of(dot4BF16AVX2, dotBF16Ref)
 	bf16.Dot2, bf16.Axpy4 = dot2Of(dot2BF16AVX2, dotBF16Ref), axpy4Of(axpy4BF16AVX2, axpyBF16Ref)
 	bf16.GemmDown = gemmDownOf(gemmDownBF16AVX2, gemmDownBF16Ref)
+	bf16.Widen, f16.Widen = widenOf(widenBF16AVX2, axpyBF16Ref), widenOf(widenF16AVX2, axpyF16Ref)
 	f16.Dot, f16.Axpy = rowDot(dotF16AVX2, dotF16Ref, 7), rowAxpy(axpyF16AVX2, axpyF16Ref, 7)
 	f16.Dot4 = dot4Of(dot4F16AVX2, dotF16Ref)
 	f16.Dot2, f16.Axpy4 = dot2Of(dot2F16AVX2, dotF16Ref), axpy4Of(axpy4F16AVX2, axpyF16Ref)

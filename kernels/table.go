@@ -15,6 +15,9 @@ type Ops struct {
 	Dot func(w []byte, x []float32) float32
 	// Axpy is y[i] += a·w[i] for a row w of len(y) elements.
 	Axpy func(y []float32, a float32, w []byte)
+	// Widen, where present, sets dst[i] to w[i] as float32 for a row w of
+	// len(dst) elements (the prefill GEMM's widening; else zeros + Axpy).
+	Widen func(dst []float32, w []byte)
 	// Dot4 is four Dots sharing the row w (prefill: the row is widened
 	// once for four tokens).
 	Dot4 func(w []byte, x0, x1, x2, x3 []float32, out *[4]float32)

@@ -161,3 +161,27 @@ func TestDot4Act(t *testing.T) {
 		}
 	}
 }
+
+// TestWiden: every table's Widen writes each element exactly (16-bit to
+// float32 is exact), over stale destination values, with tails.
+func TestWiden(t *testing.T) {
+	rng := rand.New(rand.NewPCG(81, 82))
+	for _, tb := range Tables() {
+		for _, dt := range []format.DType{format.BF16, format.F16} {
+			o := tb.Ops(dt)
+			if o.Widen == nil {
+				continue
+			}
+			for _, n := range []int{16, 40, 544, 2048} {
+				w, wf := randRow(rng, dt, n)
+				dst := randVec(rng, n) // stale values must be overwritten
+				o.Widen(dst, w)
+				for i := range dst {
+					if dst[i] != wf[i] {
+						t.Fatalf("%s %v n=%d [%d]: %g, want %g", tb.Name, dt, n, i, dst[i], wf[i])
+					}
+				}
+			}
+		}
+	}
+}
