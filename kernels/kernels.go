@@ -333,7 +333,7 @@ func Softmax(x []float32) {
 	}
 	var sum float32
 	for i, v := range x {
-		e := float32(math.Exp(float64(v - m)))
+		e := expf(v - m)
 		x[i] = e
 		sum += e
 	}

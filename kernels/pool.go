@@ -30,6 +30,7 @@ type Pool struct {
 	gemm    []float32 // the prefill GEMM's per-worker blocks
 	xb      []uint16  // the prefill's activations rounded to BF16
 	xr      []float32 // and as float32
+	att     []float32 // attentionLoop's score rows, one per worker
 }
 
 type helper struct {

@@ -126,7 +126,6 @@ func (d *Device) NewExecOn(pool *kernels.Pool) *Exec {
 type Exec struct {
 	pool     *kernels.Pool
 	ownPool  bool
-	att      []float32 // (workers, ctx) attention scores, one row per worker
 	ropePos  int       // the position cos/sin hold (−1: none)
 	cos, sin []float32 // (headDim/2)
 }
@@ -220,37 +219,12 @@ func (e *Exec) ropeAngles(pos int, invFreq []float64) {
 
 func (e *Exec) Attention(out, q, k, v backend.Buf, c *backend.KVCache, layer, pos, T int) {
 	hd, kvDim := c.HeadDim, c.KVDim
-	qDim, group := c.Heads*hd, c.Heads/(kvDim/hd)
 	kc := F32(c.Keys)[layer*c.Ctx*kvDim : (layer+1)*c.Ctx*kvDim]
 	vc := F32(c.Values)[layer*c.Ctx*kvDim : (layer+1)*c.Ctx*kvDim]
 	copy(kc[pos*kvDim:], F32(k)[:T*kvDim])
 	copy(vc[pos*kvDim:], F32(v)[:T*kvDim])
-	qs, o := F32(q), F32(out)
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	// (token, head) pairs are split over the workers, each with its own
-	// score row.
-	if n := e.pool.Workers() * c.Ctx; len(e.att) < n {
-		e.att = make([]float32, n)
-	}
-	e.pool.Run(T*c.Heads, func(lo, hi, worker int) {
-		scores := e.att[worker*c.Ctx : (worker+1)*c.Ctx]
-		for th := lo; th < hi; th++ {
-			t, h := th/c.Heads, th%c.Heads
-			n := pos + t + 1
-			qv := qs[t*qDim+h*hd : t*qDim+(h+1)*hd]
-			kvh := (h / group) * hd
-			att := scores[:n]
-			for i := 0; i < n; i++ {
-				att[i] = kernels.DotF32(qv, kc[i*kvDim+kvh:i*kvDim+kvh+hd]) * scale
-			}
-			kernels.Softmax(att)
-			ov := o[t*qDim+h*hd : t*qDim+(h+1)*hd]
-			clear(ov)
-			for i := 0; i < n; i++ {
-				kernels.AxpyF32(ov, att[i], vc[i*kvDim+kvh:i*kvDim+kvh+hd])
-			}
-		}
-	})
+	kernels.Attention(e.pool, F32(out), F32(q), kc[:(pos+T)*kvDim], vc[:(pos+T)*kvDim], c.Heads, kvDim/hd, hd, pos, T, scale)
 }
 
 func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {

@@ -1,0 +1,112 @@
+package kernels
+
+import "github.com/sipack/sipack/format"
+
+// Attention is causal attention for T new tokens at positions
+// pos..pos+T−1 over a cache that already holds their keys and values:
+// out[t, h·hd : (h+1)·hd] = Σ_{i ≤ pos+t} softmax_i(scale · q_{t,h}·k_i) v_i,
+// query head h reading key/value head h / (heads/kvHeads). q and out are
+// (T, heads·hd); keys and values are (positions, kvHeads·hd).
+//
+// On a table with a GEMM it takes the micro-kernel twice per key/value
+// head, over that head's group of query heads: the scores of every
+// (token, head) against every key (the keys as rows, the queries as
+// tokens; scores past a token's position are computed and dropped), then
+// the output as the rows of Vᵀ against the softmax weights (zero-padded
+// to 32 positions). Elsewhere, and when the shapes do not fit, it is the
+// plain loop: a dot per key, softmax, an axpy per value.
+func Attention(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, pos, T int, scale float32) {
+	g := active.Gemm
+	group := heads / kvHeads
+	if g == nil || hd%32 != 0 || hd < gemmRows || T*group < gemmMinT || pos+T < gemmRows {
+		attentionLoop(p, out, q, keys, values, heads, kvHeads, hd, pos, T, scale)
+		return
+	}
+	qDim, kvDim := heads*hd, kvHeads*hd
+	// Work units: a key/value head × a block of attnBlock tokens, whose
+	// queries see the keys up to the block's last position.
+	blocks := (T + attnBlock - 1) / attnBlock
+	npMax := (pos + T + 31) &^ 31
+	M := attnBlock * group
+	per := M*hd + M*npMax + hd*npMax + gemmBlock(M)
+	scratch := p.gemmScratch(p.Workers() * per)
+	ops := active.Ops(format.F32)
+	p.Run(kvHeads*blocks, func(lo, hi, worker int) {
+		s := scratch[worker*per : (worker+1)*per]
+		for u := lo; u < hi; u++ {
+			kv, t0 := u/blocks, (u%blocks)*attnBlock
+			tn := min(attnBlock, T-t0)
+			n := pos + t0 + tn   // keys the block's queries see, at most
+			np := (n + 31) &^ 31 // padded for Vᵀ · P
+			m := tn * group      // queries: (token, head in group)
+			qs, sc := s[:m*hd], s[M*hd:M*hd+m*np]
+			vt, block := s[M*hd+M*npMax:M*hd+M*npMax+hd*np], s[M*hd+M*npMax+hd*npMax:]
+			// The group's queries, contiguous: row t·group + j is head kv·group + j of token t0 + t.
+			for t := 0; t < tn; t++ {
+				src := (t0+t)*qDim + kv*group*hd
+				copy(qs[t*group*hd:(t+1)*group*hd], q[src:src+group*hd])
+			}
+			key := func(r int) []byte { return f32Bytes(keys[r*kvDim+kv*hd : r*kvDim+(kv+1)*hd]) }
+			quads := n / gemmRows
+			gemmRowsOf(g, ops, format.F32, key, 0, quads, hd, qs, nil, m, block, func(r, i int, v float32) { sc[i*np+r] = v * scale })
+			for r := quads * gemmRows; r < n; r++ {
+				k := keys[r*kvDim+kv*hd : r*kvDim+(kv+1)*hd]
+				for i := 0; i < m; i++ {
+					sc[i*np+r] = DotF32(k, qs[i*hd:(i+1)*hd]) * scale
+				}
+			}
+			for i := 0; i < m; i++ {
+				row := sc[i*np : (i+1)*np]
+				seen := pos + t0 + i/group + 1
+				Softmax(row[:seen])
+				clear(row[seen:])
+			}
+			// Vᵀ, zero-padded to np positions.
+			clear(vt[:hd*np])
+			for i := 0; i < n; i++ {
+				v := values[i*kvDim+kv*hd : i*kvDim+(kv+1)*hd]
+				for d, x := range v {
+					vt[d*np+i] = x
+				}
+			}
+			vrow := func(d int) []byte { return f32Bytes(vt[d*np : (d+1)*np]) }
+			gemmRowsOf(g, ops, format.F32, vrow, 0, hd/gemmRows, np, sc, nil, m, block, func(d, i int, v float32) {
+				t, j := t0+i/group, i%group
+				out[t*qDim+(kv*group+j)*hd+d] = v
+			})
+		}
+	})
+}
+
+// attnBlock is the tokens one work unit of Attention takes: with
+// four query heads a key/value head, 128 queries against the keys.
+const attnBlock = 32
+
+// attentionLoop is Attention without the GEMM: per (token, head),
+// a dot per key, softmax, an axpy per value.
+func attentionLoop(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, pos, T int, scale float32) {
+	qDim, kvDim, group := heads*hd, kvHeads*hd, heads/kvHeads
+	n := pos + T
+	if w := p.Workers() * n; len(p.att) < w {
+		p.att = make([]float32, w)
+	}
+	p.Run(T*heads, func(lo, hi, worker int) {
+		scores := p.att[worker*n : (worker+1)*n]
+		for th := lo; th < hi; th++ {
+			t, h := th/heads, th%heads
+			seen := pos + t + 1
+			qv := q[t*qDim+h*hd : t*qDim+(h+1)*hd]
+			kvh := (h / group) * hd
+			att := scores[:seen]
+			for i := range att {
+				att[i] = DotF32(qv, keys[i*kvDim+kvh:i*kvDim+kvh+hd]) * scale
+			}
+			Softmax(att)
+			ov := out[t*qDim+h*hd : t*qDim+(h+1)*hd]
+			clear(ov)
+			for i, a := range att {
+				AxpyF32(ov, a, values[i*kvDim+kvh:i*kvDim+kvh+hd])
+			}
+		}
+	})
+}
