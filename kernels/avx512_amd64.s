@@ -469,3 +469,84 @@ a4q8chunk:
 	JNZ  a4q8chunk
 	VZEROUPPER
 	RET
+
+// The prefill FFN's h = silu(g)·u over records whose g and u sit in pairs
+// (gu[2i], gu[2i+1]), 16 records a step: the pairs split by VPERMT2PS,
+// e^−g as SiLU's scalar expf computes it (x = n·ln2 + r, Taylor to r⁷)
+// with VSCALEFPS for the 2^n (which saturates to 0 and +Inf by itself),
+// then g / (1 + e^−g) · u. n is a multiple of 16.
+DATA silueven<>+0(SB)/4, $0
+DATA silueven<>+4(SB)/4, $2
+DATA silueven<>+8(SB)/4, $4
+DATA silueven<>+12(SB)/4, $6
+DATA silueven<>+16(SB)/4, $8
+DATA silueven<>+20(SB)/4, $10
+DATA silueven<>+24(SB)/4, $12
+DATA silueven<>+28(SB)/4, $14
+DATA silueven<>+32(SB)/4, $16
+DATA silueven<>+36(SB)/4, $18
+DATA silueven<>+40(SB)/4, $20
+DATA silueven<>+44(SB)/4, $22
+DATA silueven<>+48(SB)/4, $24
+DATA silueven<>+52(SB)/4, $26
+DATA silueven<>+56(SB)/4, $28
+DATA silueven<>+60(SB)/4, $30
+GLOBL silueven<>(SB), RODATA|NOPTR, $64
+
+#define BCASTF(imm, z) MOVL imm, AX; VPBROADCASTD AX, z
+
+// func siluMulAVX512(h *float32, gu *float32, n int)
+TEXT ·siluMulAVX512(SB), NOSPLIT, $0-24
+	MOVQ h+0(FP), DI
+	MOVQ gu+8(FP), SI
+	MOVQ n+16(FP), CX
+	VMOVDQU32 silueven<>(SB), Z20
+	MOVL $1, AX
+	VPBROADCASTD AX, Z21
+	VPADDD Z21, Z20, Z21
+	BCASTF($0x3fb8aa3b, Z22)
+	BCASTF($0x3f318000, Z23)
+	BCASTF($0xb95e8083, Z24)
+	BCASTF($0x3f800000, Z25)
+	BCASTF($0x3f000000, Z26)
+	BCASTF($0x3e2aaaab, Z27)
+	BCASTF($0x3d2aaaab, Z28)
+	BCASTF($0x3c088889, Z29)
+	BCASTF($0x3ab60b61, Z30)
+	BCASTF($0x39500d01, Z31)
+silu16:
+	CMPQ CX, $16
+	JL   siludone
+	VMOVUPS 0(SI), Z0
+	VMOVUPS 64(SI), Z1
+	VMOVAPS Z0, Z2
+	VPERMT2PS Z1, Z20, Z2
+	VMOVAPS Z0, Z3
+	VPERMT2PS Z1, Z21, Z3
+	VXORPS Z4, Z4, Z4
+	VSUBPS Z2, Z4, Z4
+	VMULPS Z22, Z4, Z5
+	VRNDSCALEPS $0, Z5, Z5
+	VMOVAPS Z4, Z6
+	VFNMADD231PS Z23, Z5, Z6
+	VFNMADD231PS Z24, Z5, Z6
+	VMOVAPS Z31, Z7
+	VFMADD213PS Z30, Z6, Z7
+	VFMADD213PS Z29, Z6, Z7
+	VFMADD213PS Z28, Z6, Z7
+	VFMADD213PS Z27, Z6, Z7
+	VFMADD213PS Z26, Z6, Z7
+	VFMADD213PS Z25, Z6, Z7
+	VFMADD213PS Z25, Z6, Z7
+	VSCALEFPS Z5, Z7, Z7
+	VADDPS Z25, Z7, Z7
+	VDIVPS Z7, Z2, Z2
+	VMULPS Z3, Z2, Z2
+	VMOVUPS Z2, 0(DI)
+	ADDQ $128, SI
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JMP  silu16
+siludone:
+	VZEROUPPER
+	RET

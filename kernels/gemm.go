@@ -248,12 +248,9 @@ func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCur
 			for r := r0; r < 2*n; r++ {
 				gu[t*stride+r] = ops.Dot(row(r), xt)
 			}
-			for i := 0; i < n; i++ {
-				h := SiLU(gu[t*stride+2*i]) * gu[t*stride+2*i+1]
-				hbuf[t*n+i] = h
-				if act != nil {
-					act[t*total+j0+i] = h
-				}
+			active.SiLUMul(hbuf[t*n:(t+1)*n], gu[t*stride:t*stride+2*n])
+			if act != nil {
+				copy(act[t*total+j0:t*total+j0+n], hbuf[t*n:(t+1)*n])
 			}
 		}
 		// down: y_t += Σ_i h[t, i]·down_i, the records contiguous in one block.

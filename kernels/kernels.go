@@ -293,6 +293,13 @@ func RMSNorm(out, x, weight []float32, eps float32) {
 // Q4_0 decode step.
 func SiLU(x float32) float32 { return x / (1 + expf(-x)) }
 
+// siluMulRef sets h[i] = SiLU(gu[2i])·gu[2i+1].
+func siluMulRef(h, gu []float32) {
+	for i := range h {
+		h[i] = SiLU(gu[2*i]) * gu[2*i+1]
+	}
+}
+
 // expf is e^x in float32: x = n·ln2 + r with |r| ≤ ln2/2 (ln2 split in two
 // so that n·ln2 is exact), e^r by its Taylor series to r⁷ (truncation error
 // below 1e-8 relative; measured within 1.7 ulp of the exact value), times

@@ -141,6 +141,9 @@ func dotBF16DP(w *uint16, xb *uint16, n int) float32
 func dot4Q40Q8VNNI(w *byte, x *[4]*int8, d *[4]*float32, nb int, out *[4]float32)
 
 //go:noescape
+func siluMulAVX512(h *float32, gu *float32, n int)
+
+//go:noescape
 func gemm4x6BF16DP(w *[4]*uint16, x *[6]*uint16, n int, acc *[24][16]float32)
 
 //go:noescape
@@ -257,6 +260,13 @@ func avx512Table(avx2 *Table) *Table {
 	q40.Axpy, q80.Axpy = blockAxpy(axpyQ40AVX512), blockAxpy(axpyQ80AVX512)
 	q40.Axpy4, q80.Axpy4 = blockAxpy4(axpy4Q40AVX512, axpy4Q40Ref), blockAxpy4(axpy4Q80AVX512, axpy4Q80Ref)
 	t.Gemm = &GemmKernel{Tile: gemm4x6AVX512, Fold: hsum24AVX512, Down: gemmDown6AVX512}
+	t.SiLUMul = func(h, gu []float32) {
+		n := len(h) &^ 15
+		if n > 0 {
+			siluMulAVX512(&h[0], &gu[0], n)
+		}
+		siluMulRef(h[n:], gu[2*n:])
+	}
 	if cpu.X86.HasAVX512BF16 {
 		bf16DotTable(t)
 	}

@@ -65,6 +65,9 @@ type Table struct {
 	// Gemm is the prefill micro-kernel over float32 rows, or nil (prefill
 	// then takes the Dot4/GemmDown tiles).
 	Gemm *GemmKernel
+	// SiLUMul sets h[i] = silu(gu[2i])·gu[2i+1] (the prefill FFN's gate
+	// and up outputs, in pairs).
+	SiLUMul func(h, gu []float32)
 	// PrefillBF16 says the prefill GEMM takes BF16 rows through
 	// Gemm.TileBF16, the activations rounded to BF16 (set where the CPU
 	// has it; SIPACK_BF16DOT=exact turns it off).
@@ -77,7 +80,8 @@ func (t *Table) Ops(dt format.DType) *Ops { return &t.ops[dt] }
 // Generic is the reference table: every entry is a pure-Go function whose
 // doc comment states the math; every fast table is tested against it.
 var Generic = Table{
-	Name: "generic",
+	Name:    "generic",
+	SiLUMul: siluMulRef,
 	ops: [format.Q4_0 + 1]Ops{
 		format.F32:  {Dot: dotF32Ref, Axpy: axpyF32Ref},
 		format.F16:  {Dot: dotF16Ref, Axpy: axpyF16Ref, Dot4: dot4F16Ref, GemmDown: gemmDownF16Ref},
