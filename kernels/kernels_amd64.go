@@ -141,6 +141,9 @@ func dotBF16DP(w *uint16, xb *uint16, n int) float32
 func dot4Q40Q8VNNI(w *byte, x *[4]*int8, d *[4]*float32, nb int, out *[4]float32)
 
 //go:noescape
+func dot4Q80Q8VNNI(w *byte, x *[4]*int8, d *[4]*float32, s *[4]*int32, nb int, out *[4]float32)
+
+//go:noescape
 func siluMulAVX512(h *float32, gu *float32, n int)
 
 //go:noescape
@@ -337,6 +340,21 @@ func avx512Table(avx2 *Table) *Table {
 			s = dotQ80Q8VNNI(&w[0], &a.Q[0], &a.D[0], &a.S[0], full)
 		}
 		return s + q80Tail(w, a, full)
+	}
+	q80.Dot4Act = func(w []byte, a *[4]*Q8Act, out *[4]float32) {
+		full := len(a[0].D) &^ 15
+		*out = [4]float32{}
+		if full > 0 {
+			x := [4]*int8{&a[0].Q[0], &a[1].Q[0], &a[2].Q[0], &a[3].Q[0]}
+			d := [4]*float32{&a[0].D[0], &a[1].D[0], &a[2].D[0], &a[3].D[0]}
+			s := [4]*int32{&a[0].S[0], &a[1].S[0], &a[2].S[0], &a[3].S[0]}
+			dot4Q80Q8VNNI(&w[0], &x, &d, &s, full, out)
+		}
+		if full < len(a[0].D) {
+			for t, act := range a {
+				out[t] += q80Tail(w, act, full)
+			}
+		}
 	}
 	q80.Dot2Act = func(a, b []byte, act *Q8Act, out *[2]float32, next []byte) {
 		full := len(act.D) &^ 15

@@ -424,3 +424,92 @@ d4q4chunk:
 	VMOVUPS X14, 0(DX)
 	VZEROUPPER
 	RET
+
+// The Q8_0 dot of one row against four tokens' activations (prefill), as
+// dot4Q40Q8VNNI: the row's pairs of blocks loaded and sign-flipped once
+// for the four. Each token's excess 128·Σ_b d_b·S_b is taken off per chunk
+// (S·128 is exact in float32). nb must be a multiple of 16.
+#define DOT4Q8TOK(xp, q, sc, idx, acc) VPXORD Z6, Z6, Z6; VPDPBUSD xp(q), Z4, Z6; SCALEDSUM(Z6, sc, idx, Z7, acc)
+#define DOT4Q8PAIR(wp, xp, idx) Q8PAIRW(wp, SI, Y4, Z4); DOT4Q8TOK(xp, DI, Z10, idx, Z0); DOT4Q8TOK(xp, BX, Z11, idx, Z1); DOT4Q8TOK(xp, R9, Z12, idx, Z8); DOT4Q8TOK(xp, R10, Z13, idx, Z9)
+// DOT4Q8S(k, sc, acc): token k's correction, its sums at s[k] + R8 (DX
+// holds s).
+#define DOT4Q8S(k, sc, acc) MOVQ k*8(DX), AX; VMOVDQU32 (AX)(R8*1), Z14; VPSLLD $7, Z14, Z14; VCVTDQ2PS Z14, Z14; VFNMADD231PS Z14, sc, acc
+
+// func dot4Q80Q8VNNI(w *byte, x *[4]*int8, d *[4]*float32, s *[4]*int32, nb int, out *[4]float32)
+TEXT ·dot4Q80Q8VNNI(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), AX
+	MOVQ 0(AX), DI
+	MOVQ 8(AX), BX
+	MOVQ 16(AX), R9
+	MOVQ 24(AX), R10
+	MOVQ d+16(FP), AX
+	MOVQ 0(AX), R11
+	MOVQ 8(AX), R12
+	MOVQ 16(AX), R13
+	MOVQ 24(AX), R14
+	MOVQ nb+32(FP), CX
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z2
+	Q8SCALESETUP
+	VMOVDQU32 q8pairidx<>+0(SB), Z16
+	VMOVDQU32 q8pairidx<>+64(SB), Z17
+	VMOVDQU32 q8pairidx<>+128(SB), Z18
+	VMOVDQU32 q8pairidx<>+192(SB), Z19
+	VMOVDQU32 q8pairidx<>+256(SB), Z20
+	VMOVDQU32 q8pairidx<>+320(SB), Z21
+	VMOVDQU32 q8pairidx<>+384(SB), Z22
+	VMOVDQU32 q8pairidx<>+448(SB), Z23
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	XORQ R8, R8
+	MOVQ s+24(FP), DX
+d4q8chunk:
+	SCALES16Q8(SI, Z3)
+	VMULPS 0(R11), Z3, Z10
+	VMULPS 0(R12), Z3, Z11
+	VMULPS 0(R13), Z3, Z12
+	VMULPS 0(R14), Z3, Z13
+	DOT4Q8S(0, Z10, Z0)
+	DOT4Q8S(1, Z11, Z1)
+	DOT4Q8S(2, Z12, Z8)
+	DOT4Q8S(3, Z13, Z9)
+	DOT4Q8PAIR(0, 0, Z16)
+	DOT4Q8PAIR(68, 64, Z17)
+	DOT4Q8PAIR(136, 128, Z18)
+	DOT4Q8PAIR(204, 192, Z19)
+	DOT4Q8PAIR(272, 256, Z20)
+	DOT4Q8PAIR(340, 320, Z21)
+	DOT4Q8PAIR(408, 384, Z22)
+	DOT4Q8PAIR(476, 448, Z23)
+	ADDQ $544, SI
+	ADDQ $512, DI
+	ADDQ $512, BX
+	ADDQ $512, R9
+	ADDQ $512, R10
+	ADDQ $64, R11
+	ADDQ $64, R12
+	ADDQ $64, R13
+	ADDQ $64, R14
+	ADDQ $64, R8
+	SUBQ $16, CX
+	JNZ  d4q8chunk
+	VEXTRACTF64X4 $1, Z0, Y14
+	VADDPS Y14, Y0, Y0
+	VEXTRACTF64X4 $1, Z1, Y14
+	VADDPS Y14, Y1, Y1
+	VEXTRACTF64X4 $1, Z8, Y14
+	VADDPS Y14, Y8, Y8
+	VEXTRACTF64X4 $1, Z9, Y14
+	VADDPS Y14, Y9, Y9
+	VHADDPS Y1, Y0, Y14
+	VHADDPS Y9, Y8, Y15
+	VHADDPS Y15, Y14, Y14
+	VEXTRACTF128 $1, Y14, X15
+	VADDPS X15, X14, X14
+	MOVQ out+40(FP), DX
+	VMOVUPS X14, 0(DX)
+	VZEROUPPER
+	RET
