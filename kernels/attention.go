@@ -48,7 +48,13 @@ func Attention(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, pos,
 			}
 			key := func(r int) []byte { return f32Bytes(keys[r*kvDim+kv*hd : r*kvDim+(kv+1)*hd]) }
 			quads := n / gemmRows
-			gemmRowsOf(g, ops, format.F32, key, 0, quads, hd, qs, nil, m, block, func(r, i int, v float32) { sc[i*np+r] = v * scale })
+			gemmRowsOf(g, ops, format.F32, key, 0, quads, hd, qs, nil, m, block, func(r0, i0 int, o *[24]float32) {
+				for i := 0; i < min(gemmToks, m-i0); i++ {
+					for r := 0; r < gemmRows; r++ {
+						sc[(i0+i)*np+r0+r] = o[i*gemmRows+r] * scale
+					}
+				}
+			})
 			for r := quads * gemmRows; r < n; r++ {
 				k := keys[r*kvDim+kv*hd : r*kvDim+(kv+1)*hd]
 				for i := 0; i < m; i++ {
@@ -70,9 +76,11 @@ func Attention(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, pos,
 				}
 			}
 			vrow := func(d int) []byte { return f32Bytes(vt[d*np : (d+1)*np]) }
-			gemmRowsOf(g, ops, format.F32, vrow, 0, hd/gemmRows, np, sc, nil, m, block, func(d, i int, v float32) {
-				t, j := t0+i/group, i%group
-				out[t*qDim+(kv*group+j)*hd+d] = v
+			gemmRowsOf(g, ops, format.F32, vrow, 0, hd/gemmRows, np, sc, nil, m, block, func(d0, i0 int, o *[24]float32) {
+				for i := 0; i < min(gemmToks, m-i0); i++ {
+					t, j := t0+(i0+i)/group, (i0+i)%group
+					copy(out[t*qDim+(kv*group+j)*hd+d0:t*qDim+(kv*group+j)*hd+d0+gemmRows], o[i*gemmRows:(i+1)*gemmRows])
+				}
 			})
 		}
 	})

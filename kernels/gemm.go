@@ -100,13 +100,14 @@ func tok(gi, j, T int) int {
 }
 
 // gemmRowsOf runs the GEMM for rows [q0·4, q1·4) of a matrix whose row r is
-// row(r), over the T tokens of x (width cols), calling emit(r, t, v) with
-// every output; ops widens rows of dtype dt. block is one worker's storage
+// row(r), over the T tokens of x (width cols), calling emit(r0, t0, out)
+// with every tile of outputs: out[t·4 + i] is row r0 + i for token t0 + t,
+// t < min(6, T − t0) (one call per tile, not per output); ops widens rows of dtype dt. block is one worker's storage
 // (gemmBlock(T) floats). With xb (x rounded to BF16, BF16 rows only) the
 // rows go to TileBF16 as stored instead of widened. The caller's rows past
 // the last group of four are left to the caller.
 func gemmRowsOf(g *GemmKernel, ops *Ops, dt format.DType, row func(r int) []byte, q0, q1, cols int, x []float32, xb []uint16, T int,
-	block []float32, emit func(r, t int, v float32)) {
+	block []float32, emit func(r0, t0 int, out *[24]float32)) {
 	groups := gemmGroups(T)
 	acc, wide := block[:groups*384], block[groups*384:]
 	var wp [4]*float32
@@ -154,11 +155,7 @@ func gemmRowsOf(g *GemmKernel, ops *Ops, dt format.DType, row func(r int) []byte
 		}
 		for gi := 0; gi < groups; gi++ {
 			g.Fold(accAt(a, gi), &out)
-			for t := 0; t < min(gemmToks, T-gi*gemmToks); t++ {
-				for i := 0; i < gemmRows; i++ {
-					emit(r0+i, gi*gemmToks+t, out[t*gemmRows+i])
-				}
-			}
+			emit(r0, gi*gemmToks, &out)
 		}
 	}
 }
@@ -179,7 +176,11 @@ func matMulGEMM(p *Pool, g *GemmKernel, out []float32, w *Weight, x []float32, T
 	}
 	p.Run(quads, func(lo, hi, worker int) {
 		gemmRowsOf(g, ops, w.DType, row, lo, hi, C, x, xb, T, blocks[worker*per:(worker+1)*per],
-			func(r, t int, v float32) { out[t*R+r] = v })
+			func(r0, t0 int, o *[24]float32) {
+				for t := 0; t < min(gemmToks, T-t0); t++ {
+					copy(out[(t0+t)*R+r0:(t0+t)*R+r0+gemmRows], o[t*gemmRows:(t+1)*gemmRows])
+				}
+			})
 	})
 	if quads*gemmRows < R {
 		matTile(out, w, x, quads*gemmRows, R, 0, T)
@@ -237,7 +238,11 @@ func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCur
 				dotActTokens(ops, row(r), acts, gu[r:], stride)
 			}
 		} else {
-			gemmRowsOf(g, ops, dt, row, 0, quads, H, x, xb, T, gemm, func(r, t int, v float32) { gu[t*stride+r] = v })
+			gemmRowsOf(g, ops, dt, row, 0, quads, H, x, xb, T, gemm, func(r0, t0 int, o *[24]float32) {
+				for t := 0; t < min(gemmToks, T-t0); t++ {
+					copy(gu[(t0+t)*stride+r0:(t0+t)*stride+r0+gemmRows], o[t*gemmRows:(t+1)*gemmRows])
+				}
+			})
 		}
 		for t := 0; t < T; t++ {
 			r0 := quads * gemmRows
