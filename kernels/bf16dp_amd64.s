@@ -257,3 +257,197 @@ bgstore:
 	VMOVUPS Z23, 1472(AX)
 	VZEROUPPER
 	RET
+
+// The BF16 prefill down projection: gemmDown6AVX512's tile (six tokens ×
+// 64 columns, accumulated over records) on records taken in pairs, each
+// pair's two down columns interleaved word by word (interleaveBF16DP) and
+// h rounded to BF16 in matching pairs, one VDPBF16PS per pair where the
+// float kernel takes two FMAs and a widening.
+// acc[t·accStride + c] += Σ_p Σ_{k<2} h[p·6 + t].k · w[p·ldw + 2c + k].
+// func gemmDown6BF16DP(acc *float32, accStride int, h *uint32, w *uint16, ldw int, P int, H int)
+TEXT ·gemmDown6BF16DP(SB), NOSPLIT, $0-56
+	MOVQ acc+0(FP), DI
+	MOVQ accStride+8(FP), R13
+	SHLQ $2, R13
+	MOVQ h+16(FP), SI
+	MOVQ w+24(FP), R8
+	MOVQ ldw+32(FP), R10
+	SHLQ $1, R10
+	MOVQ P+40(FP), R14
+	MOVQ H+48(FP), R11
+	TESTQ R14, R14
+	JZ   bddone
+bdcol:
+	CMPQ R11, $64
+	JL   bddone
+	MOVQ DI, AX
+	ACCROWLD(AX, Z0, Z1, Z2, Z3)
+	ADDQ R13, AX
+	ACCROWLD(AX, Z4, Z5, Z6, Z7)
+	ADDQ R13, AX
+	ACCROWLD(AX, Z8, Z9, Z10, Z11)
+	ADDQ R13, AX
+	ACCROWLD(AX, Z12, Z13, Z14, Z15)
+	ADDQ R13, AX
+	ACCROWLD(AX, Z16, Z17, Z18, Z19)
+	ADDQ R13, AX
+	ACCROWLD(AX, Z20, Z21, Z22, Z23)
+	MOVQ R14, CX
+	MOVQ SI, BX
+	MOVQ R8, R9
+bdinner:
+	VMOVDQU32 0(R9), Z24
+	VMOVDQU32 64(R9), Z25
+	VMOVDQU32 128(R9), Z26
+	VMOVDQU32 192(R9), Z27
+	VPBROADCASTD 0(BX), Z28
+	DP_Z0_Z28_Z24
+	DP_Z1_Z28_Z25
+	DP_Z2_Z28_Z26
+	DP_Z3_Z28_Z27
+	VPBROADCASTD 4(BX), Z29
+	DP_Z4_Z29_Z24
+	DP_Z5_Z29_Z25
+	DP_Z6_Z29_Z26
+	DP_Z7_Z29_Z27
+	VPBROADCASTD 8(BX), Z28
+	DP_Z8_Z28_Z24
+	DP_Z9_Z28_Z25
+	DP_Z10_Z28_Z26
+	DP_Z11_Z28_Z27
+	VPBROADCASTD 12(BX), Z29
+	DP_Z12_Z29_Z24
+	DP_Z13_Z29_Z25
+	DP_Z14_Z29_Z26
+	DP_Z15_Z29_Z27
+	VPBROADCASTD 16(BX), Z28
+	DP_Z16_Z28_Z24
+	DP_Z17_Z28_Z25
+	DP_Z18_Z28_Z26
+	DP_Z19_Z28_Z27
+	VPBROADCASTD 20(BX), Z29
+	DP_Z20_Z29_Z24
+	DP_Z21_Z29_Z25
+	DP_Z22_Z29_Z26
+	DP_Z23_Z29_Z27
+	ADDQ $24, BX
+	ADDQ R10, R9
+	DECQ CX
+	JNZ  bdinner
+	MOVQ DI, AX
+	ACCROWST(AX, Z0, Z1, Z2, Z3)
+	ADDQ R13, AX
+	ACCROWST(AX, Z4, Z5, Z6, Z7)
+	ADDQ R13, AX
+	ACCROWST(AX, Z8, Z9, Z10, Z11)
+	ADDQ R13, AX
+	ACCROWST(AX, Z12, Z13, Z14, Z15)
+	ADDQ R13, AX
+	ACCROWST(AX, Z16, Z17, Z18, Z19)
+	ADDQ R13, AX
+	ACCROWST(AX, Z20, Z21, Z22, Z23)
+	ADDQ $256, DI
+	ADDQ $256, R8
+	SUBQ $64, R11
+	JMP  bdcol
+bddone:
+	VZEROUPPER
+	RET
+
+// interleaveBF16DP writes dst[2i] = a[i], dst[2i+1] = b[i]: two BF16 rows
+// into word pairs (a record pair for gemmDown6BF16DP), 32 words of each a
+// step through VPERMT2W. n is a multiple of 32.
+DATA bf16ilo<>+0(SB)/2, $0
+DATA bf16ilo<>+2(SB)/2, $32
+DATA bf16ilo<>+4(SB)/2, $1
+DATA bf16ilo<>+6(SB)/2, $33
+DATA bf16ilo<>+8(SB)/2, $2
+DATA bf16ilo<>+10(SB)/2, $34
+DATA bf16ilo<>+12(SB)/2, $3
+DATA bf16ilo<>+14(SB)/2, $35
+DATA bf16ilo<>+16(SB)/2, $4
+DATA bf16ilo<>+18(SB)/2, $36
+DATA bf16ilo<>+20(SB)/2, $5
+DATA bf16ilo<>+22(SB)/2, $37
+DATA bf16ilo<>+24(SB)/2, $6
+DATA bf16ilo<>+26(SB)/2, $38
+DATA bf16ilo<>+28(SB)/2, $7
+DATA bf16ilo<>+30(SB)/2, $39
+DATA bf16ilo<>+32(SB)/2, $8
+DATA bf16ilo<>+34(SB)/2, $40
+DATA bf16ilo<>+36(SB)/2, $9
+DATA bf16ilo<>+38(SB)/2, $41
+DATA bf16ilo<>+40(SB)/2, $10
+DATA bf16ilo<>+42(SB)/2, $42
+DATA bf16ilo<>+44(SB)/2, $11
+DATA bf16ilo<>+46(SB)/2, $43
+DATA bf16ilo<>+48(SB)/2, $12
+DATA bf16ilo<>+50(SB)/2, $44
+DATA bf16ilo<>+52(SB)/2, $13
+DATA bf16ilo<>+54(SB)/2, $45
+DATA bf16ilo<>+56(SB)/2, $14
+DATA bf16ilo<>+58(SB)/2, $46
+DATA bf16ilo<>+60(SB)/2, $15
+DATA bf16ilo<>+62(SB)/2, $47
+GLOBL bf16ilo<>(SB), RODATA|NOPTR, $64
+DATA bf16ihi<>+0(SB)/2, $16
+DATA bf16ihi<>+2(SB)/2, $48
+DATA bf16ihi<>+4(SB)/2, $17
+DATA bf16ihi<>+6(SB)/2, $49
+DATA bf16ihi<>+8(SB)/2, $18
+DATA bf16ihi<>+10(SB)/2, $50
+DATA bf16ihi<>+12(SB)/2, $19
+DATA bf16ihi<>+14(SB)/2, $51
+DATA bf16ihi<>+16(SB)/2, $20
+DATA bf16ihi<>+18(SB)/2, $52
+DATA bf16ihi<>+20(SB)/2, $21
+DATA bf16ihi<>+22(SB)/2, $53
+DATA bf16ihi<>+24(SB)/2, $22
+DATA bf16ihi<>+26(SB)/2, $54
+DATA bf16ihi<>+28(SB)/2, $23
+DATA bf16ihi<>+30(SB)/2, $55
+DATA bf16ihi<>+32(SB)/2, $24
+DATA bf16ihi<>+34(SB)/2, $56
+DATA bf16ihi<>+36(SB)/2, $25
+DATA bf16ihi<>+38(SB)/2, $57
+DATA bf16ihi<>+40(SB)/2, $26
+DATA bf16ihi<>+42(SB)/2, $58
+DATA bf16ihi<>+44(SB)/2, $27
+DATA bf16ihi<>+46(SB)/2, $59
+DATA bf16ihi<>+48(SB)/2, $28
+DATA bf16ihi<>+50(SB)/2, $60
+DATA bf16ihi<>+52(SB)/2, $29
+DATA bf16ihi<>+54(SB)/2, $61
+DATA bf16ihi<>+56(SB)/2, $30
+DATA bf16ihi<>+58(SB)/2, $62
+DATA bf16ihi<>+60(SB)/2, $31
+DATA bf16ihi<>+62(SB)/2, $63
+GLOBL bf16ihi<>(SB), RODATA|NOPTR, $64
+
+// func interleaveBF16DP(dst *uint16, a, b *uint16, n int)
+TEXT ·interleaveBF16DP(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), BX
+	MOVQ n+24(FP), CX
+	VMOVDQU16 bf16ilo<>(SB), Z4
+	VMOVDQU16 bf16ihi<>(SB), Z5
+ilv32:
+	CMPQ CX, $32
+	JL   ilvdone
+	VMOVDQU16 0(SI), Z0
+	VMOVDQU16 0(BX), Z1
+	VMOVDQA32 Z4, Z2
+	VPERMI2W Z1, Z0, Z2
+	VMOVDQA32 Z5, Z3
+	VPERMI2W Z1, Z0, Z3
+	VMOVDQU16 Z2, 0(DI)
+	VMOVDQU16 Z3, 64(DI)
+	ADDQ $64, SI
+	ADDQ $64, BX
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP  ilv32
+ilvdone:
+	VZEROUPPER
+	RET

@@ -37,8 +37,14 @@ const (
 type GemmKernel struct {
 	Tile     func(w *[4]*float32, x *[6]*float32, n int, acc *[24][16]float32)
 	TileBF16 func(w *[4]*uint16, x *[6]*uint16, n int, acc *[24][16]float32)
-	Fold     func(acc *[24][16]float32, out *[24]float32)
-	Down     func(acc *float32, accStride int, h *float32, down *float32, ldd int, K int, H int)
+	// DownBF16 is Down over BF16 record pairs (interleaved word by word,
+	// ldw words a pair) and h as BF16 pairs, where the CPU has it.
+	DownBF16 func(acc *float32, accStride int, h *uint32, w *uint16, ldw int, P int, H int)
+	// Interleave writes dst[2i] = a[i], dst[2i+1] = b[i] for i < n (a
+	// multiple of 32): a record pair for DownBF16.
+	Interleave func(dst *uint16, a, b *uint16, n int)
+	Fold       func(acc *[24][16]float32, out *[24]float32)
+	Down       func(acc *float32, accStride int, h *float32, down *float32, ldd int, K int, H int)
 }
 
 // gemmFits reports whether rows × cols × T goes through the GEMM.
@@ -260,7 +266,40 @@ func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCur
 		}
 		// down: y_t += Σ_i h[t, i]·down_i, the records contiguous in one block.
 		t := 0
-		if g.Down != nil && H%64 == 0 {
+		if xb != nil && g.DownBF16 != nil && H%64 == 0 {
+			// BF16 with rounded activations: records in pairs, their down
+			// columns interleaved word by word, h rounded to BF16 in
+			// matching pairs, one VDPBF16PS a pair.
+			records.at(j0)
+			b := records.blocks[records.spans[records.bi].block]
+			k0 := j0 - records.spans[records.bi].first
+			P := (n + 1) / 2
+			words := unsafe.Slice((*uint16)(unsafe.Pointer(&wide[0])), 2*len(wide))
+			wpair, zero := words[:P*2*H], words[P*2*H:P*2*H+H]
+			clear(zero)
+			col := func(i int) *uint16 {
+				if i >= n {
+					return &zero[0]
+				}
+				return (*uint16)(unsafe.Pointer(&b[(k0+i)*recBytes+2*rowBytes]))
+			}
+			for p := 0; p < P; p++ {
+				g.Interleave(&wpair[p*2*H], col(2*p), col(2*p+1), H)
+			}
+			hp := unsafe.Slice((*uint32)(unsafe.Pointer(&gu[0])), 6*P) // g and u are spent
+			for ; t+gemmToks <= T; t += gemmToks {
+				for p := 0; p < P; p++ {
+					for q := 0; q < gemmToks; q++ {
+						lo, hi := uint32(F32ToBF16(hbuf[(t+q)*n+2*p])), uint32(0)
+						if 2*p+1 < n {
+							hi = uint32(F32ToBF16(hbuf[(t+q)*n+2*p+1]))
+						}
+						hp[p*6+q] = lo | hi<<16
+					}
+				}
+				g.DownBF16(&acc[t*H], H, &hp[0], &wpair[0], 2*H, P, H)
+			}
+		} else if g.Down != nil && H%64 == 0 {
 			// The block's down columns as float32 rows (widened once for
 			// every token), h six tokens a record, six tokens a call.
 			records.at(j0)

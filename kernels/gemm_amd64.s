@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "amd64_macros.h"
 
 // Prefill GEMM micro-kernel (needs AVX-512F): four weight rows against six
 // tokens in dot form, every weight row and token vector loaded once per 16
@@ -176,19 +177,6 @@ TEXT ·hsum24AVX512(SB), NOSPLIT, $0-16
 	VFMADD231PS Z25, Z28, a1; \
 	VFMADD231PS Z26, Z28, a2; \
 	VFMADD231PS Z27, Z28, a3
-
-// ACCROWLD and ACCROWST load and store one token's 64 accumulators.
-#define ACCROWLD(base, a0, a1, a2, a3) \
-	VMOVUPS 0(base), a0; \
-	VMOVUPS 64(base), a1; \
-	VMOVUPS 128(base), a2; \
-	VMOVUPS 192(base), a3
-
-#define ACCROWST(base, a0, a1, a2, a3) \
-	VMOVUPS a0, 0(base); \
-	VMOVUPS a1, 64(base); \
-	VMOVUPS a2, 128(base); \
-	VMOVUPS a3, 192(base)
 
 // func gemmDown6AVX512(acc *float32, accStride int, h *float32, down *float32, ldd int, K int, H int)
 TEXT ·gemmDown6AVX512(SB), NOSPLIT, $0-56

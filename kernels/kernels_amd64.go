@@ -147,6 +147,12 @@ func dot4Q80Q8VNNI(w *byte, x *[4]*int8, d *[4]*float32, s *[4]*int32, nb int, o
 func siluMulAVX512(h *float32, gu *float32, n int)
 
 //go:noescape
+func gemmDown6BF16DP(acc *float32, accStride int, h *uint32, w *uint16, ldw int, P int, H int)
+
+//go:noescape
+func interleaveBF16DP(dst *uint16, a, b *uint16, n int)
+
+//go:noescape
 func gemm4x6BF16DP(w *[4]*uint16, x *[6]*uint16, n int, acc *[24][16]float32)
 
 //go:noescape
@@ -380,6 +386,7 @@ func bf16DotTable(t *Table) {
 	if t.Gemm != nil {
 		g := *t.Gemm
 		g.TileBF16 = gemm4x6BF16DP
+		g.DownBF16, g.Interleave = gemmDown6BF16DP, interleaveBF16DP
 		t.Gemm = &g
 		t.PrefillBF16 = true
 	}
