@@ -96,7 +96,7 @@ func attentionLoop(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, 
 	qDim, kvDim, group := heads*hd, kvHeads*hd, heads/kvHeads
 	n := pos + T
 	if w := p.Workers() * n; len(p.att) < w {
-		p.att = make([]float32, w)
+		p.att = make([]float32, 2*w) // decode grows n by one a step: no allocation each
 	}
 	p.Run(T*heads, func(lo, hi, worker int) {
 		scores := p.att[worker*n : (worker+1)*n]
