@@ -387,11 +387,8 @@ func AxpyF32(y []float32, alpha float32, x []float32) {
 func dotActTokens(ops *Ops, w []byte, acts []Q8Act, out []float32, stride int) {
 	t := 0
 	if ops.Dot4Act != nil {
-		var a [4]*Q8Act
-		var o [4]float32
 		for ; t+4 <= len(acts); t += 4 {
-			a = [4]*Q8Act{&acts[t], &acts[t+1], &acts[t+2], &acts[t+3]}
-			ops.Dot4Act(w, &a, &o)
+			o := ops.Dot4Act(w, &acts[t], &acts[t+1], &acts[t+2], &acts[t+3])
 			for q := range o {
 				out[(t+q)*stride] = o[q]
 			}

@@ -314,23 +314,24 @@ func avx512Table(avx2 *Table) *Table {
 		out[0] += q40Tail(a, act, full)
 		out[1] += q40Tail(b, act, full)
 	}
-	q40.Dot4Act = func(w []byte, a *[4]*Q8Act, out *[4]float32) {
+	q40.Dot4Act = func(w []byte, a0, a1, a2, a3 *Q8Act) (out [4]float32) {
+		a := [4]*Q8Act{a0, a1, a2, a3}
 		full := q40Full(a[0])
 		for _, x := range a[1:] {
 			full = min(full, q40Full(x))
 		}
-		*out = [4]float32{}
 		if full > 0 {
 			x := [4]*int8{(*int8)(unsafe.Pointer(&a[0].Quad[0])), (*int8)(unsafe.Pointer(&a[1].Quad[0])),
 				(*int8)(unsafe.Pointer(&a[2].Quad[0])), (*int8)(unsafe.Pointer(&a[3].Quad[0]))}
 			d := [4]*float32{&a[0].D[0], &a[1].D[0], &a[2].D[0], &a[3].D[0]}
-			dot4Q40Q8VNNI(&w[0], &x, &d, full, out)
+			dot4Q40Q8VNNI(&w[0], &x, &d, full, &out)
 		}
 		if full < len(a[0].D) {
 			for t, act := range a {
 				out[t] += q40Tail(w, act, full)
 			}
 		}
+		return out
 	}
 	// Q8_0: weights' sign bits flipped for VPDPBUSD.
 	q80Tail := func(w []byte, a *Q8Act, from int) float32 {
@@ -347,20 +348,21 @@ func avx512Table(avx2 *Table) *Table {
 		}
 		return s + q80Tail(w, a, full)
 	}
-	q80.Dot4Act = func(w []byte, a *[4]*Q8Act, out *[4]float32) {
+	q80.Dot4Act = func(w []byte, a0, a1, a2, a3 *Q8Act) (out [4]float32) {
+		a := [4]*Q8Act{a0, a1, a2, a3}
 		full := len(a[0].D) &^ 15
-		*out = [4]float32{}
 		if full > 0 {
 			x := [4]*int8{&a[0].Q[0], &a[1].Q[0], &a[2].Q[0], &a[3].Q[0]}
 			d := [4]*float32{&a[0].D[0], &a[1].D[0], &a[2].D[0], &a[3].D[0]}
 			s := [4]*int32{&a[0].S[0], &a[1].S[0], &a[2].S[0], &a[3].S[0]}
-			dot4Q80Q8VNNI(&w[0], &x, &d, &s, full, out)
+			dot4Q80Q8VNNI(&w[0], &x, &d, &s, full, &out)
 		}
 		if full < len(a[0].D) {
 			for t, act := range a {
 				out[t] += q80Tail(w, act, full)
 			}
 		}
+		return out
 	}
 	q80.Dot2Act = func(a, b []byte, act *Q8Act, out *[2]float32, next []byte) {
 		full := len(act.D) &^ 15

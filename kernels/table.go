@@ -41,7 +41,9 @@ type Ops struct {
 	DotAct func(w []byte, a *Q8Act) float32
 	// Dot4Act is DotAct of one row against four tokens' activations (the
 	// prefill's integer path: the row is unpacked once for the four), or nil.
-	Dot4Act func(w []byte, a *[4]*Q8Act, out *[4]float32)
+	// (Pointers to the caller's arrays would escape through the func value
+	// and allocate at every call: the four activations go by value.)
+	Dot4Act func(w []byte, a0, a1, a2, a3 *Q8Act) [4]float32
 	// Dot2Act is Dot2 on the converted activations.
 	Dot2Act func(a, b []byte, act *Q8Act, out *[2]float32, next []byte)
 	// Quad says DotAct/Dot2Act read Q8Act.Quad, so quantising builds it.

@@ -149,8 +149,7 @@ func TestDot4Act(t *testing.T) {
 					convertAct(&acts[q], randVec(rng, n), o)
 					a[q] = &acts[q]
 				}
-				var got [4]float32
-				o.Dot4Act(w, &a, &got)
+				got := o.Dot4Act(w, a[0], a[1], a[2], a[3])
 				for q := range acts {
 					want := o.DotAct(w, &acts[q])
 					if d := math.Abs(float64(got[q] - want)); d > 1e-5*(1+math.Abs(float64(want))) {
