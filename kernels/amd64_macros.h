@@ -19,3 +19,87 @@
 	VMOVUPS a1, 64(base); \
 	VMOVUPS a2, 128(base); \
 	VMOVUPS a3, 192(base)
+
+// ACC24LD and ACC24ST load and store the prefill micro-kernels' 24
+// partial-sum vectors Z0-Z23 at base.
+#define ACC24LD(base) \
+	VMOVUPS 0(base), Z0; \
+	VMOVUPS 64(base), Z1; \
+	VMOVUPS 128(base), Z2; \
+	VMOVUPS 192(base), Z3; \
+	VMOVUPS 256(base), Z4; \
+	VMOVUPS 320(base), Z5; \
+	VMOVUPS 384(base), Z6; \
+	VMOVUPS 448(base), Z7; \
+	VMOVUPS 512(base), Z8; \
+	VMOVUPS 576(base), Z9; \
+	VMOVUPS 640(base), Z10; \
+	VMOVUPS 704(base), Z11; \
+	VMOVUPS 768(base), Z12; \
+	VMOVUPS 832(base), Z13; \
+	VMOVUPS 896(base), Z14; \
+	VMOVUPS 960(base), Z15; \
+	VMOVUPS 1024(base), Z16; \
+	VMOVUPS 1088(base), Z17; \
+	VMOVUPS 1152(base), Z18; \
+	VMOVUPS 1216(base), Z19; \
+	VMOVUPS 1280(base), Z20; \
+	VMOVUPS 1344(base), Z21; \
+	VMOVUPS 1408(base), Z22; \
+	VMOVUPS 1472(base), Z23
+
+#define ACC24ST(base) \
+	VMOVUPS Z0, 0(base); \
+	VMOVUPS Z1, 64(base); \
+	VMOVUPS Z2, 128(base); \
+	VMOVUPS Z3, 192(base); \
+	VMOVUPS Z4, 256(base); \
+	VMOVUPS Z5, 320(base); \
+	VMOVUPS Z6, 384(base); \
+	VMOVUPS Z7, 448(base); \
+	VMOVUPS Z8, 512(base); \
+	VMOVUPS Z9, 576(base); \
+	VMOVUPS Z10, 640(base); \
+	VMOVUPS Z11, 704(base); \
+	VMOVUPS Z12, 768(base); \
+	VMOVUPS Z13, 832(base); \
+	VMOVUPS Z14, 896(base); \
+	VMOVUPS Z15, 960(base); \
+	VMOVUPS Z16, 1024(base); \
+	VMOVUPS Z17, 1088(base); \
+	VMOVUPS Z18, 1152(base); \
+	VMOVUPS Z19, 1216(base); \
+	VMOVUPS Z20, 1280(base); \
+	VMOVUPS Z21, 1344(base); \
+	VMOVUPS Z22, 1408(base); \
+	VMOVUPS Z23, 1472(base)
+
+// TILE6LD and TILE6ST load and store the down projections' six token rows
+// of 64 accumulators (Z0-Z23) from DI, rows R13 bytes apart (AX scratch).
+#define TILE6LD \
+	MOVQ DI, AX; \
+	ACCROWLD(AX, Z0, Z1, Z2, Z3); \
+	ADDQ R13, AX; \
+	ACCROWLD(AX, Z4, Z5, Z6, Z7); \
+	ADDQ R13, AX; \
+	ACCROWLD(AX, Z8, Z9, Z10, Z11); \
+	ADDQ R13, AX; \
+	ACCROWLD(AX, Z12, Z13, Z14, Z15); \
+	ADDQ R13, AX; \
+	ACCROWLD(AX, Z16, Z17, Z18, Z19); \
+	ADDQ R13, AX; \
+	ACCROWLD(AX, Z20, Z21, Z22, Z23)
+
+#define TILE6ST \
+	MOVQ DI, AX; \
+	ACCROWST(AX, Z0, Z1, Z2, Z3); \
+	ADDQ R13, AX; \
+	ACCROWST(AX, Z4, Z5, Z6, Z7); \
+	ADDQ R13, AX; \
+	ACCROWST(AX, Z8, Z9, Z10, Z11); \
+	ADDQ R13, AX; \
+	ACCROWST(AX, Z12, Z13, Z14, Z15); \
+	ADDQ R13, AX; \
+	ACCROWST(AX, Z16, Z17, Z18, Z19); \
+	ADDQ R13, AX; \
+	ACCROWST(AX, Z20, Z21, Z22, Z23)
