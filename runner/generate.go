@@ -45,6 +45,11 @@ type Session struct {
 	sampler *Sampler
 	votes   *Votes // the last prompt's votes, for re-selection
 	since   int    // tokens decoded since the plan was made
+	// static holds the "layer" budget's static sets for the counts in
+	// staticFor: they depend on the model and the counts only, so they
+	// are made once, not at every prompt.
+	static    [][]int
+	staticFor Counts
 }
 
 // NewSession allocates a session with a context of ctx tokens.
@@ -82,8 +87,15 @@ func (ss *Session) Prefill(prompt []int) ([]float32, *Votes, error) {
 	var pass Pass
 	if c, ok := ss.counts(); ok {
 		votes = NewVotes(ss.M, c, ss.Sel.Method)
-		if err := votes.SetBudget(ss.M, c, ss.Sel.Budget); err != nil {
-			return nil, nil, err
+		if ss.Sel.Budget == "layer" {
+			if ss.static == nil || ss.staticFor != c {
+				static, err := LayerStatic(ss.M, c)
+				if err != nil {
+					return nil, nil, err
+				}
+				ss.static, ss.staticFor = static, c
+			}
+			votes.static = ss.static
 		}
 		pass.Votes = votes
 	}

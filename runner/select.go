@@ -318,7 +318,7 @@ func chooseAround(counts []float64, static []int, nd, nl int) []int {
 		}
 	}
 	sort.SliceStable(sec, func(a, b int) bool { return counts[sec[a]] > counts[sec[b]] })
-	out := append(append([]int(nil), static...), sec[:min(nd, len(sec))]...)
+	out := append(append(make([]int, 0, len(static)+max(0, nd)), static...), sec[:max(0, min(nd, len(sec)))]...)
 	sort.Ints(out)
 	return out
 }
@@ -327,36 +327,11 @@ func chooseAround(counts []float64, static []int, nd, nl int) []int {
 // secondary ranks in [nb, nl) with the most votes (ties: lower rank first),
 // ascending.
 func chooseRanks(counts []float64, nb, nf, nl int) []int {
-	out := make([]int, 0, nf)
-	for r := 0; r < min(nb, nl); r++ {
-		out = append(out, r)
+	static := make([]int, min(nb, nl))
+	for r := range static {
+		static[r] = r
 	}
-	sec := make([]int, 0, nl-nb)
-	for r := nb; r < nl; r++ {
-		sec = append(sec, r)
-	}
-	sort.SliceStable(sec, func(a, b int) bool { return counts[sec[a]] > counts[sec[b]] })
-	if n := nf - len(out); n < len(sec) {
-		sec = sec[:max(0, n)]
-	}
-	out = append(out, sec...)
-	sort.Ints(out)
-	return out
-}
-
-// SetBudget spreads the static neurons over the layers as budget says
-// (Selection.Budget); "layer" needs the pack's task scores.
-func (v *Votes) SetBudget(m *Model, c Counts, budget string) error {
-	if budget == "" || budget == "uniform" {
-		v.static = nil
-		return nil
-	}
-	static, err := LayerStatic(m, c)
-	if err != nil {
-		return err
-	}
-	v.static = static
-	return nil
+	return chooseAround(counts, static, nf-len(static), nl)
 }
 
 // LayerStatic is the "layer" static budget: the sparse layers' c.Base
