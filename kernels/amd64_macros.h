@@ -74,32 +74,39 @@
 	VMOVUPS Z22, 1408(base); \
 	VMOVUPS Z23, 1472(base)
 
-// TILE6LD and TILE6ST load and store the down projections' six token rows
-// of 64 accumulators (Z0-Z23) from DI, rows R13 bytes apart (AX scratch).
-#define TILE6LD \
+// TILE6(OP) loads (OP = ACCROWLD) or stores (ACCROWST) the down
+// projections' six token rows of 64 accumulators (Z0-Z23) at DI, rows R13
+// bytes apart (AX scratch).
+#define TILE6(OP) \
 	MOVQ DI, AX; \
-	ACCROWLD(AX, Z0, Z1, Z2, Z3); \
+	OP(AX, Z0, Z1, Z2, Z3); \
 	ADDQ R13, AX; \
-	ACCROWLD(AX, Z4, Z5, Z6, Z7); \
+	OP(AX, Z4, Z5, Z6, Z7); \
 	ADDQ R13, AX; \
-	ACCROWLD(AX, Z8, Z9, Z10, Z11); \
+	OP(AX, Z8, Z9, Z10, Z11); \
 	ADDQ R13, AX; \
-	ACCROWLD(AX, Z12, Z13, Z14, Z15); \
+	OP(AX, Z12, Z13, Z14, Z15); \
 	ADDQ R13, AX; \
-	ACCROWLD(AX, Z16, Z17, Z18, Z19); \
+	OP(AX, Z16, Z17, Z18, Z19); \
 	ADDQ R13, AX; \
-	ACCROWLD(AX, Z20, Z21, Z22, Z23)
+	OP(AX, Z20, Z21, Z22, Z23)
 
-#define TILE6ST \
-	MOVQ DI, AX; \
-	ACCROWST(AX, Z0, Z1, Z2, Z3); \
-	ADDQ R13, AX; \
-	ACCROWST(AX, Z4, Z5, Z6, Z7); \
-	ADDQ R13, AX; \
-	ACCROWST(AX, Z8, Z9, Z10, Z11); \
-	ADDQ R13, AX; \
-	ACCROWST(AX, Z12, Z13, Z14, Z15); \
-	ADDQ R13, AX; \
-	ACCROWST(AX, Z16, Z17, Z18, Z19); \
-	ADDQ R13, AX; \
-	ACCROWST(AX, Z20, Z21, Z22, Z23)
+// LOAD4P(src, r0, r1, r2, r3): the four pointers of the array at src.
+#define LOAD4P(src, r0, r1, r2, r3) MOVQ 0(src), r0; MOVQ 8(src), r1; MOVQ 16(src), r2; MOVQ 24(src), r3
+
+// HSUM4Z(za, ya, zb, yb, zc, yc, zd, yd): the sums of four vectors' lanes
+// into X14 (lanes 0-3: a, b, c, d); Y12-Y15 are scratch.
+#define HSUM4Z(za, ya, zb, yb, zc, yc, zd, yd) \
+	VEXTRACTF64X4 $1, za, Y12; \
+	VADDPS Y12, ya, ya; \
+	VEXTRACTF64X4 $1, zb, Y12; \
+	VADDPS Y12, yb, yb; \
+	VEXTRACTF64X4 $1, zc, Y12; \
+	VADDPS Y12, yc, yc; \
+	VEXTRACTF64X4 $1, zd, Y12; \
+	VADDPS Y12, yd, yd; \
+	VHADDPS yb, ya, Y12; \
+	VHADDPS yd, yc, Y13; \
+	VHADDPS Y13, Y12, Y14; \
+	VEXTRACTF128 $1, Y14, X15; \
+	VADDPS X15, X14, X14

@@ -12,15 +12,9 @@
 // func gemm4x6AVX512(w *[4]*float32, x *[6]*float32, n int, acc *[24][16]float32)
 TEXT ·gemm4x6AVX512(SB), NOSPLIT, $0-32
 	MOVQ w+0(FP), AX
-	MOVQ 0(AX), R8
-	MOVQ 8(AX), R9
-	MOVQ 16(AX), R10
-	MOVQ 24(AX), R11
+	LOAD4P(AX, R8, R9, R10, R11)
 	MOVQ x+8(FP), AX
-	MOVQ 0(AX), R12
-	MOVQ 8(AX), R13
-	MOVQ 16(AX), R14
-	MOVQ 24(AX), SI
+	LOAD4P(AX, R12, R13, R14, SI)
 	MOVQ 32(AX), DI
 	MOVQ 40(AX), BX
 	MOVQ n+16(FP), CX
@@ -149,7 +143,7 @@ dcol:
 	CMPQ R11, $64
 	JL   ddone
 	// token rows of acc: DI, DI+R13, ..., DI+5·R13
-	TILE6LD
+	TILE6(ACCROWLD)
 	MOVQ R14, CX
 	MOVQ SI, BX
 	MOVQ R8, R9
@@ -168,7 +162,7 @@ dinner:
 	ADDQ R10, R9
 	DECQ CX
 	JNZ  dinner
-	TILE6ST
+	TILE6(ACCROWST)
 	ADDQ $256, DI
 	ADDQ $256, R8
 	SUBQ $64, R11
