@@ -24,9 +24,12 @@ type Selection struct {
 	// Method is how prompt tokens score the secondary ranks: "" or
 	// "paper" (SelectInfer: each token votes for its top α by |h|; scores
 	// are vote counts), "mass" (each token adds |h| normalised by its
-	// Σ|h|: magnitude instead of membership) or "l2" (GRIFFIN's
+	// Σ|h|: magnitude instead of membership), "l2" (GRIFFIN's
 	// prompt-level statistic: each token's h normalised to unit L2 norm,
-	// squares summed over tokens).
+	// squares summed over tokens) or "signed" (CoreInfer's token-wise core
+	// neurons: each token votes for its top α by h itself, the largest
+	// positive activations, and the scores are how often a rank was among
+	// them — the prompt's frequency).
 	Method string
 	// Budget is how the static neurons are spread over the sparse layers:
 	// "" or "uniform" (⌊δN⌋ in every layer, as SelectInfer) or "layer" (the
@@ -45,7 +48,7 @@ type Selection struct {
 }
 
 // Methods are the selection methods Selection.Method accepts.
-var Methods = []string{"paper", "mass", "l2"}
+var Methods = []string{"paper", "mass", "l2", "signed"}
 
 // Budgets are the static budgets Selection.Budget accepts.
 var Budgets = []string{"uniform", "layer"}
@@ -193,8 +196,10 @@ func (v *Votes) Add(layer int, act []float32, ranks int) {
 				}
 			}
 		}
+	case "signed":
+		votes(act, ranks, v.k, v.w(), c, v.scratch, true)
 	default:
-		votes(act, ranks, v.k, v.w(), c, v.scratch)
+		votes(act, ranks, v.k, v.w(), c, v.scratch, false)
 	}
 }
 
@@ -237,25 +242,29 @@ func (v *Votes) Plan(m *Model, ex backend.Exec, c Counts, compact bool) (Plan, e
 }
 
 // votes counts, per loaded rank, how many prompt tokens had it among their
-// top-k |h|. act is (T, ranks).
-func votes(act []float32, ranks, k int, w float64, counts []float64, scratch []float32) {
+// top-k |h| (signed: top-k h). act is (T, ranks).
+func votes(act []float32, ranks, k int, w float64, counts []float64, scratch []float32, signed bool) {
 	T := len(act) / ranks
 	for t := 0; t < T; t++ {
 		row := act[t*ranks : (t+1)*ranks]
-		abs := scratch[:ranks]
+		score := scratch[:ranks]
 		for i, v := range row {
-			abs[i] = float32(math.Abs(float64(v)))
+			if signed {
+				score[i] = v
+			} else {
+				score[i] = float32(math.Abs(float64(v)))
+			}
 		}
-		thr := kthLargest(append(scratch[ranks:ranks], abs...), k)
+		thr := kthLargest(append(scratch[ranks:ranks], score...), k)
 		// Vote for everything above the threshold, then for ties in rank order.
 		left := k
-		for i, v := range abs {
+		for i, v := range score {
 			if v > thr {
 				counts[i] += w
 				left--
 			}
 		}
-		for i, v := range abs {
+		for i, v := range score {
 			if left == 0 {
 				break
 			}

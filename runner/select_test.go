@@ -17,7 +17,7 @@ func TestVotesHandMade(t *testing.T) {
 		0, 0, 0, 0, 9, -8, // token 2: ranks 4 and 5
 	}
 	counts := make([]float64, 6)
-	votes(act, 6, 2, 1, counts, make([]float32, 12))
+	votes(act, 6, 2, 1, counts, make([]float32, 12), false)
 	if want := []float64{1, 1, 0, 1, 1, 2}; !slices.Equal(counts, want) {
 		t.Fatalf("votes %v, want %v", counts, want)
 	}
@@ -174,6 +174,15 @@ func TestVotesMethods(t *testing.T) {
 				t.Fatalf("%s: scores %v, want %v", c.method, v.counts[0], c.want)
 			}
 		}
+	}
+	// signed: each token's top k = 1 by h itself, not |h| (CoreInfer).
+	v := &Votes{method: "signed", k: 1, counts: [][]float64{make([]float64, 4)}, scratch: make([]float32, 8)}
+	v.Add(0, []float32{
+		-9, 1, 0, 2, // the largest |h| is rank 0, the largest h rank 3
+		0, 5, -7, 1,
+	}, 4)
+	if want := []float64{0, 1, 0, 1}; !slices.Equal(v.counts[0], want) {
+		t.Fatalf("signed: scores %v, want %v", v.counts[0], want)
 	}
 	if err := (&Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: "top"}).Validate(768, 537); err == nil {
 		t.Error("unknown selection method accepted")
