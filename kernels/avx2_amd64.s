@@ -664,8 +664,9 @@ TEXT ·gemmDownF16AVX2(SB), NOSPLIT, $0-64
 #define LOADF16X(off, base, r)  VCVTPH2PS off(base)(AX*1), r
 
 // DOT2: SI = row a, BX = row b, DI = x, CX = n (a multiple of 32), DX = out,
-// R12 = the next record to prefetch (3 rows of n elements: three cache
-// lines per 32 elements of a and b).
+// R12 = the next record to prefetch into L2 (PREFETCHT2, as
+// dot2Q40Q8VNNI in vnni_amd64.s; 3 rows of n elements: three cache lines
+// per 32 elements of a and b).
 #define DOT2(LOADW) \
 	XORQ AX, AX; \
 	VXORPS Y0, Y0, Y0; \
@@ -677,9 +678,9 @@ TEXT ·gemmDownF16AVX2(SB), NOSPLIT, $0-64
 	VXORPS Y6, Y6, Y6; \
 	VXORPS Y7, Y7, Y7; \
 	d2loop:; \
-	PREFETCHT0 0(R12); \
-	PREFETCHT0 64(R12); \
-	PREFETCHT0 128(R12); \
+	PREFETCHT2 0(R12); \
+	PREFETCHT2 64(R12); \
+	PREFETCHT2 128(R12); \
 	ADDQ $192, R12; \
 	VMOVUPS 0(DI)(AX*2), Y8; \
 	VMOVUPS 32(DI)(AX*2), Y9; \

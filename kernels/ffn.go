@@ -204,8 +204,9 @@ func ffnDecode(acc []float32, records *recordCursor, ops *Ops, rowBytes, lo, hi 
 		for q := 0; q < n; q++ {
 			j := j0 + q
 			rec := records.at(j)
-			// The fused dots prefetch the record four ahead, the next group
-			// of four's record in the same place: in alternating runs on the
+			// The fused dots prefetch the record four ahead into L2
+			// (PREFETCHT2; see docs/bench.md, "Prefetch into L2"), the next
+			// group of four's record in the same place: in alternating runs on the
 			// AMD EPYC (Zen 5), dense BF16 and F16 decode was 5 % faster four
 			// ahead than two (FFN 47.3 against 50.5 ms a step, `sirun bench
 			// --ops`), Q4_0 the same; one, three and six ahead no better

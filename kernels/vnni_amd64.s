@@ -99,7 +99,13 @@ vq4chunk:
 // The gate and up dots of one Q4_0 record against the same Q8 activations
 // (the VNNI kernel above, two rows at a time: the activations and their
 // offsets are loaded once for both rows), prefetching the next record
-// (next: 14 cache lines per chunk of 16 blocks, enough for three rows).
+// (next: 14 cache lines per chunk of 16 blocks, enough for three rows)
+// into L2: PREFETCHT2, not T0. With T0 the decode FFN streamed records at
+// half the rate of the same kernels reading all three rows as dots: the
+// down axpys between the dots issue no loads of the records to come, and
+// prefetches into L1 hold its few miss buffers; into L2 the stream keeps
+// going (docs/bench.md, "Prefetch into L2"). The row dots above keep T0:
+// a matrix's rows are read in order, and T2 measured slower there.
 // nb must be a multiple of 16.
 // func dot2Q40Q8VNNI(a, b *byte, xq *int8, xd *float32, nb int, out *[2]float32, next *byte)
 TEXT ·dot2Q40Q8VNNI(SB), NOSPLIT, $0-56
@@ -119,20 +125,20 @@ TEXT ·dot2Q40Q8VNNI(SB), NOSPLIT, $0-56
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 v2q4chunk:
-	PREFETCHT0 0(R12)
-	PREFETCHT0 64(R12)
-	PREFETCHT0 128(R12)
-	PREFETCHT0 192(R12)
-	PREFETCHT0 256(R12)
-	PREFETCHT0 320(R12)
-	PREFETCHT0 384(R12)
-	PREFETCHT0 448(R12)
-	PREFETCHT0 512(R12)
-	PREFETCHT0 576(R12)
-	PREFETCHT0 640(R12)
-	PREFETCHT0 704(R12)
-	PREFETCHT0 768(R12)
-	PREFETCHT0 832(R12)
+	PREFETCHT2 0(R12)
+	PREFETCHT2 64(R12)
+	PREFETCHT2 128(R12)
+	PREFETCHT2 192(R12)
+	PREFETCHT2 256(R12)
+	PREFETCHT2 320(R12)
+	PREFETCHT2 384(R12)
+	PREFETCHT2 448(R12)
+	PREFETCHT2 512(R12)
+	PREFETCHT2 576(R12)
+	PREFETCHT2 640(R12)
+	PREFETCHT2 704(R12)
+	PREFETCHT2 768(R12)
+	PREFETCHT2 832(R12)
 	SCALES16Q4(SI, Z3)
 	VMULPS 0(R8), Z3, Z3
 	SCALES16Q4(BX, Z13)
@@ -245,8 +251,8 @@ vq8chunk:
 	RET
 
 // The gate and up dots of one Q8_0 record (two rows sharing each
-// activation load), prefetching the next record: 26 cache lines a chunk,
-// three rows of 16 blocks.
+// activation load), prefetching the next record into L2 (PREFETCHT2, as
+// dot2Q40Q8VNNI): 26 cache lines a chunk, three rows of 16 blocks.
 // func dot2Q80Q8VNNI(a, b *byte, xq *int8, xd *float32, xs *int32, nb int, out *[2]float32, next *byte)
 TEXT ·dot2Q80Q8VNNI(SB), NOSPLIT, $0-64
 	MOVQ a+0(FP), SI
@@ -268,32 +274,32 @@ TEXT ·dot2Q80Q8VNNI(SB), NOSPLIT, $0-64
 	VPXORD Z12, Z12, Z12
 	VPXORD Z13, Z13, Z13
 v2q8chunk:
-	PREFETCHT0 0(R12)
-	PREFETCHT0 64(R12)
-	PREFETCHT0 128(R12)
-	PREFETCHT0 192(R12)
-	PREFETCHT0 256(R12)
-	PREFETCHT0 320(R12)
-	PREFETCHT0 384(R12)
-	PREFETCHT0 448(R12)
-	PREFETCHT0 512(R12)
-	PREFETCHT0 576(R12)
-	PREFETCHT0 640(R12)
-	PREFETCHT0 704(R12)
-	PREFETCHT0 768(R12)
-	PREFETCHT0 832(R12)
-	PREFETCHT0 896(R12)
-	PREFETCHT0 960(R12)
-	PREFETCHT0 1024(R12)
-	PREFETCHT0 1088(R12)
-	PREFETCHT0 1152(R12)
-	PREFETCHT0 1216(R12)
-	PREFETCHT0 1280(R12)
-	PREFETCHT0 1344(R12)
-	PREFETCHT0 1408(R12)
-	PREFETCHT0 1472(R12)
-	PREFETCHT0 1536(R12)
-	PREFETCHT0 1600(R12)
+	PREFETCHT2 0(R12)
+	PREFETCHT2 64(R12)
+	PREFETCHT2 128(R12)
+	PREFETCHT2 192(R12)
+	PREFETCHT2 256(R12)
+	PREFETCHT2 320(R12)
+	PREFETCHT2 384(R12)
+	PREFETCHT2 448(R12)
+	PREFETCHT2 512(R12)
+	PREFETCHT2 576(R12)
+	PREFETCHT2 640(R12)
+	PREFETCHT2 704(R12)
+	PREFETCHT2 768(R12)
+	PREFETCHT2 832(R12)
+	PREFETCHT2 896(R12)
+	PREFETCHT2 960(R12)
+	PREFETCHT2 1024(R12)
+	PREFETCHT2 1088(R12)
+	PREFETCHT2 1152(R12)
+	PREFETCHT2 1216(R12)
+	PREFETCHT2 1280(R12)
+	PREFETCHT2 1344(R12)
+	PREFETCHT2 1408(R12)
+	PREFETCHT2 1472(R12)
+	PREFETCHT2 1536(R12)
+	PREFETCHT2 1600(R12)
 	SCALES16Q8(SI, Z3)
 	VMULPS 0(R8), Z3, Z3
 	SCALES16Q8(BX, Z14)
