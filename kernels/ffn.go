@@ -44,6 +44,11 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 	if ops.ActDot && xb == nil {
 		acts = quantizeTokens(p, ops, x, H, T)
 	}
+	var tiles *ActTiles // the gate and up rows by the integer GEMM tile
+	var panels [][]byte
+	if useGemm && acts != nil && ops.PanelAct != nil && T >= panelMinTokens && H%format.QK == 0 {
+		tiles, panels = p.actTiles(acts, dt), p.panelScratch(H/format.QK)
+	}
 	p.Run(total, func(lo, hi, worker int) {
 		acc := partial[worker*T*H : (worker+1)*T*H]
 		records := recordCursor{blocks: blocks, spans: spans, recBytes: recBytes}
@@ -52,8 +57,12 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 			return
 		}
 		if useGemm {
+			var panel []byte
+			if panels != nil {
+				panel = panels[worker]
+			}
 			ffnPrefillGEMM(g, ops, dt, &records, spans, rowBytes, lo, hi, H, x, xb, T, acc,
-				gemmBlocks[worker*ffnBlock(T, H):(worker+1)*ffnBlock(T, H)], act, total, acts)
+				gemmBlocks[worker*ffnBlock(T, H):(worker+1)*ffnBlock(T, H)], act, total, acts, tiles, panel)
 			return
 		}
 		// Tiles of 16 records × 16 tokens keep the records, the token inputs

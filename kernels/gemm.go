@@ -224,10 +224,12 @@ func ffnBlock(T, H int) int { return gemmBlock(T) + 3*T*ffnRecBlock + ffnRecBloc
 // On the activation-dot path (acts not nil: the block types' integer dots)
 // g and u come from those dots, each row reused from L1 for every token,
 // which outruns widening the rows to float32 (BenchmarkPrefillMatMul: Q4_0
-// on VNNI, 5.0k against 4.4k tokens/s at 64 tokens); the down projection
-// still takes the GEMM.
+// on VNNI, 5.0k against 4.4k tokens/s at 64 tokens), or, with tiles (from
+// panelMinTokens tokens where the table has PanelAct), from the integer
+// GEMM tile over panels of 16 rows packed into panel; the down projection
+// still takes the float GEMM.
 func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCursor, spans []span, rowBytes, lo, hi, H int,
-	x []float32, xb []uint16, T int, acc, block, act []float32, total int, acts []Q8Act) {
+	x []float32, xb []uint16, T int, acc, block, act []float32, total int, acts []Q8Act, tiles *ActTiles, panel []byte) {
 	gemm := block[:gemmBlock(T)]
 	gu := block[gemmBlock(T) : gemmBlock(T)+2*T*ffnRecBlock]
 	hbuf := block[gemmBlock(T)+2*T*ffnRecBlock : gemmBlock(T)+3*T*ffnRecBlock]
@@ -249,11 +251,14 @@ func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCur
 		}
 		quads := 2 * n / gemmRows
 		stride := 2 * n // gu is (T, 2n): g of record i at 2i, u at 2i+1
-		if acts != nil {
+		switch {
+		case tiles != nil:
+			gemmActRows(ops, dt, tiles, acts, row, 0, 2*n, gu, stride, panel)
+		case acts != nil:
 			for r := 0; r < 2*n; r++ {
 				dotActTokens(ops, row(r), acts, gu[r:], stride)
 			}
-		} else {
+		default:
 			gemmRowsOf(g, ops, dt, row, 0, quads, H, x, xb, T, gemm, func(r0, t0 int, o *[24]float32) {
 				for t := 0; t < min(gemmToks, T-t0); t++ {
 					copy(gu[(t0+t)*stride+r0:(t0+t)*stride+r0+gemmRows], o[t*gemmRows:(t+1)*gemmRows])

@@ -207,6 +207,24 @@ func matMulInteger(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 	acts := quantizeTokens(p, ops, x, cols, T)
 	rb, _ := dt.RowBytes(cols) // every weight's rows
 	starts := make([]int, len(ws)+1)
+	if ops.PanelAct != nil && T >= panelMinTokens && cols%format.QK == 0 {
+		// Panels of 16 rows through the integer GEMM tile; the pool
+		// splits whole panels.
+		tiles, panels := p.actTiles(acts, dt), p.panelScratch(cols/format.QK)
+		for i, w := range ws {
+			starts[i+1] = starts[i] + (w.Rows+panelRows-1)/panelRows
+		}
+		p.Run(starts[len(ws)], func(lo, hi, worker int) {
+			for i, w := range ws {
+				p0, p1 := max(lo, starts[i])-starts[i], min(hi, starts[i+1])-starts[i]
+				if p0 < p1 {
+					gemmActRows(ops, dt, tiles, acts, func(r int) []byte { return w.Data[r*rb : (r+1)*rb] },
+						p0*panelRows, min(p1*panelRows, w.Rows), outs[i], w.Rows, panels[worker])
+				}
+			}
+		})
+		return
+	}
 	for i, w := range ws {
 		starts[i+1] = starts[i] + w.Rows
 	}

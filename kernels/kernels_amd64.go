@@ -141,6 +141,9 @@ func dotBF16DP(w *uint16, xb *uint16, n int) float32
 func dot4Q40Q8VNNI(w *byte, x *[4]*int8, d *[4]*float32, nb int, out *[4]float32)
 
 //go:noescape
+func panelQ8VNNI(panel *byte, xq *int8, xd *float32, xc *int32, nb int, out *[panelRows * panelToks]float32)
+
+//go:noescape
 func dot4Q80Q8VNNI(w *byte, x *[4]*int8, d *[4]*float32, s *[4]*int32, nb int, out *[4]float32)
 
 //go:noescape
@@ -364,6 +367,13 @@ func avx512Table(avx2 *Table) *Table {
 		}
 		return out
 	}
+	// The prefill's integer GEMM tile, one kernel for both block types
+	// (packPanel makes their values unsigned bytes alike).
+	panel := func(panel []byte, a *ActTiles, tile int, out *[panelRows * panelToks]float32) {
+		i := tile * a.NB * panelToks
+		panelQ8VNNI(&panel[0], &a.Q[i*format.QK], &a.D[i], &a.C[i], a.NB, out)
+	}
+	q40.PanelAct, q80.PanelAct = panel, panel
 	q80.Dot2Act = func(a, b []byte, act *Q8Act, out *[2]float32, next []byte) {
 		full := len(act.D) &^ 15
 		*out = [2]float32{}

@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
+
+	"github.com/sipack/sipack/format"
 )
 
 // Pool is a fixed set of persistent worker goroutines that split a range of
@@ -27,6 +29,8 @@ type Pool struct {
 	closed  atomic.Bool
 	buf     []float32
 	acts    []Q8Act   // quantizeTokens' storage
+	tiles   ActTiles  // the prefill's activation tiles (Ops.PanelAct)
+	panels  [][]byte  // per worker: one packed panel
 	gemm    []float32 // the prefill GEMM's per-worker blocks
 	xb      []uint16  // the prefill's activations rounded to BF16
 	xr      []float32 // and as float32
@@ -166,6 +170,28 @@ func (p *Pool) scratch(n int) []float32 {
 		p.buf = make([]float32, n)
 	}
 	return p.buf[:n]
+}
+
+// actTiles lays acts out as tiles for weights of dtype dt, in storage the
+// pool keeps.
+func (p *Pool) actTiles(acts []Q8Act, dt format.DType) *ActTiles {
+	buildActTiles(&p.tiles, acts, dt)
+	return &p.tiles
+}
+
+// panelScratch returns one packed panel of nb blocks per worker, sized
+// before the workers run.
+func (p *Pool) panelScratch(nb int) [][]byte {
+	if len(p.panels) < p.workers {
+		p.panels = make([][]byte, p.workers)
+	}
+	for w := range p.panels {
+		if cap(p.panels[w]) < nb*panelBlockBytes {
+			p.panels[w] = make([]byte, nb*panelBlockBytes)
+		}
+		p.panels[w] = p.panels[w][:nb*panelBlockBytes]
+	}
+	return p.panels
 }
 
 // gemmScratch returns a reusable buffer of n floats for the prefill GEMM

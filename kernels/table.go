@@ -44,6 +44,10 @@ type Ops struct {
 	// (Pointers to the caller's arrays would escape through the func value
 	// and allocate at every call: the four activations go by value.)
 	Dot4Act func(w []byte, a0, a1, a2, a3 *Q8Act) [4]float32
+	// PanelAct, where present, is the prefill's integer GEMM tile for the
+	// block types (gemmact.go): out[t·16 + r] is the dot of row r of a
+	// panel packed by packPanel with token 8·tile + t of the tiles.
+	PanelAct func(panel []byte, tiles *ActTiles, tile int, out *[panelRows * panelToks]float32)
 	// Dot2Act is Dot2 on the converted activations.
 	Dot2Act func(a, b []byte, act *Q8Act, out *[2]float32, next []byte)
 	// Quad says DotAct/Dot2Act read Q8Act.Quad, so quantising builds it.

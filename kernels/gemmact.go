@@ -1,0 +1,165 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/sipack/sipack/format"
+)
+
+// The prefill's integer GEMM for the block types (Ops.PanelAct): a panel of
+// panelRows weight rows is repacked once so that every four-byte group of
+// a block holds one row's four values (the rows side by side, as llama.cpp
+// interleaves Q4_0 rows for its GEMM), and the tokens' Q8 activations are
+// laid out in tiles of panelToks. One VPDPBUSD then takes four values of
+// all sixteen rows against four values of one token broadcast to every
+// lane, and a block's sixteen integer sums meet their scales in one
+// multiply-add — against the Dot4Act tile, which unpacks each row for four
+// tokens and spends a permute, a conversion and a multiply-add on every
+// row, token and four blocks. The repacking is paid once per panel and
+// read from cache by every token.
+
+const (
+	panelRows = 16 // rows of a packed panel (one 512-bit register of int32 lanes)
+	panelToks = 8  // tokens of an activation tile (one accumulator register each)
+	// panelBlockBytes is one block of a packed panel: eight groups of 64
+	// bytes (values 4k..4k+3 of each of the 16 rows), then the 16 rows'
+	// scales as float32.
+	panelBlockBytes = 8*64 + 4*panelRows
+	// panelMinTokens is the fewest tokens for which the panel GEMM is taken:
+	// below it repacking costs more than the Dot4Act tile spends.
+	panelMinTokens = 16
+)
+
+// ActTiles is the Q8 activations of T tokens laid out for PanelAct: per tile
+// of panelToks tokens and per block b, the tile's 32-value blocks side by
+// side (Q), their scales (D) and their offset corrections (C: −o·Σq, o the
+// weights' unsigned offset: 8 for Q4_0's nibbles, 128 for Q8_0's values
+// with the sign bit flipped). Tokens past T in the last tile are zero.
+type ActTiles struct {
+	T, NB int
+	Q     []int8
+	D     []float32
+	C     []int32
+}
+
+// Tiles returns the number of token tiles.
+func (a *ActTiles) Tiles() int { return (a.T + panelToks - 1) / panelToks }
+
+// panelOffset is the unsigned offset of dt's packed values.
+func panelOffset(dt format.DType) int32 {
+	if dt == format.Q4_0 {
+		return 8
+	}
+	return 128
+}
+
+// buildActTiles lays acts out as tiles for weights of dtype dt, reusing
+// a's storage.
+func buildActTiles(a *ActTiles, acts []Q8Act, dt format.DType) {
+	T, nb := len(acts), len(acts[0].D)
+	tiles := (T + panelToks - 1) / panelToks
+	nq, nd := tiles*nb*panelToks*format.QK, tiles*nb*panelToks
+	if cap(a.Q) < nq {
+		a.Q = make([]int8, nq)
+	}
+	if cap(a.D) < nd {
+		a.D, a.C = make([]float32, nd), make([]int32, nd)
+	}
+	a.T, a.NB, a.Q, a.D, a.C = T, nb, a.Q[:nq], a.D[:nd], a.C[:nd]
+	clear(a.Q[(T/panelToks)*nb*panelToks*format.QK:]) // the last tile's missing tokens
+	clear(a.D[(T/panelToks)*nb*panelToks:])
+	clear(a.C[(T/panelToks)*nb*panelToks:])
+	o := panelOffset(dt)
+	for t := range acts {
+		tile, lane := t/panelToks, t%panelToks
+		for b := 0; b < nb; b++ {
+			i := (tile*nb+b)*panelToks + lane
+			copy(a.Q[i*format.QK:(i+1)*format.QK], acts[t].Q[b*format.QK:(b+1)*format.QK])
+			a.D[i], a.C[i] = acts[t].D[b], -o*acts[t].S[b]
+		}
+	}
+}
+
+// packPanel lays out rows 0..n-1 (n ≤ panelRows; nb blocks of dt, Q4_0 or
+// Q8_0) into dst (nb·panelBlockBytes bytes): per block, for k = 0..7, 64
+// bytes holding values 4k..4k+3 of rows 0..15 as unsigned bytes (Q4_0: the
+// nibble; Q8_0: the value + 128), then the rows' scales as float32. Rows
+// past n are zero.
+func packPanel(dst []byte, dt format.DType, row func(r int) []byte, n, nb int) {
+	le := binary.LittleEndian
+	bs := dt.BlockBytes()
+	for r := 0; r < panelRows; r++ {
+		if r >= n {
+			for b := 0; b < nb; b++ {
+				p := dst[b*panelBlockBytes:]
+				for k := 0; k < 8; k++ {
+					le.PutUint32(p[64*k+4*r:], 0)
+				}
+				le.PutUint32(p[512+4*r:], 0)
+			}
+			continue
+		}
+		w := row(r)
+		for b := 0; b < nb; b++ {
+			blk, p := w[b*bs:(b+1)*bs], dst[b*panelBlockBytes:]
+			le.PutUint32(p[512+4*r:], math.Float32bits(F16ToF32(le.Uint16(blk))))
+			if dt == format.Q4_0 {
+				for k := 0; k < 4; k++ {
+					q := le.Uint32(blk[2+4*k:])
+					le.PutUint32(p[64*k+4*r:], q&0x0f0f0f0f)
+					le.PutUint32(p[64*(k+4)+4*r:], (q>>4)&0x0f0f0f0f)
+				}
+				continue
+			}
+			for k := 0; k < 8; k++ {
+				le.PutUint32(p[64*k+4*r:], le.Uint32(blk[2+4*k:])^0x80808080)
+			}
+		}
+	}
+}
+
+// gemmActRows sets out[t·stride + r] to the dot of row(r) with token t's
+// activations for r in [r0, r1): whole panels through ops.PanelAct (the
+// tiles built from the same activations for dt), the rows after the last
+// whole panel through dotActTokens. panel is scratch of nb·panelBlockBytes.
+func gemmActRows(ops *Ops, dt format.DType, tiles *ActTiles, acts []Q8Act, row func(r int) []byte, r0, r1 int, out []float32, stride int, panel []byte) {
+	var tile [panelRows * panelToks]float32
+	r := r0
+	for ; r+panelRows <= r1; r += panelRows {
+		base := r
+		packPanel(panel, dt, func(i int) []byte { return row(base + i) }, panelRows, tiles.NB)
+		for k := 0; k < tiles.Tiles(); k++ {
+			ops.PanelAct(panel, tiles, k, &tile)
+			for t := 0; t < min(panelToks, tiles.T-k*panelToks); t++ {
+				copy(out[(k*panelToks+t)*stride+base:], tile[t*panelRows:(t+1)*panelRows])
+			}
+		}
+	}
+	for ; r < r1; r++ {
+		dotActTokens(ops, row(r), acts, out[r:], stride)
+	}
+}
+
+// panelActRef is the reference of PanelAct: out[t·16 + r] = Σ_b d_r,b ·
+// D_t,b · (Σ_i u_r,b,i · q_t,b,i + C_t,b) over the packed panel, the
+// unsigned values u and the tiles' corrections C.
+func panelActRef(panel []byte, a *ActTiles, tile int, out *[panelRows * panelToks]float32) {
+	le := binary.LittleEndian
+	for t := 0; t < panelToks; t++ {
+		for r := 0; r < panelRows; r++ {
+			var s float32
+			for b := 0; b < a.NB; b++ {
+				p := panel[b*panelBlockBytes:]
+				i := (tile*a.NB+b)*panelToks + t
+				q := a.Q[i*format.QK : (i+1)*format.QK]
+				sum := a.C[i]
+				for k := 0; k < format.QK; k++ {
+					sum += int32(p[64*(k/4)+4*r+k%4]) * int32(q[k])
+				}
+				s += math.Float32frombits(le.Uint32(p[512+4*r:])) * a.D[i] * float32(sum)
+			}
+			out[t*panelRows+r] = s
+		}
+	}
+}

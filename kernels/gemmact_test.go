@@ -1,0 +1,69 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/sipack/sipack/format"
+)
+
+// TestPanelActMatchesReference: every table's integer GEMM tile against
+// panelActRef on the same packed panel and tiles, and gemmActRows (packing,
+// tiles, the tile and the rows after the last whole panel) against the
+// reference dot of every row with every token's activations, for Q4_0 and
+// Q8_0, token counts that leave the last tile short, and rows that leave a
+// panel short.
+func TestPanelActMatchesReference(t *testing.T) {
+	ran := false
+	for _, tb := range Tables() {
+		for _, dt := range []format.DType{format.Q4_0, format.Q8_0} {
+			ops := tb.Ops(dt)
+			if ops.PanelAct == nil {
+				continue
+			}
+			ran = true
+			rng := rand.New(rand.NewPCG(41, 42))
+			for _, c := range []struct{ rows, cols, T int }{{16, 64, 8}, {16, 2048, 20}, {37, 512, 13}, {5, 96, 3}, {48, 256, 17}} {
+				wb, _ := randRow(rng, dt, c.rows*c.cols)
+				rb, _ := dt.RowBytes(c.cols)
+				row := func(r int) []byte { return wb[r*rb : (r+1)*rb] }
+				x := randVec(rng, c.T*c.cols)
+				acts := quantizeTokens(nil, ops, x, c.cols, c.T)
+				var tiles ActTiles
+				buildActTiles(&tiles, acts, dt)
+				nb := c.cols / format.QK
+				panel := make([]byte, nb*panelBlockBytes)
+
+				// The tile against its reference, on the first panel.
+				packPanel(panel, dt, row, min(c.rows, panelRows), nb)
+				for k := 0; k < tiles.Tiles(); k++ {
+					var got, want [panelRows * panelToks]float32
+					ops.PanelAct(panel, &tiles, k, &got)
+					panelActRef(panel, &tiles, k, &want)
+					for i := range got {
+						if d := math.Abs(float64(got[i] - want[i])); d > 1e-5*(1+math.Abs(float64(want[i]))) {
+							t.Fatalf("%s %v %+v tile %d [t %d, r %d]: %g, reference %g", tb.Name, dt, c, k, i/panelRows, i%panelRows, got[i], want[i])
+						}
+					}
+				}
+
+				// The rows through gemmActRows against the reference dots.
+				out := make([]float32, c.T*c.rows)
+				gemmActRows(ops, dt, &tiles, acts, row, 0, c.rows, out, c.rows, panel)
+				ref := Generic.Ops(dt).DotAct
+				for tok := 0; tok < c.T; tok++ {
+					for r := 0; r < c.rows; r++ {
+						want := ref(row(r), &acts[tok])
+						if d := math.Abs(float64(out[tok*c.rows+r] - want)); d > 1e-4*(1+math.Abs(float64(want))) {
+							t.Fatalf("%s %v %+v [t %d, r %d]: %g, reference dot %g", tb.Name, dt, c, tok, r, out[tok*c.rows+r], want)
+						}
+					}
+				}
+			}
+		}
+	}
+	if !ran {
+		t.Skip("no table of this CPU has the integer GEMM tile (AVX-512 VNNI)")
+	}
+}
