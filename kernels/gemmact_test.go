@@ -67,3 +67,17 @@ func TestPanelActMatchesReference(t *testing.T) {
 		t.Skip("no table of this CPU has the integer GEMM tile (AVX-512 VNNI)")
 	}
 }
+
+// BenchmarkPackPanel: one 16-row panel of a 2048-wide Q4_0 matrix, the
+// integer GEMM tile's packing (reported per packed weight byte).
+func BenchmarkPackPanel(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const cols = 2048
+	wb, _ := randRow(rng, format.Q4_0, panelRows*cols)
+	rb, _ := format.Q4_0.RowBytes(cols)
+	panel := make([]byte, cols/format.QK*panelBlockBytes)
+	b.SetBytes(int64(len(wb)))
+	for i := 0; i < b.N; i++ {
+		packPanel(panel, format.Q4_0, func(r int) []byte { return wb[r*rb : (r+1)*rb] }, panelRows, cols/format.QK)
+	}
+}
