@@ -27,8 +27,10 @@ const (
 	// scales as float32.
 	panelBlockBytes = 8*64 + 4*panelRows
 	// panelMinTokens is the fewest tokens for which the panel GEMM is taken:
-	// below it repacking costs more than the Dot4Act tile spends.
-	panelMinTokens = 16
+	// below it repacking costs about what it saves (Q4_0 1B prefill on the
+	// Zen 5, `sirun bench --prefill N`: 16 tokens 37 tok/s either way, 32
+	// tokens 71 against 61-64, 64 tokens 94 against 54-82).
+	panelMinTokens = 24
 )
 
 // ActTiles is the Q8 activations of T tokens laid out for PanelAct: per tile
