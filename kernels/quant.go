@@ -3,6 +3,7 @@ package kernels
 import (
 	"encoding/binary"
 	"math"
+	"unsafe"
 
 	"github.com/sipack/sipack/format"
 )
@@ -202,35 +203,41 @@ func convertAct(a *Q8Act, x []float32, ops *Ops) {
 }
 
 // quantizeAct is QuantizeAct, building the Quad layout only if quad is set
-// (only the Q4_0 kernels read it). Each value is rounded half away from
-// zero, as math.Round does: t + ±0.5 is exact in float64 for |t| ≤ 127, so
-// truncating it rounds.
+// (only the Q4_0 kernels read it); the blocks through the table's Quantize.
 func quantizeAct(a *Q8Act, x []float32, quad bool) {
 	nb := len(x) / format.QK
 	if cap(a.Q) < len(x) || cap(a.D) < nb {
 		a.Q, a.D, a.S = make([]int8, len(x)), make([]float32, nb), make([]int32, nb)
 	}
 	a.Q, a.D, a.S = a.Q[:len(x)], a.D[:nb], a.S[:nb]
-	for b := 0; b < nb; b++ {
-		xs := x[b*format.QK : (b+1)*format.QK]
-		qs := a.Q[b*format.QK : (b+1)*format.QK]
-		d := absMax(xs) / 127
-		id := float32(0)
-		if d != 0 {
-			id = 1 / d
-		}
-		var s int32
-		for i, v := range xs {
-			t := float64(v * id)
-			q := int32(t + math.Copysign(0.5, t))
-			qs[i] = int8(q)
-			s += q
-		}
-		a.D[b], a.S[b] = d, s
-	}
+	active.Quantize(a.Q, a.D, a.S, x[:nb*format.QK])
 	a.Quad = a.Quad[:0]
 	if quad {
 		a.Quad = quadLayout(a.Quad, a.Q)
+	}
+}
+
+// quantizeBlocksRef quantises whole blocks of x: per block b of 32 values,
+// d[b] = max|x|/127, q = x·(1/d) rounded half away from zero (0 where d
+// is 0) and s[b] = Σq. Rounding as math.Round does: t + ±0.5 is exact in
+// float64 for |t| ≤ 127, so truncating it rounds.
+func quantizeBlocksRef(q []int8, d []float32, s []int32, x []float32) {
+	for b := range d {
+		xs := x[b*format.QK : (b+1)*format.QK]
+		qs := q[b*format.QK : (b+1)*format.QK]
+		db := absMax(xs) / 127
+		id := float32(0)
+		if db != 0 {
+			id = 1 / db
+		}
+		var sum int32
+		for i, v := range xs {
+			t := float64(v * id)
+			r := int32(t + math.Copysign(0.5, t))
+			qs[i] = int8(r)
+			sum += r
+		}
+		d[b], s[b] = db, sum
 	}
 }
 
@@ -243,19 +250,18 @@ func quadLayout(dst []byte, q []int8) []byte {
 		dst = make([]byte, 192*quads)
 	}
 	dst = dst[:192*quads]
+	qb := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(q))), len(q))
 	for g := 0; g < quads; g++ {
-		out := dst[192*g : 192*(g+1)]
+		out := (*[192]byte)(dst[192*g:])
+		in := (*[4 * format.QK]byte)(qb[4*format.QK*g:])
 		for k := 0; k < 4; k++ {
-			blk := q[(4*g+k)*format.QK : (4*g+k+1)*format.QK]
-			for i := 0; i < half; i++ {
-				out[half*k+i], out[64+half*k+i] = byte(blk[i]), byte(blk[half+i])
-			}
+			copy(out[half*k:half*(k+1)], in[format.QK*k:format.QK*k+half])
+			copy(out[64+half*k:64+half*(k+1)], in[format.QK*k+half:format.QK*(k+1)])
 		}
 		for i := 0; i < 16; i++ {
-			var s int32
-			for _, off := range [...]int{4 * i, 64 + 4*i} {
-				s += int32(int8(out[off])) + int32(int8(out[off+1])) + int32(int8(out[off+2])) + int32(int8(out[off+3]))
-			}
+			lo, hi := out[4*i:4*i+4], out[64+4*i:64+4*i+4]
+			s := int32(int8(lo[0])) + int32(int8(lo[1])) + int32(int8(lo[2])) + int32(int8(lo[3])) +
+				int32(int8(hi[0])) + int32(int8(hi[1])) + int32(int8(hi[2])) + int32(int8(hi[3]))
 			binary.LittleEndian.PutUint32(out[128+4*i:], uint32(-8*s))
 		}
 	}

@@ -306,3 +306,56 @@ func TestQuantizeActRoundsAsMathRound(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantizeMatchesReference: every table's Quantize gives the
+// reference's codes, scales and sums value for value: random blocks, a
+// zero block, values landing on halves (d = 1), just below a half, and
+// large and tiny magnitudes.
+func TestQuantizeMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 20))
+	const nb = 70
+	x := randVec(rng, nb*format.QK)
+	clear(x[2*format.QK : 3*format.QK]) // block 2: d = 0
+	for i, v := range []float32{127, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 63.5, -126.5, 0.49999997, -0.49999997, 126.49999, -0} {
+		x[3*format.QK+i] = v // block 3: d = 1
+	}
+	for i := 0; i < format.QK; i++ {
+		x[4*format.QK+i] = float32(rng.NormFloat64()) * 1e30 // block 4: large
+		x[5*format.QK+i] = float32(rng.NormFloat64()) * 1e-30
+	}
+	want := struct {
+		q []int8
+		d []float32
+		s []int32
+	}{make([]int8, len(x)), make([]float32, nb), make([]int32, nb)}
+	quantizeBlocksRef(want.q, want.d, want.s, x)
+	for _, tb := range Tables() {
+		q, d, s := make([]int8, len(x)), make([]float32, nb), make([]int32, nb)
+		tb.Quantize(q, d, s, x)
+		for b := 0; b < nb; b++ {
+			if d[b] != want.d[b] || s[b] != want.s[b] {
+				t.Fatalf("%s block %d: scale %g sum %d, reference %g %d", tb.Name, b, d[b], s[b], want.d[b], want.s[b])
+			}
+			for i := b * format.QK; i < (b+1)*format.QK; i++ {
+				if q[i] != want.q[i] {
+					t.Fatalf("%s block %d [%d]: %g quantised to %d, reference %d", tb.Name, b, i%format.QK, x[i], q[i], want.q[i])
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkQuantize: one 2048-wide activation vector, the active table;
+// Quad adds the layout the Q4_0 VNNI kernels read.
+func BenchmarkQuantize(b *testing.B)     { benchQuantize(b, false) }
+func BenchmarkQuantizeQuad(b *testing.B) { benchQuantize(b, true) }
+
+func benchQuantize(b *testing.B, quad bool) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	x := randVec(rng, 2048)
+	var a Q8Act
+	b.SetBytes(4 * int64(len(x)))
+	for i := 0; i < b.N; i++ {
+		quantizeAct(&a, x, quad)
+	}
+}
