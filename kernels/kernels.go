@@ -167,26 +167,6 @@ func MatMul(p *Pool, out []float32, w *Weight, x []float32) {
 		matMulInteger(p, [][]float32{out}, []*Weight{w}, x)
 		return
 	}
-	if ops := active.Ops(w.DType); T == 1 && ops.Dot2 != nil {
-		// Decode: rows in pairs through the fused two-row dot, as
-		// matMulInteger does.
-		p.Run(w.Rows, func(lo, hi, _ int) {
-			var o [2]float32
-			r := lo
-			for ; r+2 <= hi; r += 2 {
-				var next []byte
-				if r+8 < hi {
-					next = w.Row(r + 8)
-				}
-				ops.Dot2(w.Row(r), w.Row(r+1), x, &o, next)
-				out[r], out[r+1] = o[0], o[1]
-			}
-			if r < hi {
-				out[r] = ops.Dot(w.Row(r), x)
-			}
-		})
-		return
-	}
 	p.Run(w.Rows, func(lo, hi, _ int) {
 		const rowBlock, tokTile = 64, 32
 		for r0 := lo; r0 < hi; r0 += rowBlock {
@@ -252,24 +232,7 @@ func matMulInteger(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 		for i, w := range ws {
 			// This weight's rows within [lo, hi).
 			r0, r1 := max(lo, starts[i])-starts[i], min(hi, starts[i+1])-starts[i]
-			r := r0
-			if T == 1 && ops.Dot2Act != nil {
-				// Decode: rows in pairs through the fused two-row dot (one
-				// activation load for two rows, half the calls), prefetching
-				// eight rows ahead. A 1B Q8_0 matvec, one thread: 15 → 20
-				// GB/s; Q4_0 16 → 17 (two threads 28 → 30); prefetching
-				// the pair itself instead (distance 0) fell to 7.
-				var o [2]float32
-				for ; r+2 <= r1; r += 2 {
-					var next []byte
-					if r+8 < r1 {
-						next = w.Data[(r+8)*rb:]
-					}
-					ops.Dot2Act(w.Data[r*rb:(r+1)*rb], w.Data[(r+1)*rb:(r+2)*rb], &acts[0], &o, next)
-					outs[i][r], outs[i][r+1] = o[0], o[1]
-				}
-			}
-			for ; r < r1; r++ {
+			for r := r0; r < r1; r++ {
 				dotActTokens(ops, w.Data[r*rb:(r+1)*rb], acts, outs[i][r:], w.Rows)
 			}
 		}
