@@ -110,3 +110,8 @@
 	VHADDPS Y13, Y12, Y14; \
 	VEXTRACTF128 $1, Y14, X15; \
 	VADDPS X15, X14, X14
+
+// PFL2x2(r, o), PFL2x6(r, o): prefetch into L2 (PREFETCHT2) the two or six
+// cache lines from o(r) (the fused decode dots' prefetch of the next record).
+#define PFL2x2(r, o) PREFETCHT2 o(r); PREFETCHT2 o+64(r)
+#define PFL2x6(r, o) PFL2x2(r, o); PFL2x2(r, o+128); PFL2x2(r, o+256)

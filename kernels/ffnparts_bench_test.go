@@ -57,15 +57,18 @@ func benchFFNPartsN(b *testing.B, dt format.DType, threads, records int) {
 	if ops.ActDot {
 		acts = quantizeTokens(nil, ops, x, H, 1)
 	}
+	// ahead is the record the fused dots prefetch, as ffnDecode picks it.
+	ahead := func(j, hi int) []byte {
+		if j+prefetchAhead < hi {
+			return wb[(j+prefetchAhead)*recBytes:]
+		}
+		return nil
+	}
 	run("gateup", 2*rowBytes, func(lo, hi int, acc []float32) {
 		var out [2]float32
 		var s float32
 		for j := lo; j < hi; j++ {
-			rec := wb[j*recBytes:]
-			var next []byte
-			if j+prefetchAhead < hi {
-				next = wb[(j+prefetchAhead)*recBytes:]
-			}
+			rec, next := wb[j*recBytes:], ahead(j, hi)
 			switch {
 			case acts != nil && ops.Dot2Act != nil:
 				ops.Dot2Act(rec[:rowBytes], rec[rowBytes:2*rowBytes], &acts[0], &out, next)
@@ -85,11 +88,7 @@ func benchFFNPartsN(b *testing.B, dt format.DType, threads, records int) {
 		var out, d [2]float32
 		var s float32
 		for j := lo; j < hi; j++ {
-			rec := wb[j*recBytes:]
-			var next []byte
-			if j+prefetchAhead < hi {
-				next = wb[(j+prefetchAhead)*recBytes:]
-			}
+			rec, next := wb[j*recBytes:], ahead(j, hi)
 			down := rec[2*rowBytes : 3*rowBytes]
 			switch {
 			case acts != nil && ops.Dot2Act != nil:
