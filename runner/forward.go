@@ -12,9 +12,10 @@ import (
 // buffers, on the model's device. Buffers sized by T hold one row per token
 // of the current batch.
 type State struct {
-	m   *Model
-	ex  backend.Exec
-	Ctx int // context length the cache holds
+	m    *Model
+	ex   backend.Exec
+	pool *kernels.Pool // the threads the Exec runs on (host-side work may use them between ops)
+	Ctx  int           // context length the cache holds
 
 	T      int         // tokens the buffers below are sized for
 	x      backend.Buf // (T, hidden) residual stream
@@ -65,7 +66,7 @@ func (m *Model) NewState(pool *kernels.Pool, ctx int) (*State, error) {
 	}
 	kv := c.NumKVHeads * c.HeadDim
 	return &State{
-		m: m, ex: ex, Ctx: ctx,
+		m: m, ex: ex, Ctx: ctx, pool: pool,
 		cache: backend.KVCache{
 			Layers: c.NumLayers, Ctx: ctx, KVDim: kv, Heads: c.NumHeads, HeadDim: c.HeadDim,
 			Keys: ex.Alloc(c.NumLayers * ctx * kv), Values: ex.Alloc(c.NumLayers * ctx * kv),

@@ -87,6 +87,7 @@ func (ss *Session) Prefill(prompt []int) ([]float32, *Votes, error) {
 	var pass Pass
 	if c, ok := ss.counts(); ok {
 		votes = NewVotes(ss.M, c, ss.Sel.Method)
+		votes.pool = ss.S.pool
 		if ss.Sel.Budget == "layer" {
 			if ss.static == nil || ss.staticFor != c {
 				static, err := LayerStatic(ss.M, c)

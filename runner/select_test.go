@@ -2,6 +2,7 @@ package runner
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -318,4 +319,36 @@ func newSelSession(t *testing.T, m *Model, sel *Selection, prompt []int) *Sessio
 		t.Fatal(err)
 	}
 	return ss
+}
+
+// TestVotesOverPool: a prompt's top-α votes counted over the pool's
+// threads (tokens split between workers, counts summed) are the votes
+// counted on one thread, for the paper's and the signed method.
+func TestVotesOverPool(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const T, ranks = 37, 500
+	act := make([]float32, T*ranks)
+	for i := range act {
+		act[i] = float32(rng.NormFloat64())
+	}
+	pool := kernels.NewPool(3)
+	defer pool.Close()
+	for _, method := range []string{"paper", "signed"} {
+		serial := &Votes{k: 100, method: method, counts: [][]float64{make([]float64, ranks)}, scratch: make([]float32, 2*ranks)}
+		serial.Add(0, act, ranks)
+		par := &Votes{k: 100, method: method, counts: [][]float64{make([]float64, ranks)}, scratch: make([]float32, 2*ranks), pool: pool}
+		par.Add(0, act, ranks)
+		par.Add(0, act[:5*ranks], ranks) // a short prompt takes the serial path
+		serial.Add(0, act[:5*ranks], ranks)
+		if !slices.Equal(serial.counts[0], par.counts[0]) {
+			t.Fatalf("%s: votes over the pool differ from one thread's", method)
+		}
+		var total float64
+		for _, n := range par.counts[0] {
+			total += n
+		}
+		if total != float64((T+5)*100) {
+			t.Fatalf("%s: %v votes cast, want %d", method, total, (T+5)*100)
+		}
+	}
 }
