@@ -356,16 +356,22 @@ func Softmax(x []float32) {
 	for _, v := range x[1:] {
 		m = max(m, v)
 	}
+	sum := active.ExpSubSum(x, m)
+	inv := 1 / sum
+	for i := range x {
+		x[i] *= inv
+	}
+}
+
+// expSubSumRef sets x[i] = e^(x[i] − m) and returns Σ x[i].
+func expSubSumRef(x []float32, m float32) float32 {
 	var sum float32
 	for i, v := range x {
 		e := expf(v - m)
 		x[i] = e
 		sum += e
 	}
-	inv := 1 / sum
-	for i := range x {
-		x[i] *= inv
-	}
+	return sum
 }
 
 // RoPE rotates one head vector v (length 2·len(cos)) in the HF "rotate_half"

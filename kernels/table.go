@@ -71,6 +71,9 @@ type Table struct {
 	// Gemm is the prefill micro-kernel over float32 rows, or nil (prefill
 	// then takes the Dot4/GemmDown tiles).
 	Gemm *GemmKernel
+	// ExpSubSum sets x[i] = e^(x[i] − m) and returns their sum (the
+	// softmax of attention; see expSubSumRef).
+	ExpSubSum func(x []float32, m float32) float32
 	// Quantize quantises whole blocks of activations to Q8 (see
 	// quantizeBlocksRef): a decode step quantises about fifty vectors.
 	Quantize func(q []int8, d []float32, s []int32, x []float32)
@@ -89,9 +92,10 @@ func (t *Table) Ops(dt format.DType) *Ops { return &t.ops[dt] }
 // Generic is the reference table: every entry is a pure-Go function whose
 // doc comment states the math; every fast table is tested against it.
 var Generic = Table{
-	Name:     "generic",
-	SiLUMul:  siluMulRef,
-	Quantize: quantizeBlocksRef,
+	Name:      "generic",
+	SiLUMul:   siluMulRef,
+	Quantize:  quantizeBlocksRef,
+	ExpSubSum: expSubSumRef,
 	ops: [format.Q4_0 + 1]Ops{
 		format.F32:  {Dot: dotF32Ref, Axpy: axpyF32Ref},
 		format.F16:  {Dot: dotF16Ref, Axpy: axpyF16Ref, Dot4: dot4F16Ref, GemmDown: gemmDownF16Ref},

@@ -213,3 +213,44 @@ func TestSiLUMul(t *testing.T) {
 		}
 	}
 }
+
+// TestSoftmax: Softmax on every table against float64, each probability
+// within 4 float32 ulps of its value plus 1e-9 of the row's largest (the
+// exponentials' 2 ulps, the sum's rounding, the final scale), over rows
+// of 1 to 300 scores with a tail, a spread that sends some exponentials
+// below the float32 range, and equal scores.
+func TestSoftmax(t *testing.T) {
+	rng := rand.New(rand.NewPCG(95, 96))
+	for _, tb := range Tables() {
+		restore := Use(tb)
+		for _, n := range []int{1, 15, 16, 37, 300} {
+			for _, spread := range []float64{1, 8, 60} {
+				x := make([]float32, n)
+				for i := range x {
+					x[i] = float32(rng.NormFloat64() * spread)
+				}
+				if n > 3 {
+					x[1], x[2] = x[0], x[0]
+				}
+				want := make([]float64, n)
+				m := math.Inf(-1)
+				for _, v := range x {
+					m = math.Max(m, float64(v))
+				}
+				var sum float64
+				for i, v := range x {
+					want[i] = math.Exp(float64(v) - m)
+					sum += want[i]
+				}
+				Softmax(x)
+				for i := range x {
+					w := want[i] / sum
+					if d := math.Abs(float64(x[i]) - w); d > 4*w*(1.0/(1<<23))+1e-9 {
+						t.Fatalf("%s n=%d spread %g [%d]: %g, want %g", tb.Name, n, spread, i, x[i], w)
+					}
+				}
+			}
+		}
+		restore()
+	}
+}
