@@ -134,7 +134,7 @@ type Votes struct {
 	weight  float64     // votes a token casts (SetWeight; 1 by default)
 	static  [][]int     // per layer: the static ranks, where the budget is per layer (else [0, Base))
 	counts  [][]float64 // (layer, loaded ranks); nil for dense layers
-	scratch []float32
+	scratch []uint32
 	device  []int32 // one layer's votes as a backend.Voter counts them
 	// pool, if set, splits a prompt's tokens over its threads for the
 	// top-α votes (one selection per token and layer: 4096 of them in a
@@ -142,13 +142,13 @@ type Votes struct {
 	// on one thread); part and wscratch are the workers' counts and scratch.
 	pool     *kernels.Pool
 	part     []float64
-	wscratch []float32
+	wscratch []uint32
 }
 
 // NewVotes starts an empty count for model m with counts c and the
 // selection's method.
 func NewVotes(m *Model, c Counts, method string) *Votes {
-	v := &Votes{k: c.Vote, method: method, counts: make([][]float64, len(m.Layers)), scratch: make([]float32, 2*c.Loaded)}
+	v := &Votes{k: c.Vote, method: method, counts: make([][]float64, len(m.Layers)), scratch: make([]uint32, 2*c.Loaded)}
 	for l := range m.Layers {
 		if m.Layers[l].Sparse {
 			v.counts[l] = make([]float64, c.Loaded)
@@ -221,7 +221,7 @@ func (v *Votes) topK(act []float32, ranks int, c []float64, signed bool) {
 	}
 	W := v.pool.Workers()
 	if len(v.part) < W*ranks {
-		v.part, v.wscratch = make([]float64, W*ranks), make([]float32, W*2*ranks)
+		v.part, v.wscratch = make([]float64, W*ranks), make([]uint32, W*2*ranks)
 	}
 	part := v.part[:W*ranks]
 	clear(part)
@@ -274,33 +274,34 @@ func (v *Votes) Plan(m *Model, ex backend.Exec, c Counts, compact bool) (Plan, e
 }
 
 // votes counts, per loaded rank, how many prompt tokens had it among their
-// top-k |h| (signed: top-k h). act is (T, ranks).
-func votes(act []float32, ranks, k int, w float64, counts []float64, scratch []float32, signed bool) {
+// top-k |h| (signed: top-k h). act is (T, ranks); scratch holds 2·ranks.
+// The scores are compared as order-preserving keys (scoreKey), the k-th
+// largest found by a radix select over their bytes: a few branch-free
+// passes over a token's ranks, where a quickselect's comparisons mispredict.
+func votes(act []float32, ranks, k int, w float64, counts []float64, scratch []uint32, signed bool) {
 	T := len(act) / ranks
+	keys, buf := scratch[:ranks], scratch[ranks:2*ranks]
 	for t := 0; t < T; t++ {
-		row := act[t*ranks : (t+1)*ranks]
-		score := scratch[:ranks]
-		for i, v := range row {
-			if signed {
-				score[i] = v
-			} else {
-				score[i] = float32(math.Abs(float64(v)))
+		for i, v := range act[t*ranks : (t+1)*ranks] {
+			if !signed {
+				v = float32(math.Abs(float64(v)))
 			}
+			keys[i] = scoreKey(v)
 		}
-		thr := kthLargest(append(scratch[ranks:ranks], score...), k)
+		thr := kthLargestKey(keys, k, buf)
 		// Vote for everything above the threshold, then for ties in rank order.
 		left := k
-		for i, v := range score {
-			if v > thr {
+		for i, key := range keys {
+			if key > thr {
 				counts[i] += w
 				left--
 			}
 		}
-		for i, v := range score {
+		for i, key := range keys {
 			if left == 0 {
 				break
 			}
-			if v == thr {
+			if key == thr {
 				counts[i] += w
 				left--
 			}
@@ -308,41 +309,43 @@ func votes(act []float32, ranks, k int, w float64, counts []float64, scratch []f
 	}
 }
 
-// kthLargest returns the k-th largest value of x (1-based), reordering x.
-func kthLargest(x []float32, k int) float32 {
-	lo, hi, want := 0, len(x)-1, k-1
-	for lo < hi {
-		// Median of three as pivot; partition descending.
-		mid := lo + (hi-lo)/2
-		if x[mid] > x[lo] {
-			x[mid], x[lo] = x[lo], x[mid]
+// scoreKey maps a score to a uint32 that orders as the score does (−0 as
+// +0, so the two tie as the floats do).
+func scoreKey(v float32) uint32 {
+	b := math.Float32bits(v + 0)
+	if b&0x80000000 != 0 {
+		return ^b
+	}
+	return b | 0x80000000
+}
+
+// kthLargestKey returns the k-th largest of keys (1-based, k ≤ len(keys))
+// by radix select, a byte at a time from the top: the byte's histogram
+// over the candidates names the bucket holding the k-th, and only that
+// bucket's keys stay candidates (copied into buf, len(keys) long).
+func kthLargestKey(keys []uint32, k int, buf []uint32) uint32 {
+	cand := keys
+	for shift := 24; shift >= 0; shift -= 8 {
+		var hist [256]int
+		for _, x := range cand {
+			hist[(x>>shift)&255]++
 		}
-		if x[hi] > x[lo] {
-			x[hi], x[lo] = x[lo], x[hi]
+		d := 255
+		for ; d > 0 && hist[d] < k; d-- {
+			k -= hist[d]
 		}
-		if x[mid] > x[hi] {
-			x[mid], x[hi] = x[hi], x[mid]
-		}
-		pivot := x[hi]
-		i := lo
-		for j := lo; j < hi; j++ {
-			if x[j] > pivot {
-				x[i], x[j] = x[j], x[i]
-				i++
+		n := 0
+		for _, x := range cand {
+			if (x>>shift)&255 == uint32(d) {
+				buf[n] = x
+				n++
 			}
 		}
-		x[i], x[hi] = x[hi], x[i]
-		switch {
-		case i == want:
-			return x[i]
-		case i < want:
-			lo = i + 1
-		default:
-			hi = i - 1
-		}
+		cand = buf[:n]
 	}
-	return x[want]
+	return cand[0]
 }
+
 
 // chooseAround returns the decode set of a given static set (ascending)
 // and the nd ranks in [0, nl) outside it with the most votes (ties: lower

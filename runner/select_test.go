@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -18,7 +19,7 @@ func TestVotesHandMade(t *testing.T) {
 		0, 0, 0, 0, 9, -8, // token 2: ranks 4 and 5
 	}
 	counts := make([]float64, 6)
-	votes(act, 6, 2, 1, counts, make([]float32, 12), false)
+	votes(act, 6, 2, 1, counts, make([]uint32, 12), false)
 	if want := []float64{1, 1, 0, 1, 1, 2}; !slices.Equal(counts, want) {
 		t.Fatalf("votes %v, want %v", counts, want)
 	}
@@ -31,8 +32,48 @@ func TestVotesHandMade(t *testing.T) {
 	if got := chooseRanks(make([]float64, 6), 3, 3, 6); !slices.Equal(got, []int{0, 1, 2}) {
 		t.Fatalf("decode set %v, want the static ranks", got)
 	}
-	if v := kthLargest([]float32{3, 1, 4, 1, 5, 9, 2, 6}, 3); v != 5 {
+	keys := []uint32{3, 1, 4, 1, 5, 9, 2, 6}
+	if v := kthLargestKey(keys, 3, make([]uint32, len(keys))); v != 5 {
 		t.Fatalf("3rd largest %v, want 5", v)
+	}
+}
+
+// TestKthLargestKey: the radix select against a sort, over random scores
+// with many ties, negative ones (the signed method's keys) and zeros of
+// both signs, for every k; the keys order as the scores do.
+func TestKthLargestKey(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{1, 2, 7, 300} {
+		scores := make([]float32, n)
+		for i := range scores {
+			switch rng.IntN(4) {
+			case 0:
+				scores[i] = float32(rng.IntN(5)) - 2 // ties
+			case 1:
+				scores[i] = float32(math.Copysign(0, rng.NormFloat64())) // ±0
+			default:
+				scores[i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(8)-4)))
+			}
+		}
+		keys := make([]uint32, n)
+		for i, v := range scores {
+			keys[i] = scoreKey(v)
+		}
+		sorted := slices.Clone(scores)
+		slices.SortFunc(sorted, func(a, b float32) int { return -cmp.Compare(a, b) })
+		for k := 1; k <= n; k++ {
+			got := kthLargestKey(slices.Clone(keys), k, make([]uint32, n))
+			if got != scoreKey(sorted[k-1]) {
+				t.Fatalf("n=%d k=%d: key %#x, want that of %g (%#x)", n, k, got, sorted[k-1], scoreKey(sorted[k-1]))
+			}
+		}
+		for i := range scores {
+			for j := range scores {
+				if (scores[i] < scores[j]) != (keys[i] < keys[j]) {
+					t.Fatalf("keys of %g and %g order otherwise", scores[i], scores[j])
+				}
+			}
+		}
 	}
 }
 
@@ -177,7 +218,7 @@ func TestVotesMethods(t *testing.T) {
 		}
 	}
 	// signed: each token's top k = 1 by h itself, not |h| (CoreInfer).
-	v := &Votes{method: "signed", k: 1, counts: [][]float64{make([]float64, 4)}, scratch: make([]float32, 8)}
+	v := &Votes{method: "signed", k: 1, counts: [][]float64{make([]float64, 4)}, scratch: make([]uint32, 8)}
 	v.Add(0, []float32{
 		-9, 1, 0, 2, // the largest |h| is rank 0, the largest h rank 3
 		0, 5, -7, 1,
@@ -334,9 +375,9 @@ func TestVotesOverPool(t *testing.T) {
 	pool := kernels.NewPool(3)
 	defer pool.Close()
 	for _, method := range []string{"paper", "signed"} {
-		serial := &Votes{k: 100, method: method, counts: [][]float64{make([]float64, ranks)}, scratch: make([]float32, 2*ranks)}
+		serial := &Votes{k: 100, method: method, counts: [][]float64{make([]float64, ranks)}, scratch: make([]uint32, 2*ranks)}
 		serial.Add(0, act, ranks)
-		par := &Votes{k: 100, method: method, counts: [][]float64{make([]float64, ranks)}, scratch: make([]float32, 2*ranks), pool: pool}
+		par := &Votes{k: 100, method: method, counts: [][]float64{make([]float64, ranks)}, scratch: make([]uint32, 2*ranks), pool: pool}
 		par.Add(0, act, ranks)
 		par.Add(0, act[:5*ranks], ranks) // a short prompt takes the serial path
 		serial.Add(0, act[:5*ranks], ranks)
