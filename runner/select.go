@@ -346,7 +346,6 @@ func kthLargestKey(keys []uint32, k int, buf []uint32) uint32 {
 	return cand[0]
 }
 
-
 // chooseAround returns the decode set of a given static set (ascending)
 // and the nd ranks in [0, nl) outside it with the most votes (ties: lower
 // rank first), ascending.
