@@ -46,7 +46,7 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 	}
 	var tiles *ActTiles // the gate and up rows by the integer GEMM tile
 	var panels [][]byte
-	if useGemm && acts != nil && ops.PanelAct != nil && T >= panelMinTokens && H%format.QK == 0 {
+	if useGemm && acts != nil && panelFits(ops, H, T) {
 		tiles, panels = p.actTiles(acts, dt), p.panelScratch(H/format.QK)
 	}
 	p.Run(total, func(lo, hi, worker int) {
@@ -214,7 +214,7 @@ func ffnDecode(acc []float32, records *recordCursor, ops *Ops, rowBytes, lo, hi 
 			j := j0 + q
 			rec := records.at(j)
 			// The fused dots prefetch the record four ahead into L2
-			// (PREFETCHT2; see docs/bench.md, "Prefetch into L2"), the next
+			// (PREFETCHT2: docs/bench.md, sixth session, "Decode FFN prefetch into L2"), the next
 			// group of four's record in the same place: in alternating runs on the
 			// AMD EPYC (Zen 5), dense BF16 and F16 decode was 5 % faster four
 			// ahead than two (FFN 47.3 against 50.5 ms a step, `sirun bench

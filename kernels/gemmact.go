@@ -56,6 +56,12 @@ func panelOffset(dt format.DType) int32 {
 	return 128
 }
 
+// panelFits reports whether T tokens of width cols take ops' integer GEMM
+// tile.
+func panelFits(ops *Ops, cols, T int) bool {
+	return ops.PanelAct != nil && T >= panelMinTokens && cols%format.QK == 0
+}
+
 // buildActTiles lays acts out as tiles for weights of dtype dt, reusing
 // a's storage.
 func buildActTiles(a *ActTiles, acts []Q8Act, dt format.DType) {

@@ -207,7 +207,7 @@ func matMulInteger(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 	acts := quantizeTokens(p, ops, x, cols, T)
 	rb, _ := dt.RowBytes(cols) // every weight's rows
 	starts := make([]int, len(ws)+1)
-	if ops.PanelAct != nil && T >= panelMinTokens && cols%format.QK == 0 {
+	if panelFits(ops, cols, T) {
 		// Panels of 16 rows through the integer GEMM tile; the pool
 		// splits whole panels.
 		tiles, panels := p.actTiles(acts, dt), p.panelScratch(cols/format.QK)

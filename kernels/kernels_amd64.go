@@ -334,7 +334,7 @@ func avx512Table(avx2 *Table) *Table {
 		full := q40Full(act)
 		*out = [2]float32{}
 		if full > 0 {
-			dot2Q40Q8VNNI(&a[0], &b[0], (*int8)(unsafe.Pointer(&act.Quad[0])), &act.D[0], full, out, prefetchFrom(a, next))
+			dot2Q40Q8VNNI(&a[0], &b[0], (*int8)(unsafe.Pointer(&act.Quad[0])), &act.D[0], full, out, prefetchFrom(next))
 		}
 		out[0] += q40Tail(a, act, full)
 		out[1] += q40Tail(b, act, full)
@@ -391,16 +391,16 @@ func avx512Table(avx2 *Table) *Table {
 	}
 	// The prefill's integer GEMM tile, one kernel for both block types
 	// (packPanel makes their values unsigned bytes alike).
-	panel := func(panel []byte, a *ActTiles, tile int, out *[panelRows * panelToks]float32) {
+	panelAct := func(panel []byte, a *ActTiles, tile int, out *[panelRows * panelToks]float32) {
 		i := tile * a.NB * panelToks
 		panelQ8VNNI(&panel[0], &a.Q[i*format.QK], &a.D[i], &a.C[i], a.NB, out)
 	}
-	q40.PanelAct, q80.PanelAct = panel, panel
+	q40.PanelAct, q80.PanelAct = panelAct, panelAct
 	q80.Dot2Act = func(a, b []byte, act *Q8Act, out *[2]float32, next []byte) {
 		full := len(act.D) &^ 15
 		*out = [2]float32{}
 		if full > 0 {
-			dot2Q80Q8VNNI(&a[0], &b[0], &act.Q[0], &act.D[0], &act.S[0], full, out, prefetchFrom(a, next))
+			dot2Q80Q8VNNI(&a[0], &b[0], &act.Q[0], &act.D[0], &act.S[0], full, out, prefetchFrom(next))
 		}
 		out[0] += q80Tail(a, act, full)
 		out[1] += q80Tail(b, act, full)
@@ -438,7 +438,7 @@ func bf16DotTable(t *Table) {
 		n := len(act.B) &^ 63
 		*out = [2]float32{}
 		if n > 0 {
-			dot2BF16DP((*uint16)(unsafe.Pointer(&a[0])), (*uint16)(unsafe.Pointer(&b[0])), &act.B[0], n, out, prefetchFrom(a, next))
+			dot2BF16DP((*uint16)(unsafe.Pointer(&a[0])), (*uint16)(unsafe.Pointer(&b[0])), &act.B[0], n, out, prefetchFrom(next))
 		}
 		if n < len(act.B) {
 			out[0] += dotBF16BRef(a[2*n:], act.B[n:])
@@ -493,7 +493,7 @@ func dot4Of(k func(w *uint16, x0, x1, x2, x3 *float32, n int, out *[4]float32), 
 // branch for it; a prefetch never faults). Not the row being read: an L2
 // prefetch of the lines the dot is about to load cost two thirds of a
 // Q4_0 matvec's rate (17 → 7 GB/s a thread, rows in pairs).
-func prefetchFrom(_, next []byte) *byte {
+func prefetchFrom(next []byte) *byte {
 	if len(next) > 0 {
 		return &next[0]
 	}
@@ -514,7 +514,7 @@ func dot2OfN(k func(a, b *uint16, x *float32, n int, out *[2]float32, next *byte
 	return func(a, b []byte, x []float32, out *[2]float32, next []byte) {
 		n := len(x) &^ mask
 		if n > 0 {
-			k((*uint16)(unsafe.Pointer(&a[0])), (*uint16)(unsafe.Pointer(&b[0])), &x[0], n, out, prefetchFrom(a, next))
+			k((*uint16)(unsafe.Pointer(&a[0])), (*uint16)(unsafe.Pointer(&b[0])), &x[0], n, out, prefetchFrom(next))
 		} else {
 			*out = [2]float32{}
 		}

@@ -104,7 +104,7 @@ vq4chunk:
 // half the rate of the same kernels reading all three rows as dots: the
 // down axpys between the dots issue no loads of the records to come, and
 // prefetches into L1 hold its few miss buffers; into L2 the stream keeps
-// going (docs/bench.md, "Prefetch into L2"). The row dots above keep T0:
+// going (docs/bench.md, sixth session, "Decode FFN prefetch into L2"). The row dots above keep T0:
 // a matrix's rows are read in order, and T2 measured slower there.
 // nb must be a multiple of 16.
 // func dot2Q40Q8VNNI(a, b *byte, xq *int8, xd *float32, nb int, out *[2]float32, next *byte)
