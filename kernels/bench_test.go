@@ -83,7 +83,7 @@ func BenchmarkFFNRecordsQ4_0Generic(b *testing.B) { benchFFNType(b, format.Q4_0,
 func BenchmarkFFNRecordsQ8_0(b *testing.B)        { benchFFNType(b, format.Q8_0, 2048, 1, false) }
 
 func BenchmarkPrefillGEMMBF16(b *testing.B) {
-	const rows, cols, T = 2048, 2048, 64
+	const rows, cols, T = 2048, 2048, 256
 	rng := rand.New(rand.NewPCG(3, 3))
 	wb, _ := randRow(rng, format.BF16, rows*cols)
 	w := &Weight{Data: wb, DType: format.BF16, Rows: rows, Cols: cols}

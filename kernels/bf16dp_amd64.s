@@ -143,11 +143,13 @@ t2done:
 #define DP_Z22_Z29_Z26 BYTE $0x62; BYTE $0x82; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xf2
 #define DP_Z23_Z29_Z27 BYTE $0x62; BYTE $0x82; BYTE $0x16; BYTE $0x40; BYTE $0x52; BYTE $0xfb
 
-// func gemm4x6BF16DP(w *[4]*uint16, x *[6]*uint16, n int, acc *[24][16]float32)
+// gemm4x6BF16DPPanel: the four rows come packed into one panel, 32 columns
+// of each row in turn (256 bytes a step), one sequential stream for the
+// rows instead of four.
+// func gemm4x6BF16DPPanel(w *uint16, x *[6]*uint16, n int, acc *[24][16]float32)
 // n is a multiple of 32.
-TEXT ·gemm4x6BF16DP(SB), NOSPLIT, $0-32
-	MOVQ w+0(FP), AX
-	LOAD4P(AX, R8, R9, R10, R11)
+TEXT ·gemm4x6BF16DPPanel(SB), NOSPLIT, $0-32
+	MOVQ w+0(FP), R8
 	MOVQ x+8(FP), AX
 	LOAD4P(AX, R12, R13, R14, SI)
 	MOVQ 32(AX), DI
@@ -158,12 +160,12 @@ TEXT ·gemm4x6BF16DP(SB), NOSPLIT, $0-32
 	ACC24LD(AX)
 	XORQ DX, DX
 	TESTQ CX, CX
-	JZ   bgstore
-bgloop:
-	VMOVDQU32 (R8)(DX*1), Z24
-	VMOVDQU32 (R9)(DX*1), Z25
-	VMOVDQU32 (R10)(DX*1), Z26
-	VMOVDQU32 (R11)(DX*1), Z27
+	JZ   bpstore
+bploop:
+	VMOVDQU32 0(R8), Z24
+	VMOVDQU32 64(R8), Z25
+	VMOVDQU32 128(R8), Z26
+	VMOVDQU32 192(R8), Z27
 	VMOVDQU32 (R12)(DX*1), Z28
 	DP_Z0_Z28_Z24
 	DP_Z1_Z28_Z25
@@ -194,10 +196,11 @@ bgloop:
 	DP_Z21_Z29_Z25
 	DP_Z22_Z29_Z26
 	DP_Z23_Z29_Z27
+	ADDQ $256, R8
 	ADDQ $64, DX
 	CMPQ DX, CX
-	JLT  bgloop
-bgstore:
+	JLT  bploop
+bpstore:
 	ACC24ST(AX)
 	VZEROUPPER
 	RET
@@ -206,8 +209,11 @@ bgstore:
 // 64 columns, accumulated over records) on records taken in pairs, each
 // pair's two down columns interleaved word by word (interleaveBF16DP) and
 // h rounded to BF16 in matching pairs, one VDPBF16PS per pair where the
-// float kernel takes two FMAs and a widening.
-// acc[t·accStride + c] += Σ_p Σ_{k<2} h[p·6 + t].k · w[p·ldw + 2c + k].
+// float kernel takes two FMAs and a widening. w is column-block major: for
+// each 64 columns, the P pairs' 128 words in turn (ldw words apart), the
+// next 64 columns right after, so a tile reads one sequential stream (pairs
+// a whole row apart, 2H words, fell in one L1 set and missed it).
+// acc[t·accStride + 64b + c] += Σ_p Σ_{k<2} h[p·6 + t].k · w[(b·P + p)·ldw + 2c + k].
 // func gemmDown6BF16DP(acc *float32, accStride int, h *uint32, w *uint16, ldw int, P int, H int)
 TEXT ·gemmDown6BF16DP(SB), NOSPLIT, $0-56
 	MOVQ acc+0(FP), DI
@@ -269,7 +275,7 @@ bdinner:
 	JNZ  bdinner
 	TILE6(ACCROWST)
 	ADDQ $256, DI
-	ADDQ $256, R8
+	MOVQ R9, R8
 	SUBQ $64, R11
 	JMP  bdcol
 bddone:

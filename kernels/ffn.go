@@ -33,12 +33,13 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 	useGemm := gemmFits(g, 2*total, H, T)
 	var gemmBlocks []float32
 	var xb []uint16
+	rb := ffnRecBlock
 	if useGemm {
-		gemmBlocks = p.gemmScratch(p.Workers() * ffnBlock(T, H))
 		var xr []float32
 		if xb, xr = prefillBF16(p, g, dt, x); xb != nil {
-			x = xr
+			x, rb = xr, ffnRecBlockBF16
 		}
+		gemmBlocks = p.gemmScratch(p.Workers() * ffnBlock(T, H, rb))
 	}
 	var acts []Q8Act
 	if ops.ActDot && xb == nil {
@@ -61,8 +62,9 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 			if panels != nil {
 				panel = panels[worker]
 			}
-			ffnPrefillGEMM(g, ops, dt, &records, spans, rowBytes, lo, hi, H, x, xb, T, acc,
-				gemmBlocks[worker*ffnBlock(T, H):(worker+1)*ffnBlock(T, H)], act, total, acts, tiles, panel)
+			per := ffnBlock(T, H, rb)
+			ffnPrefillGEMM(g, ops, dt, &records, spans, rowBytes, lo, hi, H, rb, x, xb, T, acc,
+				gemmBlocks[worker*per:(worker+1)*per], act, total, acts, tiles, panel)
 			return
 		}
 		// Tiles of 16 records × 16 tokens keep the records, the token inputs

@@ -28,17 +28,19 @@ const (
 // the 16 partial sums (lanes) of Σ_{k<n} w[r][k]·x[t][k] (n a multiple of
 // 16); Fold sets out[i] to the sum of acc[i]'s lanes.
 //
-// TileBF16, where the CPU has it, is Tile over BF16 rows as stored and
-// activations rounded to BF16 (n a multiple of 32): its lanes are partial
-// sums like Tile's, so Fold folds them.
+// PanelBF16, where the CPU has it, is Tile over BF16 rows as stored, four
+// rows packed into one panel (packBF16Panel), and activations rounded to
+// BF16 (n a multiple of 32): its lanes are partial sums like Tile's, so
+// Fold folds them.
 //
 // Down is the FFN's down projection for six tokens: acc[t·accStride + c] +=
 // Σ_{j<K} h[j·6 + t]·down[j·ldd + c] for c < H (a multiple of 64).
 type GemmKernel struct {
-	Tile     func(w *[4]*float32, x *[6]*float32, n int, acc *[24][16]float32)
-	TileBF16 func(w *[4]*uint16, x *[6]*uint16, n int, acc *[24][16]float32)
+	Tile      func(w *[4]*float32, x *[6]*float32, n int, acc *[24][16]float32)
+	PanelBF16 func(w *uint16, x *[6]*uint16, n int, acc *[24][16]float32)
 	// DownBF16 is Down over BF16 record pairs (interleaved word by word,
-	// ldw words a pair) and h as BF16 pairs, where the CPU has it.
+	// column-block major: see gemmDown6BF16DP) and h as BF16 pairs, where
+	// the CPU has it.
 	DownBF16 func(acc *float32, accStride int, h *uint32, w *uint16, ldw int, P int, H int)
 	// Interleave writes dst[2i] = a[i], dst[2i+1] = b[i] for i < n (a
 	// multiple of 32): a record pair for DownBF16.
@@ -53,7 +55,7 @@ func gemmFits(g *GemmKernel, rows, cols, T int) bool {
 }
 
 // prefillBF16 reports whether the active table's prefill GEMM takes BF16
-// rows through TileBF16 (activations rounded to BF16, as llama.cpp's BF16
+// rows through PanelBF16 (activations rounded to BF16, as llama.cpp's BF16
 // path does), and if so returns x rounded to BF16 (xb) and the same values
 // as float32 (xr, for the rows and tokens outside the tiles, so the whole
 // product is one rounding), both in p's scratch.
@@ -74,9 +76,9 @@ func prefillBF16(p *Pool, g *GemmKernel, dt format.DType, x []float32) (xb []uin
 }
 
 // prefillTakesBF16 reports whether the GEMM g takes rows of dtype dt
-// through TileBF16.
+// through PanelBF16.
 func prefillTakesBF16(g *GemmKernel, dt format.DType) bool {
-	return g != nil && dt == format.BF16 && active.PrefillBF16 && g.TileBF16 != nil
+	return g != nil && dt == format.BF16 && active.PrefillBF16 && g.PanelBF16 != nil
 }
 
 // widen sets dst to the row w of len(dst) elements as float32.
@@ -90,13 +92,59 @@ func widen(ops *Ops, dst []float32, w []byte) {
 }
 
 // gemmBlock is one worker's storage for gemmRowsOf over T tokens.
-func gemmBlock(T int) int { return gemmGroups(T)*384 + gemmRows*gemmKC }
+func gemmBlock(T int) int { return max(gemmGroups(T)*384+gemmRows*gemmKC, gemmBF16Block/4) }
 
-// gemmKCBF16 is the columns per block of the BF16 tile: its rows are half
-// the bytes of float32 ones, so 4 rows + 6 tokens of 1024 columns take 20 KiB
-// of L1. A 256-token 1B bf16 prefill, alternating: 512 columns 78-94, 1024
-// columns 86-109, 2048 columns 91-110 tok/s (2048 would need 40 KiB of L1).
-const gemmKCBF16 = 1024
+// gemmBF16Block is the bytes of BF16 rows one block of gemmRowsBF16 keeps
+// in L2 while every token group passes over them.
+const gemmBF16Block = 256 << 10
+
+// gemmRowsBF16 is gemmRowsOf for BF16 rows through PanelBF16, blocked for
+// the caches the other way round from the float path: a block of rows
+// (gemmBF16Block bytes, packed into panels in block) stays in L2 while each
+// group of six tokens passes over all of it, each tile the whole width in
+// registers. Rows in L1 with the tokens streamed past them (the float
+// path's order) read the activations from L3 once per four rows; the four
+// rows as four streams rather than one panel missed the prefetcher. A
+// quarter 1B FFN layer at 256 tokens, one thread (BenchmarkFFNPrefill):
+// 108-124 GFLOP/s before, see docs/bench.md for after.
+func gemmRowsBF16(g *GemmKernel, row func(r int) []byte, q0, q1, cols int, xb []uint16, T int, block []float32, emit func(r0, t0 int, out *[24]float32)) {
+	groups := gemmGroups(T)
+	quadWords := gemmRows * cols
+	qb := max(1, min(gemmBF16Block/(2*quadWords), 2*len(block)/quadWords))
+	panel := unsafe.Slice((*uint16)(unsafe.Pointer(&block[0])), 2*len(block))
+	var xbp [6]*uint16
+	var acc [24][16]float32
+	var out [24]float32
+	for b0 := q0; b0 < q1; b0 += qb {
+		b1 := min(b0+qb, q1)
+		for q := b0; q < b1; q++ {
+			packBF16Panel(panel[(q-b0)*quadWords:(q-b0+1)*quadWords], row, q*gemmRows, cols)
+		}
+		for gi := 0; gi < groups; gi++ {
+			for j := range xbp {
+				xbp[j] = &xb[tok(gi, j, T)*cols]
+			}
+			for q := b0; q < b1; q++ {
+				acc = [24][16]float32{}
+				g.PanelBF16(&panel[(q-b0)*quadWords], &xbp, cols, &acc)
+				g.Fold(&acc, &out)
+				emit(q*gemmRows, gi*gemmToks, &out)
+			}
+		}
+	}
+}
+
+// packBF16Panel writes rows r0..r0+3 (BF16, cols wide, a multiple of 32)
+// into dst as PanelBF16 reads them: 32 columns of each row in turn.
+func packBF16Panel(dst []uint16, row func(r int) []byte, r0, cols int) {
+	dst = dst[:gemmRows*cols]
+	for i := 0; i < gemmRows; i++ {
+		src := unsafe.Slice((*uint16)(unsafe.Pointer(&row(r0 + i)[0])), cols)
+		for c := 0; c < cols; c += 32 {
+			*(*[32]uint16)(dst[c*gemmRows+i*32:]) = *(*[32]uint16)(src[c:])
+		}
+	}
+}
 
 // gemmGroups is the micro-kernel calls a row block takes for T tokens: the
 // last group of fewer than six repeats its first token in the missing
@@ -116,39 +164,25 @@ func tok(gi, j, T int) int {
 // with every tile of outputs: out[t·4 + i] is row r0 + i for token t0 + t,
 // t < min(6, T − t0) (one call per tile, not per output); ops widens rows of dtype dt. block is one worker's storage
 // (gemmBlock(T) floats). With xb (x rounded to BF16, BF16 rows only) the
-// rows go to TileBF16 as stored instead of widened. The caller's rows past
+// rows go to PanelBF16 as stored instead of widened. The caller's rows past
 // the last group of four are left to the caller.
 func gemmRowsOf(g *GemmKernel, ops *Ops, dt format.DType, row func(r int) []byte, q0, q1, cols int, x []float32, xb []uint16, T int,
 	block []float32, emit func(r0, t0 int, out *[24]float32)) {
+	if xb != nil {
+		gemmRowsBF16(g, row, q0, q1, cols, xb, T, block, emit)
+		return
+	}
 	groups := gemmGroups(T)
 	acc, wide := block[:groups*384], block[groups*384:]
 	var wp [4]*float32
 	var xp [6]*float32
-	var wb [4]*uint16
-	var xbp [6]*uint16
 	var out [24]float32
 	for q := q0; q < q1; q++ {
 		r0 := q * gemmRows
 		a := acc[:groups*384]
 		clear(a)
-		kc := gemmKC
-		if xb != nil {
-			kc = gemmKCBF16
-		}
-		for k0 := 0; k0 < cols; k0 += kc {
-			n := min(kc, cols-k0)
-			if xb != nil {
-				for i := range wb {
-					wb[i] = (*uint16)(unsafe.Pointer(&row(r0 + i)[2*k0]))
-				}
-				for gi := 0; gi < groups; gi++ {
-					for j := range xbp {
-						xbp[j] = &xb[tok(gi, j, T)*cols+k0]
-					}
-					g.TileBF16(&wb, &xbp, n, accAt(a, gi))
-				}
-				continue
-			}
+		for k0 := 0; k0 < cols; k0 += gemmKC {
+			n := min(gemmKC, cols-k0)
 			for i := 0; i < gemmRows; i++ {
 				if dt == format.F32 {
 					wp[i] = &F32s(row(r0 + i))[k0]
@@ -213,9 +247,17 @@ func accAt(a []float32, gi int) *[24][16]float32 {
 // columns one GemmDown call per four tokens.
 const ffnRecBlock = 32
 
-// ffnBlock is one worker's storage for ffnPrefillGEMM over T tokens.
-// The last gemmToks·H are the down tile's accumulators for a token tail.
-func ffnBlock(T, H int) int { return gemmBlock(T) + 3*T*ffnRecBlock + ffnRecBlock*H + gemmToks*H }
+// ffnRecBlockBF16 is ffnRecBlock on the BF16 path (PanelBF16, DownBF16):
+// the down tiles' accumulators (T·H floats a worker) are read and written
+// once per block, 4 MiB at 256 tokens, which two threads at 32 records a
+// block pulled from L3 at 20 GB/s each; 256-token 1B bf16 prefill,
+// alternating, 32 → 128 records: 105-118 → 117-123 tok/s.
+const ffnRecBlockBF16 = 128
+
+// ffnBlock is one worker's storage for ffnPrefillGEMM over T tokens and
+// blocks of rb records. The last gemmToks·H are the down tile's
+// accumulators for a token tail.
+func ffnBlock(T, H, rb int) int { return gemmBlock(T) + 3*T*rb + rb*H + gemmToks*H }
 
 // ffnPrefillGEMM is FFNRecords' prefill for records [lo, hi) of one worker
 // on a table with a GEMM: per block of records (never across two blocks of
@@ -229,13 +271,13 @@ func ffnBlock(T, H int) int { return gemmBlock(T) + 3*T*ffnRecBlock + ffnRecBloc
 // panelMinTokens tokens where the table has PanelAct), from the integer
 // GEMM tile over panels of 16 rows packed into panel; the down projection
 // still takes the float GEMM.
-func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCursor, spans []span, rowBytes, lo, hi, H int,
+func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCursor, spans []span, rowBytes, lo, hi, H, rb int,
 	x []float32, xb []uint16, T int, acc, block, act []float32, total int, acts []Q8Act, tiles *ActTiles, panel []byte) {
 	gemm := block[:gemmBlock(T)]
-	gu := block[gemmBlock(T) : gemmBlock(T)+2*T*ffnRecBlock]
-	hbuf := block[gemmBlock(T)+2*T*ffnRecBlock : gemmBlock(T)+3*T*ffnRecBlock]
-	wide := block[gemmBlock(T)+3*T*ffnRecBlock : ffnBlock(T, H)-gemmToks*H]
-	tail := block[ffnBlock(T, H)-gemmToks*H : ffnBlock(T, H)]
+	gu := block[gemmBlock(T) : gemmBlock(T)+2*T*rb]
+	hbuf := block[gemmBlock(T)+2*T*rb : gemmBlock(T)+3*T*rb]
+	wide := block[gemmBlock(T)+3*T*rb : ffnBlock(T, H, rb)-gemmToks*H]
+	tail := block[ffnBlock(T, H, rb)-gemmToks*H : ffnBlock(T, H, rb)]
 	// A down tile over tokens [t, t+gemmToks) adds into downAcc(t): acc,
 	// or for a tail of fewer tokens (their h zero past T) tail, holding
 	// their rows until downDone(t) copies them back. Per-record axpys for
@@ -255,8 +297,8 @@ func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCur
 	}
 	recBytes := 3 * rowBytes
 	for j0 := lo; j0 < hi; {
-		// The block of records: at most ffnRecBlock, within one span.
-		j1 := min(j0+ffnRecBlock, hi)
+		// The block of records: at most rb, within one span.
+		j1 := min(j0+rb, hi)
 		for i := range spans {
 			if spans[i].first > j0 {
 				j1 = min(j1, spans[i].first)
@@ -318,7 +360,11 @@ func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCur
 				return (*uint16)(unsafe.Pointer(&b[(k0+i)*recBytes+2*rowBytes]))
 			}
 			for p := 0; p < P; p++ {
-				g.Interleave(&wpair[p*2*H], col(2*p), col(2*p+1), H)
+				a, b := col(2*p), col(2*p+1)
+				for cb := 0; cb < H/64; cb++ {
+					g.Interleave(&wpair[(cb*P+p)*128], (*uint16)(unsafe.Add(unsafe.Pointer(a), cb*128)),
+						(*uint16)(unsafe.Add(unsafe.Pointer(b), cb*128)), 64)
+				}
 			}
 			hp := unsafe.Slice((*uint32)(unsafe.Pointer(&gu[0])), 6*P) // g and u are spent
 			for ; t < T; t += gemmToks {
@@ -334,7 +380,7 @@ func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCur
 						hp[p*6+q] = lo | hi<<16
 					}
 				}
-				g.DownBF16(downAcc(t), H, &hp[0], &wpair[0], 2*H, P, H)
+				g.DownBF16(downAcc(t), H, &hp[0], &wpair[0], 128, P, H)
 				downDone(t)
 			}
 			t = T

@@ -40,3 +40,26 @@ func BenchmarkPrefillMatMul(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFFNPrefill: FFNRecords over 2048 records of H = 2048 (a quarter
+// of a 1B layer) for a 256-token prompt, one thread: the prefill FFN's
+// gate/up GEMM, SiLU and down projection together, in GFLOP/s (2 per
+// weight per token).
+func BenchmarkFFNPrefill(b *testing.B) {
+	for _, dt := range []format.DType{format.BF16, format.F16, format.Q4_0} {
+		b.Run(dt.String(), func(b *testing.B) {
+			const H, records, T = 2048, 2048, 256
+			rng := rand.New(rand.NewPCG(2, 2))
+			wb, _ := randRow(rng, dt, records*3*H)
+			x := randVec(rng, T*H)
+			y := make([]float32, T*H)
+			p := NewPool(1)
+			defer p.Close()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				FFNRecords(p, y, [][]byte{wb}, dt, H, x, nil)
+			}
+			b.ReportMetric(2*3*float64(H*records*T)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}

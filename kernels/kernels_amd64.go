@@ -162,7 +162,7 @@ func gemmDown6BF16DP(acc *float32, accStride int, h *uint32, w *uint16, ldw int,
 func interleaveBF16DP(dst *uint16, a, b *uint16, n int)
 
 //go:noescape
-func gemm4x6BF16DP(w *[4]*uint16, x *[6]*uint16, n int, acc *[24][16]float32)
+func gemm4x6BF16DPPanel(w *uint16, x *[6]*uint16, n int, acc *[24][16]float32)
 
 //go:noescape
 func dot2BF16DP(a, b *uint16, xb *uint16, n int, out *[2]float32, next *byte)
@@ -419,7 +419,7 @@ func avx512Table(avx2 *Table) *Table {
 func bf16DotTable(t *Table) {
 	if t.Gemm != nil {
 		g := *t.Gemm
-		g.TileBF16 = gemm4x6BF16DP
+		g.PanelBF16 = gemm4x6BF16DPPanel
 		g.DownBF16, g.Interleave = gemmDown6BF16DP, interleaveBF16DP
 		t.Gemm = &g
 		t.PrefillBF16 = true

@@ -81,7 +81,7 @@ type Table struct {
 	// and up outputs, in pairs).
 	SiLUMul func(h, gu []float32)
 	// PrefillBF16 says the prefill GEMM takes BF16 rows through
-	// Gemm.TileBF16, the activations rounded to BF16 (set where the CPU
+	// Gemm.PanelBF16, the activations rounded to BF16 (set where the CPU
 	// has it; SIPACK_BF16DOT=exact turns it off).
 	PrefillBF16 bool
 }
@@ -192,7 +192,7 @@ func (t *Table) WithBF16Rounding(on bool) *Table {
 // table has the kernel) or widens them to float32 (exact).
 func (t *Table) WithBF16Prefill(on bool) *Table {
 	c := *t
-	c.PrefillBF16 = on && c.Gemm != nil && c.Gemm.TileBF16 != nil
+	c.PrefillBF16 = on && c.Gemm != nil && c.Gemm.PanelBF16 != nil
 	c.Name += map[bool]string{true: "+bf16gemm", false: "+exactgemm"}[on]
 	return &c
 }
