@@ -162,6 +162,9 @@ func gemmDown6BF16DP(acc *float32, accStride int, h *uint32, w *uint16, ldw int,
 func interleaveBF16DP(dst *uint16, a, b *uint16, n int)
 
 //go:noescape
+func gemm4x6AVX512Panel(w *float32, x *[6]*float32, n int, acc *[24][16]float32)
+
+//go:noescape
 func gemm4x6BF16DPPanel(w *uint16, x *[6]*uint16, n int, acc *[24][16]float32)
 
 //go:noescape
@@ -277,7 +280,7 @@ func avx512Table(avx2 *Table) *Table {
 	q40.Dot, q80.Dot = blockDot(dotQ40AVX512), blockDot(dotQ80AVX512)
 	q40.Axpy, q80.Axpy = blockAxpy(axpyQ40AVX512), blockAxpy(axpyQ80AVX512)
 	q40.Axpy4, q80.Axpy4 = blockAxpy4(axpy4Q40AVX512, axpy4Q40Ref), blockAxpy4(axpy4Q80AVX512, axpy4Q80Ref)
-	t.Gemm = &GemmKernel{Tile: gemm4x6AVX512, Fold: hsum24AVX512, Down: gemmDown6AVX512}
+	t.Gemm = &GemmKernel{Tile: gemm4x6AVX512, Panel: gemm4x6AVX512Panel, Fold: hsum24AVX512, Down: gemmDown6AVX512}
 	// The softmax's exponentials, 16 a step (a 256-token prefill takes
 	// about 17 million): 7 % of a prefill's profile in Go.
 	t.ExpSubSum = func(x []float32, m float32) float32 {
