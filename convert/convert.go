@@ -458,6 +458,27 @@ func layerOf(name string) int {
 	return l
 }
 
+// DownNorms returns, for each neuron of layer l, the L2 norm of its column
+// of the down projection: how far a unit of the neuron's activation moves
+// the residual stream.
+func (m *Model) DownNorms(l int) []float64 {
+	_, _, down := m.FFN(l)
+	h, N := m.Config.HiddenSize, m.Config.IntermediateSize
+	ss := make([]float64, N)
+	row := make([]float32, N)
+	rb := N * down.DType.Size()
+	for i := 0; i < h; i++ {
+		kernels.ToF32(row, down.Data[i*rb:(i+1)*rb], down.DType)
+		for n, v := range row {
+			ss[n] += float64(v) * float64(v)
+		}
+	}
+	for n := range ss {
+		ss[n] = math.Sqrt(ss[n])
+	}
+	return ss
+}
+
 // recordsAs fills dst with layer l's records (gate row | up row | down column)
 // of the given neurons, converted to dt.
 func (m *Model) recordsAs(l int, neurons []uint32, dst []byte, dt format.DType) error {

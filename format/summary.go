@@ -58,7 +58,7 @@ func (p *Pack) Summary(w io.Writer) {
 	}
 	if len(idx.SparseLayers) > 0 && idx.SparseLayers[0].TaskScore != nil {
 		fracs := []float64{0.1, 0.3, 0.5, 0.7}
-		fmt.Fprintf(w, "concentration   share of the task's Σ|h| held by the top 10/30/50/70 %% of neurons, per layer:\n")
+		fmt.Fprintf(w, "concentration   share of the task score (Σ|h|; ×‖down‖ for profile-output) held by the top 10/30/50/70 %% of neurons, per layer:\n")
 		for _, sl := range idx.SparseLayers {
 			s := make([]float64, len(sl.TaskScore))
 			for i, v := range sl.TaskScore {

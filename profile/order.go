@@ -23,8 +23,11 @@ type OrderOptions struct {
 	TaskFormat string // "sipack" (default) or "partinfer"
 	// Secondary is the model-wide score's profiles: "all" (every task with
 	// training data), "self" (the task profile), or FILE,FILE,...
-	Secondary   string
-	Base        float64 // δ: fraction of each layer ranked by the task score
+	Secondary string
+	Base      float64 // δ: fraction of each layer ranked by the task score
+	// Score is what ranks a neuron: ScoreActivation (the paper's Σ|h|, the
+	// default) or ScoreOutput (Σ|h| times its down column's norm).
+	Score       string
 	DenseLayers []int
 	Manifests   []string // extra manifest directories
 	// On-the-fly profiling of a task name.
@@ -100,7 +103,17 @@ func Order(ctx context.Context, opt OrderOptions) (*convert.Order, error) {
 			secondary = append(secondary, p)
 		}
 	}
-	order, err := RankOrder(task, SecondaryScores(secondary), opt.Base, sparse)
+	var weight [][]float64
+	switch opt.Score {
+	case ScoreActivation, "":
+	case ScoreOutput:
+		if weight, err = downNorms(opt.ModelDir, cfg.NumLayers, sparse); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("unknown --score %q (want %s or %s)", opt.Score, ScoreActivation, ScoreOutput)
+	}
+	order, err := RankOrder(task, SecondaryScores(secondary), opt.Base, sparse, weight)
 	if err != nil {
 		return nil, err
 	}
@@ -108,6 +121,26 @@ func Order(ctx context.Context, opt OrderOptions) (*convert.Order, error) {
 		order.Provenance.SecondaryTasks = append(order.Provenance.SecondaryTasks, p.Task)
 	}
 	return order, nil
+}
+
+// The neuron scores Order ranks by.
+const (
+	ScoreActivation = "activation" // Σ|h| over the profile's tokens (the paper)
+	ScoreOutput     = "output"     // Σ|h|·‖down column‖
+)
+
+// downNorms is each sparse layer's DownNorms (nil for the other layers).
+func downNorms(dir string, layers int, sparse []int) ([][]float64, error) {
+	m, err := convert.OpenModel(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	w := make([][]float64, layers)
+	for _, l := range sparse {
+		w[l] = m.DownNorms(l)
+	}
+	return w, nil
 }
 
 // resolver finds task profiles: a file, the cache, or a run on the fly

@@ -52,8 +52,11 @@ func SecondaryScores(profiles []*Profile) [][]float64 {
 
 // RankOrder ranks each sparse layer's neurons as SelectInfer does: the top
 // ⌊δ·N⌋ by the task score first (the base neurons), then the others by the
-// secondary score; ties are broken by original index.
-func RankOrder(task *Profile, secondary [][]float64, delta float64, sparse []int) (*convert.Order, error) {
+// secondary score; ties are broken by original index. With weight (per
+// layer, per neuron; nil for none) both scores are multiplied by it first:
+// the down columns' norms (ScoreOutput) rank by Σ|h|·‖down‖, each neuron's
+// contribution to the residual stream rather than its activation alone.
+func RankOrder(task *Profile, secondary [][]float64, delta float64, sparse []int, weight [][]float64) (*convert.Order, error) {
 	if !(delta > 0 && delta <= 1) {
 		return nil, fmt.Errorf("--base must be in (0, 1], got %v", delta)
 	}
@@ -69,12 +72,14 @@ func RankOrder(task *Profile, secondary [][]float64, delta float64, sparse []int
 		for i := range ids {
 			ids[i] = i
 		}
-		ts := scores[l]
+		ts, ss := scores[l], secondary[l]
+		if weight != nil {
+			ts, ss = scaled(ts, weight[l]), scaled(ss, weight[l])
+		}
 		sort.SliceStable(ids, func(a, b int) bool { return ts[ids[a]] > ts[ids[b]] })
 		base := append([]int(nil), ids[:nb]...)
 		rest := append([]int(nil), ids[nb:]...)
 		sort.Ints(rest) // ties in the secondary order fall back to original index
-		ss := secondary[l]
 		sort.SliceStable(rest, func(a, b int) bool { return ss[rest[a]] > ss[rest[b]] })
 		perm := make([]uint32, 0, N)
 		score := make([]float32, 0, N)
@@ -84,9 +89,22 @@ func RankOrder(task *Profile, secondary [][]float64, delta float64, sparse []int
 		}
 		order.Perms[l], order.Scores[l] = perm, score
 	}
-	order.Provenance = format.Provenance{Order: "profile", Task: task.Task, Prompts: uint64(task.Prompts), Tokens: uint64(task.Tokens), GenTokens: uint32(task.GenTokens)}
+	how := "profile"
+	if weight != nil {
+		how = "profile-output"
+	}
+	order.Provenance = format.Provenance{Order: how, Task: task.Task, Prompts: uint64(task.Prompts), Tokens: uint64(task.Tokens), GenTokens: uint32(task.GenTokens)}
 	if b, err := hex.DecodeString(task.ModelHash); err == nil && len(b) == format.HashSize {
 		copy(order.Provenance.ProfileModelHash[:], b)
 	}
 	return order, nil
+}
+
+// scaled returns s[i]·w[i].
+func scaled(s, w []float64) []float64 {
+	out := make([]float64, len(s))
+	for i := range s {
+		out[i] = s[i] * w[i]
+	}
+	return out
 }

@@ -33,6 +33,7 @@ var convertCmd = &cli.Command{
 		&cli.StringFlag{Name: "profile", Usage: "task profile: a .prof `FILE` or a task name (qa, translate, lm, or a manifest)"},
 		&cli.StringFlag{Name: "profile-format", Value: "sipack", Usage: "format of --profile: sipack, or partinfer ({\"neurons\": [[ids per layer]]})"},
 		&cli.Float64Flag{Name: "base", Value: 0.3, Usage: "fraction δ of each layer's neurons ranked by the task score (base neurons)"},
+		&cli.StringFlag{Name: "score", Value: "activation", Usage: "what ranks a neuron: activation (the paper: Σ|h| over the profile) or output (Σ|h| times the norm of its down-projection column)"},
 		&cli.StringFlag{Name: "secondary", Value: "all", Usage: "profiles for the model-wide score: all (every task with data), self, or FILE,FILE,..."},
 		&cli.StringFlag{Name: "order", Usage: "rank order: profile (default with --profile), random (ablation) or original"},
 		&cli.Uint64Flag{Name: "seed", Value: 0, Usage: "seed of --order random and of prompt sampling when profiling"},
@@ -163,7 +164,7 @@ func rankOrder(ctx context.Context, c *cli.Context, dir string) (*convert.Order,
 	var bar *cliutil.Progress
 	return profile.Order(ctx, profile.OrderOptions{
 		ModelDir: dir, Task: c.String("profile"), TaskFormat: c.String("profile-format"), Secondary: c.String("secondary"),
-		Base: c.Float64("base"), DenseLayers: c.IntSlice("dense-layers"), Manifests: c.StringSlice("manifests"),
+		Base: c.Float64("base"), Score: c.String("score"), DenseLayers: c.IntSlice("dense-layers"), Manifests: c.StringSlice("manifests"),
 		MaxPrompts: c.Int("max-prompts"), GenTokens: c.Int("gen-tokens"), Seed: c.Uint64("seed"),
 		Progress: func(task string, done, total int, _ int64) {
 			if quiet {
