@@ -115,3 +115,18 @@
 // cache lines from o(r) (the fused decode dots' prefetch of the next record).
 #define PFL2x2(r, o) PREFETCHT2 o(r); PREFETCHT2 o+64(r)
 #define PFL2x6(r, o) PFL2x2(r, o); PFL2x2(r, o+128); PFL2x2(r, o+256)
+
+// TOK6PROLOGUE(shift), for the prefill tiles' (…, x *[6]*T, n int, acc
+// *[24][16]float32) frames: the six token pointers into R12, R13, R14, SI,
+// DI, BX, n << shift (bytes) into CX, the accumulators into Z0-Z23 (AX
+// keeps acc), DX = 0.
+#define TOK6PROLOGUE(shift) \
+	MOVQ x+8(FP), AX; \
+	LOAD4P(AX, R12, R13, R14, SI); \
+	MOVQ 32(AX), DI; \
+	MOVQ 40(AX), BX; \
+	MOVQ n+16(FP), CX; \
+	SHLQ shift, CX; \
+	MOVQ acc+24(FP), AX; \
+	ACC24LD(AX); \
+	XORQ DX, DX

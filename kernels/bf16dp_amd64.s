@@ -150,15 +150,7 @@ t2done:
 // n is a multiple of 32.
 TEXT ·gemm4x6BF16DPPanel(SB), NOSPLIT, $0-32
 	MOVQ w+0(FP), R8
-	MOVQ x+8(FP), AX
-	LOAD4P(AX, R12, R13, R14, SI)
-	MOVQ 32(AX), DI
-	MOVQ 40(AX), BX
-	MOVQ n+16(FP), CX
-	SHLQ $1, CX
-	MOVQ acc+24(FP), AX
-	ACC24LD(AX)
-	XORQ DX, DX
+	TOK6PROLOGUE($1)
 	TESTQ CX, CX
 	JZ   bpstore
 bploop:

@@ -38,7 +38,7 @@ const (
 type GemmKernel struct {
 	Tile func(w *[4]*float32, x *[6]*float32, n int, acc *[24][16]float32)
 	// Panel, where the table has it, is Tile over four rows packed into
-	// one panel, 16 columns of each row in turn (gemmRowsPanel).
+	// one panel, 16 columns of each row in turn (packWidePanel).
 	Panel     func(w *float32, x *[6]*float32, n int, acc *[24][16]float32)
 	PanelBF16 func(w *uint16, x *[6]*uint16, n int, acc *[24][16]float32)
 	// DownBF16 is Down over BF16 record pairs (interleaved word by word,
@@ -95,41 +95,45 @@ func widen(ops *Ops, dst []float32, w []byte) {
 }
 
 // gemmBlock is one worker's storage for gemmRowsOf over T tokens.
-func gemmBlock(T int) int { return max(gemmGroups(T)*384+gemmRows*gemmKC, gemmBF16Block/4) }
+func gemmBlock(T int) int { return max(gemmGroups(T)*384+gemmRows*gemmKC, gemmPanelBlock/4) }
 
-// gemmBF16Block is the bytes of BF16 rows one block of gemmRowsBF16 keeps
+// gemmPanelBlock is the bytes of packed rows one block of gemmPanels keeps
 // in L2 while every token group passes over them.
-const gemmBF16Block = 256 << 10
+const gemmPanelBlock = 256 << 10
 
-// gemmRowsBF16 is gemmRowsOf for BF16 rows through PanelBF16, blocked for
-// the caches the other way round from the float path: a block of rows
-// (gemmBF16Block bytes, packed into panels in block) stays in L2 while each
-// group of six tokens passes over all of it, each tile the whole width in
-// registers. Rows in L1 with the tokens streamed past them (the float
-// path's order) read the activations from L3 once per four rows; the four
-// rows as four streams rather than one panel missed the prefetcher. A
-// quarter 1B FFN layer at 256 tokens, one thread (BenchmarkFFNPrefill):
-// 108-124 GFLOP/s before, see docs/bench.md for after.
-func gemmRowsBF16(g *GemmKernel, row func(r int) []byte, q0, q1, cols int, xb []uint16, T int, block []float32, emit func(r0, t0 int, out *[24]float32)) {
+// gemmPanels runs rows [q0·4, q1·4) through a panel tile, blocked for the
+// caches the other way round from gemmRowsOf's float path: a block of rows
+// (gemmPanelBlock bytes, pack(panel, q) writing quad q into panels) stays
+// in L2 while each group of six tokens of x (width cols) passes over all of
+// it, each tile the whole width in registers. Rows in L1 with the tokens
+// streamed past them (the float path's order) read the activations from L3
+// once per four rows; four rows as four streams rather than one panel
+// missed the prefetcher. BF16 rows (PanelBF16, packBF16Panel), quarter 1B
+// FFN layer at 256 tokens, one thread (BenchmarkFFNPrefill): 108-124 →
+// 125-152 GFLOP/s; F16 rows widened into float panels (Panel), 256-token
+// 1B f16 prefill alternating: 64-76 → 74-87 tok/s. (The tokens blocked to
+// 512 or 1024 columns so they stay in L1 measured no faster.)
+func gemmPanels[E uint16 | float32](g *GemmKernel, q0, q1, cols int, x []E, T int, panels []E, pack func(panel []E, q int),
+	tile func(w *E, x *[6]*E, n int, acc *[24][16]float32), emit func(r0, t0 int, out *[24]float32)) {
 	groups := gemmGroups(T)
-	quadWords := gemmRows * cols
-	qb := max(1, min(gemmBF16Block/(2*quadWords), 2*len(block)/quadWords))
-	panel := unsafe.Slice((*uint16)(unsafe.Pointer(&block[0])), 2*len(block))
-	var xbp [6]*uint16
+	quad := gemmRows * cols
+	var e E
+	qb := max(1, min(gemmPanelBlock/(int(unsafe.Sizeof(e))*quad), len(panels)/quad))
+	var xp [6]*E
 	var acc [24][16]float32
 	var out [24]float32
 	for b0 := q0; b0 < q1; b0 += qb {
 		b1 := min(b0+qb, q1)
 		for q := b0; q < b1; q++ {
-			packBF16Panel(panel[(q-b0)*quadWords:(q-b0+1)*quadWords], row, q*gemmRows, cols)
+			pack(panels[(q-b0)*quad:(q-b0+1)*quad], q)
 		}
 		for gi := 0; gi < groups; gi++ {
-			for j := range xbp {
-				xbp[j] = &xb[tok(gi, j, T)*cols]
+			for j := range xp {
+				xp[j] = &x[tok(gi, j, T)*cols]
 			}
 			for q := b0; q < b1; q++ {
 				acc = [24][16]float32{}
-				g.PanelBF16(&panel[(q-b0)*quadWords], &xbp, cols, &acc)
+				tile(&panels[(q-b0)*quad], &xp, cols, &acc)
 				g.Fold(&acc, &out)
 				emit(q*gemmRows, gi*gemmToks, &out)
 			}
@@ -149,44 +153,14 @@ func packBF16Panel(dst []uint16, row func(r int) []byte, r0, cols int) {
 	}
 }
 
-// gemmRowsPanel is gemmRowsOf for rows the table widens (F16), in
-// gemmRowsBF16's order: a block of rows widened to float32 once into
-// panels (gemmBF16Block bytes) stays in L2 while each group of six tokens
-// passes over it, each tile the whole width in registers. 256-token 1B f16
-// prefill, alternating: 64-76 → 74-87 tok/s. (The tokens blocked to 512
-// columns in L1, the accumulators in memory, measured no faster; so did the
-// float down projection's rows laid out column-block major.)
-func gemmRowsPanel(g *GemmKernel, ops *Ops, dt format.DType, row func(r int) []byte, q0, q1, cols int, x []float32, T int,
-	block []float32, emit func(r0, t0 int, out *[24]float32)) {
-	groups := gemmGroups(T)
-	quad := gemmRows * cols
-	wide := block[:cols]
-	panels := block[cols:]
-	qb := max(1, min(gemmBF16Block/(4*quad), len(panels)/quad))
-	var xp [6]*float32
-	var acc [24][16]float32
-	var out [24]float32
-	for b0 := q0; b0 < q1; b0 += qb {
-		b1 := min(b0+qb, q1)
-		for q := b0; q < b1; q++ {
-			panel := panels[(q-b0)*quad : (q-b0+1)*quad]
-			for i := 0; i < gemmRows; i++ {
-				widen(ops, wide, row(q*gemmRows+i))
-				for c := 0; c < cols; c += 16 {
-					*(*[16]float32)(panel[c*gemmRows+i*16:]) = *(*[16]float32)(wide[c:])
-				}
-			}
-		}
-		for gi := 0; gi < groups; gi++ {
-			for j := range xp {
-				xp[j] = &x[tok(gi, j, T)*cols]
-			}
-			for q := b0; q < b1; q++ {
-				acc = [24][16]float32{}
-				g.Panel(&panels[(q-b0)*quad], &xp, cols, &acc)
-				g.Fold(&acc, &out)
-				emit(q*gemmRows, gi*gemmToks, &out)
-			}
+// packWidePanel writes rows r0..r0+3 widened to float32 (through wide, cols
+// floats) into dst as Panel reads them: 16 columns of each row in turn.
+func packWidePanel(dst, wide []float32, ops *Ops, row func(r int) []byte, r0, cols int) {
+	dst = dst[:gemmRows*cols]
+	for i := 0; i < gemmRows; i++ {
+		widen(ops, wide, row(r0+i))
+		for c := 0; c < cols; c += 16 {
+			*(*[16]float32)(dst[c*gemmRows+i*16:]) = *(*[16]float32)(wide[c:])
 		}
 	}
 }
@@ -210,16 +184,20 @@ func tok(gi, j, T int) int {
 // t < min(6, T − t0) (one call per tile, not per output); ops widens rows of dtype dt. block is one worker's storage
 // (gemmBlock(T) floats). With xb (x rounded to BF16, BF16 rows only) the
 // rows go to PanelBF16 as stored instead of widened; rows of other dtypes
-// but F32 go to gemmRowsPanel where the table has Panel. The caller's rows
+// but F32 go widened to Panel where the table has it (both gemmPanels). The caller's rows
 // past the last group of four are left to the caller.
 func gemmRowsOf(g *GemmKernel, ops *Ops, dt format.DType, row func(r int) []byte, q0, q1, cols int, x []float32, xb []uint16, T int,
 	block []float32, emit func(r0, t0 int, out *[24]float32)) {
 	if xb != nil {
-		gemmRowsBF16(g, row, q0, q1, cols, xb, T, block, emit)
+		panels := unsafe.Slice((*uint16)(unsafe.Pointer(&block[0])), 2*len(block))
+		gemmPanels(g, q0, q1, cols, xb, T, panels, func(panel []uint16, q int) { packBF16Panel(panel, row, q*gemmRows, cols) },
+			g.PanelBF16, emit)
 		return
 	}
 	if g.Panel != nil && dt != format.F32 && len(block) >= 5*gemmRows*cols {
-		gemmRowsPanel(g, ops, dt, row, q0, q1, cols, x, T, block, emit)
+		wide, panels := block[:cols], block[cols:]
+		gemmPanels(g, q0, q1, cols, x, T, panels, func(panel []float32, q int) { packWidePanel(panel, wide, ops, row, q*gemmRows, cols) },
+			g.Panel, emit)
 		return
 	}
 	groups := gemmGroups(T)
