@@ -160,7 +160,11 @@ func F32s(b []byte) []float32 {
 func MatMul(p *Pool, out []float32, w *Weight, x []float32) {
 	T := len(x) / w.Cols
 	if g := active.Gemm; gemmFits(g, w.Rows, w.Cols, T) && (!active.ops[w.DType].ActDot || prefillTakesBF16(g, w.DType)) {
-		matMulGEMM(p, g, out, w, x, T)
+		xb, xr := prefillBF16(p, g, w.DType, x)
+		if xb != nil {
+			x = xr
+		}
+		matMulGEMM(p, g, out, w, x, xb, T)
 		return
 	}
 	if active.ops[w.DType].ActDot {
@@ -188,7 +192,22 @@ func MatMulShared(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 	for _, w := range ws {
 		same = same && w.DType == dt && w.Cols == cols
 	}
-	if !same || !active.ops[dt].ActDot || (prefillTakesBF16(active.Gemm, dt) && gemmFits(active.Gemm, ws[0].Rows, cols, len(x)/cols)) {
+	g, T := active.Gemm, len(x)/cols
+	if same && prefillTakesBF16(g, dt) {
+		// x rounded to BF16 once for all the weights the GEMM takes.
+		fits := true
+		for _, w := range ws {
+			fits = fits && gemmFits(g, w.Rows, cols, T)
+		}
+		if fits {
+			xb, xr := prefillBF16(p, g, dt, x)
+			for i, w := range ws {
+				matMulGEMM(p, g, outs[i], w, xr, xb, T)
+			}
+			return
+		}
+	}
+	if !same || !active.ops[dt].ActDot || (prefillTakesBF16(g, dt) && gemmFits(g, ws[0].Rows, cols, T)) {
 		for i, w := range ws {
 			MatMul(p, outs[i], w, x)
 		}

@@ -228,8 +228,9 @@ func TestFFNDecodeQ40Float64(t *testing.T) {
 }
 
 // TestMatMulSharedEqualsMatMul: several weights over one input, quantised
-// once, give exactly what one MatMul per weight gives (integer path), and
-// the float path (and mixed dtypes) falls back to MatMul.
+// once, give exactly what one MatMul per weight gives (integer path; BF16
+// prefill GEMM, the input rounded once), and the float path (and mixed
+// dtypes) falls back to MatMul.
 func TestMatMulSharedEqualsMatMul(t *testing.T) {
 	rng := rand.New(rand.NewPCG(23, 24))
 	p := NewPool(2)
@@ -237,8 +238,13 @@ func TestMatMulSharedEqualsMatMul(t *testing.T) {
 	for _, intDot := range []bool{true, false} {
 		restore := Use(Active().WithIntegerPath(intDot))
 		defer restore()
-		for _, dts := range [][3]format.DType{{format.Q4_0, format.Q4_0, format.Q4_0}, {format.Q8_0, format.Q8_0, format.Q8_0}, {format.Q4_0, format.BF16, format.Q4_0}} {
-			const H, T = 512, 3
+		for _, dts := range [][3]format.DType{{format.Q4_0, format.Q4_0, format.Q4_0}, {format.Q8_0, format.Q8_0, format.Q8_0}, {format.Q4_0, format.BF16, format.Q4_0},
+			{format.BF16, format.BF16, format.BF16}} {
+			const H = 512
+			T := 3
+			if dts[0] == format.BF16 {
+				T = 26 // the prefill GEMM, x rounded to BF16 once for all three
+			}
 			rows := []int{37, 8, 8}
 			var ws []*Weight
 			var outs, wants [][]float32
