@@ -28,7 +28,7 @@ func Attention(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, pos,
 	blocks := (T + attnBlock - 1) / attnBlock
 	npMax := (pos + T + 31) &^ 31
 	M := attnBlock * group
-	per := M*hd + M*npMax + hd*npMax + gemmBlock(M)
+	per := M*hd + M*npMax + hd*npMax + gemmBlock(M, 0)
 	scratch := p.gemmScratch(p.Workers() * per)
 	ops := active.Ops(format.F32)
 	p.Run(kvHeads*blocks, func(lo, hi, worker int) {

@@ -101,8 +101,16 @@ func widen(ops *Ops, dst []float32, w []byte) {
 	ops.Axpy(dst, 1, w)
 }
 
-// gemmBlock is one worker's storage for gemmRowsOf over T tokens.
-func gemmBlock(T int) int { return max(gemmGroups(T)*384+gemmRows*gemmKC, gemmPanelBlock/4) }
+// gemmBlock is one worker's storage for gemmRowsOf over T tokens of cols
+// columns; cols 0 for float32 rows only (no panels: attention).
+func gemmBlock(T, cols int) int {
+	n := gemmGroups(T)*384 + gemmRows*gemmKC
+	if cols == 0 {
+		return n
+	}
+	// A block of panels, and room for at least one (and its widening row).
+	return max(n, gemmPanelBlock/4, 5*gemmRows*cols)
+}
 
 // gemmPanelBlock is the bytes of packed rows one block of gemmPanels keeps
 // in L2 while every token group passes over them.
@@ -189,13 +197,14 @@ func tok(gi, j, T int) int {
 // row(r), over the T tokens of x (width cols), calling emit(r0, t0, out)
 // with every tile of outputs: out[t·4 + i] is row r0 + i for token t0 + t,
 // t < min(6, T − t0) (one call per tile, not per output); ops widens rows of dtype dt. block is one worker's storage
-// (gemmBlock(T) floats). With xb (x rounded to BF16, BF16 rows only) the
+// (gemmBlock(T, cols) floats). With xb (x rounded to BF16, BF16 rows only) the
 // rows go to PanelBF16 as stored instead of widened; rows of other dtypes
 // but F32 go widened to Panel where the table has it (both gemmPanels). The caller's rows
 // past the last group of four are left to the caller.
 func gemmRowsOf(g *GemmKernel, ops *Ops, dt format.DType, row func(r int) []byte, q0, q1, cols int, x []float32, xb []uint16, T int,
 	block []float32, emit func(r0, t0 int, out *[24]float32)) {
 	if xb != nil {
+		// gemmBlock(T, cols) holds at least one panel.
 		panels := unsafe.Slice((*uint16)(unsafe.Pointer(&block[0])), 2*len(block))
 		gemmPanels(g, q0, q1, cols, xb, T, panels, func(panel []uint16, q int) { packBF16Panel(panel, row, q*gemmRows, cols) },
 			g.PanelBF16, emit)
@@ -255,7 +264,7 @@ func matMulGEMM(p *Pool, g *GemmKernel, out []float32, w *Weight, x []float32, x
 	quads := R / gemmRows
 	rb, _ := w.DType.RowBytes(C)
 	row := func(r int) []byte { return w.Data[r*rb : (r+1)*rb] }
-	per := gemmBlock(T)
+	per := gemmBlock(T, C)
 	blocks := p.gemmScratch(p.Workers() * per)
 	p.Run(quads, func(lo, hi, worker int) {
 		gemmRowsOf(g, ops, w.DType, row, lo, hi, C, x, xb, T, blocks[worker*per:(worker+1)*per],
@@ -290,7 +299,7 @@ const ffnRecBlockBF16 = 128
 // ffnBlock is one worker's storage for ffnPrefillGEMM over T tokens and
 // blocks of rb records. The last gemmToks·H are the down tile's
 // accumulators for a token tail.
-func ffnBlock(T, H, rb int) int { return gemmBlock(T) + 3*T*rb + rb*H + gemmToks*H }
+func ffnBlock(T, H, rb int) int { return gemmBlock(T, H) + 3*T*rb + rb*H + gemmToks*H }
 
 // ffnPrefillGEMM is FFNRecords' prefill for records [lo, hi) of one worker
 // on a table with a GEMM: per block of records (never across two blocks of
@@ -306,10 +315,11 @@ func ffnBlock(T, H, rb int) int { return gemmBlock(T) + 3*T*rb + rb*H + gemmToks
 // still takes the float GEMM.
 func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCursor, spans []span, rowBytes, lo, hi, H, rb int,
 	x []float32, xb []uint16, T int, acc, block, act []float32, total int, acts []Q8Act, tiles *ActTiles, panel []byte) {
-	gemm := block[:gemmBlock(T)]
-	gu := block[gemmBlock(T) : gemmBlock(T)+2*T*rb]
-	hbuf := block[gemmBlock(T)+2*T*rb : gemmBlock(T)+3*T*rb]
-	wide := block[gemmBlock(T)+3*T*rb : ffnBlock(T, H, rb)-gemmToks*H]
+	gb := gemmBlock(T, H)
+	gemm := block[:gb]
+	gu := block[gb : gb+2*T*rb]
+	hbuf := block[gb+2*T*rb : gb+3*T*rb]
+	wide := block[gb+3*T*rb : ffnBlock(T, H, rb)-gemmToks*H]
 	tail := block[ffnBlock(T, H, rb)-gemmToks*H : ffnBlock(T, H, rb)]
 	// A down tile over tokens [t, t+gemmToks) adds into downAcc(t): acc,
 	// or for a tail of fewer tokens (their h zero past T) tail, holding

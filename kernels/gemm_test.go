@@ -10,7 +10,8 @@ import (
 
 // TestMatMulPrefill: MatMul over many tokens (the prefill GEMM where the
 // table has one: whole groups of 4 rows × 6 tokens in the micro-kernel,
-// column blocks of 512, the ragged rows and tokens through the tiles)
+// column blocks of 512 or panels of the whole width, the ragged rows and
+// tokens through the tiles)
 // against float64 over the dequantised weights and the activations as the
 // weights meet them (rounded to BF16 where the BF16 GEMM takes VDPBF16PS),
 // within the float32 rounding bound of a sum of n products, for every
@@ -21,7 +22,9 @@ func TestMatMulPrefill(t *testing.T) {
 		p := NewPool(2)
 		defer p.Close()
 		for _, dt := range []format.DType{format.F32, format.BF16, format.F16, format.Q8_0, format.Q4_0} {
-			for _, c := range []struct{ rows, cols, T int }{{8, 64, 24}, {13, 544, 29}, {4, 1056, 36}, {37, 512, 25}, {3, 96, 30}, {64, 2048, 31}, {9, 64, 7}} {
+			for _, c := range []struct{ rows, cols, T int }{{8, 64, 24}, {13, 544, 29}, {4, 1056, 36}, {37, 512, 25}, {3, 96, 30}, {64, 2048, 31}, {9, 64, 7},
+				// Wider than a default block of panels holds (its storage grows).
+				{4, 40960, 24}} {
 				wb, wf := randRow(rng, dt, c.rows*c.cols)
 				w := &Weight{Data: wb, DType: dt, Rows: c.rows, Cols: c.cols}
 				x := randVec(rng, c.T*c.cols)
