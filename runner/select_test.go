@@ -393,3 +393,37 @@ func TestVotesOverPool(t *testing.T) {
 		}
 	}
 }
+
+// TestChooseAroundMatchesStableSort: the threshold selection against its
+// definition (the ranks outside the static set stably sorted by count,
+// the first nd taken), over random counts with many ties and random static
+// sets.
+func TestChooseAroundMatchesStableSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for it := 0; it < 2000; it++ {
+		nl := 1 + rng.IntN(40)
+		counts := make([]float64, nl)
+		for i := range counts {
+			counts[i] = float64(rng.IntN(4)) // many ties
+		}
+		var static []int
+		for r := 0; r < nl; r++ {
+			if rng.IntN(3) == 0 {
+				static = append(static, r)
+			}
+		}
+		nd := rng.IntN(nl+2) - 1
+		var sec []int
+		for r := 0; r < nl; r++ {
+			if !slices.Contains(static, r) {
+				sec = append(sec, r)
+			}
+		}
+		slices.SortStableFunc(sec, func(a, b int) int { return cmp.Compare(counts[b], counts[a]) })
+		want := append(slices.Clone(static), sec[:max(0, min(nd, len(sec)))]...)
+		slices.Sort(want)
+		if got := chooseAround(counts, static, nd, nl); !slices.Equal(got, want) {
+			t.Fatalf("counts %v static %v nd %d: %v, want %v", counts, static, nd, got, want)
+		}
+	}
+}

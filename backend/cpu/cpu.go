@@ -269,9 +269,14 @@ func (e *Exec) Gather(all backend.Records, ranks []int, static int, compact bool
 	rest := ranks[i:]
 	if len(rest) > 0 {
 		buf := make([]byte, len(rest)*a.rec)
-		for k, r := range rest {
-			copy(buf[k*a.rec:], a.at(r))
-		}
+		// Over the pool: one thread copying a 1B bf16 pack's dynamic
+		// records (10 MB a layer at φ 0.4) was 10 % of a 16-token prompt's
+		// time to first token.
+		e.pool.Run(len(rest), func(lo, hi, _ int) {
+			for k := lo; k < hi; k++ {
+				copy(buf[k*a.rec:], a.at(rest[k]))
+			}
+		})
 		blocks = append(blocks, buf)
 	}
 	return newRecords(blocks, a.dt, a.hidden)
