@@ -30,7 +30,7 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 	clear(partial)
 	ops := active.Ops(dt)
 	g := active.Gemm
-	useGemm := gemmFits(g, 2*total, H, T)
+	useGemm := gemmFits(active, dt, 2*total, H, T)
 	var gemmBlocks []float32
 	var xb []uint16
 	rb := ffnRecBlock

@@ -17,11 +17,20 @@ const (
 	gemmRows = 4   // weight rows per micro-kernel call
 	gemmToks = 6   // tokens per micro-kernel call
 	gemmKC   = 512 // columns per block: 4 rows + 6 tokens of it stay in L1
-	// gemmMinT is the fewest tokens the GEMM runs for: below it, widening
-	// the rows costs more than it saves (BenchmarkPrefillMatMul: a BF16
-	// 2048×2048 matmul on one thread was faster through Dot4 at 12-16 tokens,
-	// 1.6× faster through the GEMM at 32-64).
+	// gemmMinT is the fewest tokens the GEMM runs for where it widens the
+	// rows: below it, widening the rows costs more than it saves
+	// (BenchmarkPrefillMatMul: a BF16 2048×2048 matmul on one thread was
+	// faster through Dot4 at 12-16 tokens, 1.6× faster through the GEMM at
+	// 32-64; a 1B f16 prefill of 8 tokens 27 → 21 tok/s through it).
 	gemmMinT = 24
+	// gemmMinTPanel is the same for BF16 rows through PanelBF16 and for the
+	// block types' FFN (gate/up by integer dots, the down projection by the
+	// float tile instead of a block-type axpy per token): one full group of
+	// six. 1B prefill, tok/s, 24 → 6 tokens: bf16 at 6 tokens 24-28 → 29-34,
+	// 12: 30-32 → 42-48, 16: 34-37 → 60-64; q4_0 at 6: 37-38 → 60-61, 16:
+	// 34-37 → 54-62; q8_0 at 16: 35 → 55; at 4 tokens no gain (a group of
+	// six with two repeated tokens).
+	gemmMinTPanel = 6
 )
 
 // GemmKernel is a table's prefill micro-kernel: Tile adds to acc[t·4 + r]
@@ -52,9 +61,15 @@ type GemmKernel struct {
 	Down       func(acc *float32, accStride int, h *float32, down *float32, ldd int, K int, H int)
 }
 
-// gemmFits reports whether rows × cols × T goes through the GEMM.
-func gemmFits(g *GemmKernel, rows, cols, T int) bool {
-	return g != nil && T >= gemmMinT && cols%32 == 0 && rows >= gemmRows
+// gemmFits reports whether rows × cols × T of dtype dt goes through table
+// t's GEMM.
+func gemmFits(t *Table, dt format.DType, rows, cols, T int) bool {
+	g := t.Gemm
+	minT := gemmMinT
+	if g != nil && ((dt == format.BF16 && t.PrefillBF16 && g.PanelBF16 != nil) || t.ops[dt].ActDot) {
+		minT = gemmMinTPanel
+	}
+	return g != nil && T >= minT && cols%32 == 0 && rows >= gemmRows
 }
 
 // prefillBF16 reports whether the active table's prefill GEMM takes BF16

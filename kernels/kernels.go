@@ -159,7 +159,7 @@ func F32s(b []byte) []float32 {
 // computed, and BF16 rows are widened once per four tokens.
 func MatMul(p *Pool, out []float32, w *Weight, x []float32) {
 	T := len(x) / w.Cols
-	if g := active.Gemm; gemmFits(g, w.Rows, w.Cols, T) && (!active.ops[w.DType].ActDot || prefillTakesBF16(g, w.DType)) {
+	if g := active.Gemm; gemmFits(active, w.DType, w.Rows, w.Cols, T) && (!active.ops[w.DType].ActDot || prefillTakesBF16(g, w.DType)) {
 		xb, xr := prefillBF16(p, g, w.DType, x)
 		if xb != nil {
 			x = xr
@@ -197,7 +197,7 @@ func MatMulShared(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 		// x rounded to BF16 once for all the weights the GEMM takes.
 		fits := true
 		for _, w := range ws {
-			fits = fits && gemmFits(g, w.Rows, cols, T)
+			fits = fits && gemmFits(active, dt, w.Rows, cols, T)
 		}
 		if fits {
 			xb, xr := prefillBF16(p, g, dt, x)
@@ -207,7 +207,7 @@ func MatMulShared(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 			return
 		}
 	}
-	if !same || !active.ops[dt].ActDot || (prefillTakesBF16(g, dt) && gemmFits(g, ws[0].Rows, cols, T)) {
+	if !same || !active.ops[dt].ActDot || (prefillTakesBF16(g, dt) && gemmFits(active, dt, ws[0].Rows, cols, T)) {
 		for i, w := range ws {
 			MatMul(p, outs[i], w, x)
 		}

@@ -263,7 +263,7 @@ func testMatMulAndFFNMatchReference(t *testing.T, tb *Table) {
 				act := make([]float32, T*len(recs))
 				FFNRecords(p, y, blocks, dt, H, x, act)
 				downBF16 := dt == format.BF16 && tb.PrefillBF16 && tb.Gemm != nil && tb.Gemm.DownBF16 != nil &&
-					gemmFits(tb.Gemm, 2*total, H, T) && H%64 == 0
+					gemmFits(tb, dt, 2*total, H, T) && H%64 == 0
 				for tt := 0; tt < T; tt++ {
 					want, mag := make([]float64, H), make([]float64, H)
 					for j, r := range recs {
@@ -451,7 +451,7 @@ func FuzzFFNDecode(f *testing.F) {
 // rounded-activation dots (and the float prefill GEMM does not run), else x.
 func roundedActs(tb *Table, dt format.DType, x []float32, rows, cols, T int) []float32 {
 	o := tb.Ops(dt)
-	gemm := gemmFits(tb.Gemm, rows, cols, T)
+	gemm := gemmFits(tb, dt, rows, cols, T)
 	viaTile := gemm && dt == format.BF16 && tb.PrefillBF16 // the BF16 prefill GEMM rounds
 	if !viaTile && (!(o.ActDot && o.ActBF16) || gemm) {
 		return x
