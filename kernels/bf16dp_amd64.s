@@ -197,6 +197,76 @@ bpstore:
 	VZEROUPPER
 	RET
 
+// gemm4x6BF16DPPack is gemm4x6BF16DPPanel for a panel's first token
+// group: the four rows come from where they are stored (four streams, read
+// from memory once), are written into the panel as PanelBF16 reads it, and
+// meet the six tokens on the way, so the copy overlaps the arithmetic
+// instead of being a pass of its own.
+// func gemm4x6BF16DPPack(w *[4]*uint16, panel *uint16, x *[6]*uint16, n int, acc *[24][16]float32)
+// n is a multiple of 32.
+TEXT ·gemm4x6BF16DPPack(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), AX
+	LOAD4P(AX, R8, R9, R10, R11)
+	MOVQ x+16(FP), AX
+	LOAD4P(AX, R12, R13, R14, SI)
+	MOVQ 32(AX), DI
+	MOVQ 40(AX), BX
+	MOVQ n+24(FP), CX
+	SHLQ $1, CX
+	MOVQ acc+32(FP), AX
+	ACC24LD(AX)
+	MOVQ panel+8(FP), AX
+	XORQ DX, DX
+	TESTQ CX, CX
+	JZ   bkstore
+bkloop:
+	VMOVDQU32 (R8)(DX*1), Z24
+	VMOVDQU32 (R9)(DX*1), Z25
+	VMOVDQU32 (R10)(DX*1), Z26
+	VMOVDQU32 (R11)(DX*1), Z27
+	VMOVDQU32 Z24, 0(AX)(DX*4)
+	VMOVDQU32 Z25, 64(AX)(DX*4)
+	VMOVDQU32 Z26, 128(AX)(DX*4)
+	VMOVDQU32 Z27, 192(AX)(DX*4)
+	VMOVDQU32 (R12)(DX*1), Z28
+	DP_Z0_Z28_Z24
+	DP_Z1_Z28_Z25
+	DP_Z2_Z28_Z26
+	DP_Z3_Z28_Z27
+	VMOVDQU32 (R13)(DX*1), Z29
+	DP_Z4_Z29_Z24
+	DP_Z5_Z29_Z25
+	DP_Z6_Z29_Z26
+	DP_Z7_Z29_Z27
+	VMOVDQU32 (R14)(DX*1), Z28
+	DP_Z8_Z28_Z24
+	DP_Z9_Z28_Z25
+	DP_Z10_Z28_Z26
+	DP_Z11_Z28_Z27
+	VMOVDQU32 (SI)(DX*1), Z29
+	DP_Z12_Z29_Z24
+	DP_Z13_Z29_Z25
+	DP_Z14_Z29_Z26
+	DP_Z15_Z29_Z27
+	VMOVDQU32 (DI)(DX*1), Z28
+	DP_Z16_Z28_Z24
+	DP_Z17_Z28_Z25
+	DP_Z18_Z28_Z26
+	DP_Z19_Z28_Z27
+	VMOVDQU32 (BX)(DX*1), Z29
+	DP_Z20_Z29_Z24
+	DP_Z21_Z29_Z25
+	DP_Z22_Z29_Z26
+	DP_Z23_Z29_Z27
+	ADDQ $64, DX
+	CMPQ DX, CX
+	JLT  bkloop
+bkstore:
+	MOVQ acc+32(FP), AX
+	ACC24ST(AX)
+	VZEROUPPER
+	RET
+
 // The BF16 prefill down projection: gemmDown6AVX512's tile (six tokens ×
 // 64 columns, accumulated over records) on records taken in pairs, each
 // pair's two down columns interleaved word by word (interleaveBF16DP) and

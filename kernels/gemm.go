@@ -38,9 +38,9 @@ const (
 // 16); Fold sets out[i] to the sum of acc[i]'s lanes.
 //
 // PanelBF16, where the CPU has it, is Tile over BF16 rows as stored, four
-// rows packed into one panel (packBF16Panel), and activations rounded to
-// BF16 (n a multiple of 32): its lanes are partial sums like Tile's, so
-// Fold folds them.
+// rows packed into one panel by PackBF16 (32 columns of each row in turn),
+// and activations rounded to BF16 (n a multiple of 32): its lanes are
+// partial sums like Tile's, so Fold folds them.
 //
 // Down is the FFN's down projection for six tokens: acc[t·accStride + c] +=
 // Σ_{j<K} h[j·6 + t]·down[j·ldd + c] for c < H (a multiple of 64).
@@ -50,6 +50,9 @@ type GemmKernel struct {
 	// one panel, 16 columns of each row in turn (packWidePanel).
 	Panel     func(w *float32, x *[6]*float32, n int, acc *[24][16]float32)
 	PanelBF16 func(w *uint16, x *[6]*uint16, n int, acc *[24][16]float32)
+	// PackBF16 is PanelBF16 over the four rows where they are stored,
+	// writing them into panel as PanelBF16 reads them on the way.
+	PackBF16 func(w *[4]*uint16, panel *uint16, x *[6]*uint16, n int, acc *[24][16]float32)
 	// DownBF16 is Down over BF16 record pairs (interleaved word by word,
 	// column-block major: see gemmDown6BF16DP) and h as BF16 pairs, where
 	// the CPU has it.
@@ -103,7 +106,7 @@ func prefillBF16(p *Pool, g *GemmKernel, dt format.DType, x []float32) (xb []uin
 // prefillTakesBF16 reports whether the GEMM g takes rows of dtype dt
 // through PanelBF16.
 func prefillTakesBF16(g *GemmKernel, dt format.DType) bool {
-	return g != nil && dt == format.BF16 && active.PrefillBF16 && g.PanelBF16 != nil
+	return g != nil && dt == format.BF16 && active.PrefillBF16 && g.PanelBF16 != nil && g.PackBF16 != nil
 }
 
 // widen sets dst to the row w of len(dst) elements as float32.
@@ -133,17 +136,24 @@ const gemmPanelBlock = 256 << 10
 
 // gemmPanels runs rows [q0·4, q1·4) through a panel tile, blocked for the
 // caches the other way round from gemmRowsOf's float path: a block of rows
-// (gemmPanelBlock bytes, pack(panel, q) writing quad q into panels) stays
+// (gemmPanelBlock bytes, pack(panel, q) writing quad q into panels, or
+// packTile) stays
 // in L2 while each group of six tokens of x (width cols) passes over all of
 // it, each tile the whole width in registers. Rows in L1 with the tokens
 // streamed past them (the float path's order) read the activations from L3
 // once per four rows; four rows as four streams rather than one panel
-// missed the prefetcher. BF16 rows (PanelBF16, packBF16Panel), quarter 1B
+// missed the prefetcher. BF16 rows (PanelBF16, PackBF16), quarter 1B
 // FFN layer at 256 tokens, one thread (BenchmarkFFNPrefill): 108-124 →
 // 125-152 GFLOP/s; F16 rows widened into float panels (Panel), 256-token
 // 1B f16 prefill alternating: 64-76 → 74-87 tok/s. (The tokens blocked to
 // 512 or 1024 columns so they stay in L1 measured no faster.)
+//
+// With packTile (nil for none) the first token group packs the rows as it
+// computes (packTile(panel, q, …) reading quad q where it is stored) instead
+// of a packing pass before it: the rows' one read from memory overlaps the
+// arithmetic. A 16-token bf16 prefill spent 40 % of its time in that pass.
 func gemmPanels[E uint16 | float32](g *GemmKernel, q0, q1, cols int, x []E, T int, panels []E, pack func(panel []E, q int),
+	packTile func(panel []E, q int, x *[6]*E, n int, acc *[24][16]float32),
 	tile func(w *E, x *[6]*E, n int, acc *[24][16]float32), emit func(r0, t0 int, out *[24]float32)) {
 	groups := gemmGroups(T)
 	quad := gemmRows * cols
@@ -154,8 +164,10 @@ func gemmPanels[E uint16 | float32](g *GemmKernel, q0, q1, cols int, x []E, T in
 	var out [24]float32
 	for b0 := q0; b0 < q1; b0 += qb {
 		b1 := min(b0+qb, q1)
-		for q := b0; q < b1; q++ {
-			pack(panels[(q-b0)*quad:(q-b0+1)*quad], q)
+		if packTile == nil {
+			for q := b0; q < b1; q++ {
+				pack(panels[(q-b0)*quad:(q-b0+1)*quad], q)
+			}
 		}
 		for gi := 0; gi < groups; gi++ {
 			for j := range xp {
@@ -163,22 +175,14 @@ func gemmPanels[E uint16 | float32](g *GemmKernel, q0, q1, cols int, x []E, T in
 			}
 			for q := b0; q < b1; q++ {
 				acc = [24][16]float32{}
-				tile(&panels[(q-b0)*quad], &xp, cols, &acc)
+				if gi == 0 && packTile != nil {
+					packTile(panels[(q-b0)*quad:(q-b0+1)*quad], q, &xp, cols, &acc)
+				} else {
+					tile(&panels[(q-b0)*quad], &xp, cols, &acc)
+				}
 				g.Fold(&acc, &out)
 				emit(q*gemmRows, gi*gemmToks, &out)
 			}
-		}
-	}
-}
-
-// packBF16Panel writes rows r0..r0+3 (BF16, cols wide, a multiple of 32)
-// into dst as PanelBF16 reads them: 32 columns of each row in turn.
-func packBF16Panel(dst []uint16, row func(r int) []byte, r0, cols int) {
-	dst = dst[:gemmRows*cols]
-	for i := 0; i < gemmRows; i++ {
-		src := unsafe.Slice((*uint16)(unsafe.Pointer(&row(r0 + i)[0])), cols)
-		for c := 0; c < cols; c += 32 {
-			*(*[32]uint16)(dst[c*gemmRows+i*32:]) = *(*[32]uint16)(src[c:])
 		}
 	}
 }
@@ -221,14 +225,20 @@ func gemmRowsOf(g *GemmKernel, ops *Ops, dt format.DType, row func(r int) []byte
 	if xb != nil {
 		// gemmBlock(T, cols) holds at least one panel.
 		panels := unsafe.Slice((*uint16)(unsafe.Pointer(&block[0])), 2*len(block))
-		gemmPanels(g, q0, q1, cols, xb, T, panels, func(panel []uint16, q int) { packBF16Panel(panel, row, q*gemmRows, cols) },
-			g.PanelBF16, emit)
+		packTile := func(panel []uint16, q int, x *[6]*uint16, n int, acc *[24][16]float32) {
+			var w [4]*uint16
+			for i := range w {
+				w[i] = (*uint16)(unsafe.Pointer(&row(q*gemmRows + i)[0]))
+			}
+			g.PackBF16(&w, &panel[0], x, n, acc)
+		}
+		gemmPanels(g, q0, q1, cols, xb, T, panels, nil, packTile, g.PanelBF16, emit)
 		return
 	}
 	if g.Panel != nil && dt != format.F32 && len(block) >= 5*gemmRows*cols {
 		wide, panels := block[:cols], block[cols:]
 		gemmPanels(g, q0, q1, cols, x, T, panels, func(panel []float32, q int) { packWidePanel(panel, wide, ops, row, q*gemmRows, cols) },
-			g.Panel, emit)
+			nil, g.Panel, emit)
 		return
 	}
 	groups := gemmGroups(T)

@@ -165,6 +165,9 @@ func interleaveBF16DP(dst *uint16, a, b *uint16, n int)
 func gemm4x6AVX512Panel(w *float32, x *[6]*float32, n int, acc *[24][16]float32)
 
 //go:noescape
+func gemm4x6BF16DPPack(w *[4]*uint16, panel *uint16, x *[6]*uint16, n int, acc *[24][16]float32)
+
+//go:noescape
 func gemm4x6BF16DPPanel(w *uint16, x *[6]*uint16, n int, acc *[24][16]float32)
 
 //go:noescape
@@ -422,7 +425,7 @@ func avx512Table(avx2 *Table) *Table {
 func bf16DotTable(t *Table) {
 	if t.Gemm != nil {
 		g := *t.Gemm
-		g.PanelBF16 = gemm4x6BF16DPPanel
+		g.PanelBF16, g.PackBF16 = gemm4x6BF16DPPanel, gemm4x6BF16DPPack
 		g.DownBF16, g.Interleave = gemmDown6BF16DP, interleaveBF16DP
 		t.Gemm = &g
 		t.PrefillBF16 = true

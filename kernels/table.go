@@ -192,7 +192,7 @@ func (t *Table) WithBF16Rounding(on bool) *Table {
 // table has the kernel) or widens them to float32 (exact).
 func (t *Table) WithBF16Prefill(on bool) *Table {
 	c := *t
-	c.PrefillBF16 = on && c.Gemm != nil && c.Gemm.PanelBF16 != nil
+	c.PrefillBF16 = on && c.Gemm != nil && c.Gemm.PanelBF16 != nil && c.Gemm.PackBF16 != nil
 	c.Name += map[bool]string{true: "+bf16gemm", false: "+exactgemm"}[on]
 	return &c
 }
