@@ -95,7 +95,12 @@ func (p *Pool) await(h *helper, seen uint64) bool {
 	}
 	// Park. Post clears the flag and sends one token; a job posted between
 	// the flag and the re-check is either seen here or woken by that token.
-	h.parked.Store(true)
+	// The flag is set by a swap, not a store: under qemu-user on x86 an
+	// arm64 store-release followed by the load-acquire of gen was
+	// reordered (the store still in the host's store buffer), so neither
+	// side saw the other and the helper slept through a job (make
+	// test-arm64 hung); a read-modify-write is a full barrier there too.
+	h.parked.Swap(true)
 	if p.gen.Load() != seen || p.closed.Load() {
 		if !h.parked.CompareAndSwap(true, false) {
 			<-h.wake // Post took the flag: consume its token
