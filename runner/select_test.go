@@ -189,7 +189,7 @@ func TestFastAndGenericKernelsAgree(t *testing.T) {
 		generic, _ := greedySession(t, m, sel, prompt, 32)
 		restore()
 		for _, tb := range kernels.Tables()[1:] {
-			restore := kernels.Use(tb.WithBF16Prefill(false))
+			restore := kernels.Use(tb.WithBF16Prefill(false).WithBF16Rounding(false))
 			fast, _ := greedySession(t, m, sel, prompt, 32)
 			restore()
 			if !slices.Equal(fast, generic) {
