@@ -36,7 +36,7 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 	rb := ffnRecBlock
 	if useGemm {
 		var xr []float32
-		if xb, xr = prefillBF16(p, g, dt, x); xb != nil {
+		if xb, xr = prefillBF16(p, dt, x); xb != nil {
 			x, rb = xr, ffnRecBlockBF16
 		}
 		gemmBlocks = p.gemmScratch(p.Workers() * ffnBlock(T, H, rb))

@@ -67,12 +67,11 @@ type GemmKernel struct {
 // gemmFits reports whether rows × cols × T of dtype dt goes through table
 // t's GEMM.
 func gemmFits(t *Table, dt format.DType, rows, cols, T int) bool {
-	g := t.Gemm
 	minT := gemmMinT
-	if g != nil && ((dt == format.BF16 && t.PrefillBF16 && g.PanelBF16 != nil) || t.ops[dt].ActDot) {
+	if t.prefillTakesBF16(dt) || t.ops[dt].ActDot {
 		minT = gemmMinTPanel
 	}
-	return g != nil && T >= minT && cols%32 == 0 && rows >= gemmRows
+	return t.Gemm != nil && T >= minT && cols%32 == 0 && rows >= gemmRows
 }
 
 // prefillBF16 reports whether the active table's prefill GEMM takes BF16
@@ -80,8 +79,8 @@ func gemmFits(t *Table, dt format.DType, rows, cols, T int) bool {
 // path does), and if so returns x rounded to BF16 (xb) and the same values
 // as float32 (xr, for the rows and tokens outside the tiles, so the whole
 // product is one rounding), both in p's scratch.
-func prefillBF16(p *Pool, g *GemmKernel, dt format.DType, x []float32) (xb []uint16, xr []float32) {
-	if !prefillTakesBF16(g, dt) {
+func prefillBF16(p *Pool, dt format.DType, x []float32) (xb []uint16, xr []float32) {
+	if !active.prefillTakesBF16(dt) {
 		return nil, nil
 	}
 	if cap(p.xb) < len(x) {
@@ -103,10 +102,10 @@ func prefillBF16(p *Pool, g *GemmKernel, dt format.DType, x []float32) (xb []uin
 	return xb, xr
 }
 
-// prefillTakesBF16 reports whether the GEMM g takes rows of dtype dt
-// through PanelBF16.
-func prefillTakesBF16(g *GemmKernel, dt format.DType) bool {
-	return g != nil && dt == format.BF16 && active.PrefillBF16 && g.PanelBF16 != nil && g.PackBF16 != nil
+// prefillTakesBF16 reports whether t's prefill GEMM takes rows of dtype dt
+// through PanelBF16 (PrefillBF16 is only set where t.Gemm has it).
+func (t *Table) prefillTakesBF16(dt format.DType) bool {
+	return dt == format.BF16 && t.PrefillBF16
 }
 
 // widen sets dst to the row w of len(dst) elements as float32.
@@ -136,23 +135,23 @@ const gemmPanelBlock = 256 << 10
 
 // gemmPanels runs rows [q0·4, q1·4) through a panel tile, blocked for the
 // caches the other way round from gemmRowsOf's float path: a block of rows
-// (gemmPanelBlock bytes, pack(panel, q) writing quad q into panels, or
-// packTile) stays
-// in L2 while each group of six tokens of x (width cols) passes over all of
-// it, each tile the whole width in registers. Rows in L1 with the tokens
-// streamed past them (the float path's order) read the activations from L3
-// once per four rows; four rows as four streams rather than one panel
-// missed the prefetcher. BF16 rows (PanelBF16, PackBF16), quarter 1B
-// FFN layer at 256 tokens, one thread (BenchmarkFFNPrefill): 108-124 →
-// 125-152 GFLOP/s; F16 rows widened into float panels (Panel), 256-token
-// 1B f16 prefill alternating: 64-76 → 74-87 tok/s. (The tokens blocked to
-// 512 or 1024 columns so they stay in L1 measured no faster.)
+// (gemmPanelBlock bytes of panels) stays in L2 while each group of six
+// tokens of x (width cols) passes over all of it, each tile the whole width
+// in registers. Rows in L1 with the tokens streamed past them (the float
+// path's order) read the activations from L3 once per four rows; four rows
+// as four streams rather than one panel missed the prefetcher. BF16 rows
+// (PanelBF16), quarter 1B FFN layer at 256 tokens, one thread
+// (BenchmarkFFNPrefill): 108-124 → 125-152 GFLOP/s; F16 rows widened into
+// float panels (Panel), 256-token 1B f16 prefill alternating: 64-76 →
+// 74-87 tok/s. (The tokens blocked to 512 or 1024 columns so they stay in
+// L1 measured no faster.)
 //
-// With packTile (nil for none) the first token group packs the rows as it
-// computes (packTile(panel, q, …) reading quad q where it is stored) instead
-// of a packing pass before it: the rows' one read from memory overlaps the
-// arithmetic. A 16-token bf16 prefill spent 40 % of its time in that pass.
-func gemmPanels[E uint16 | float32](g *GemmKernel, q0, q1, cols int, x []E, T int, panels []E, pack func(panel []E, q int),
+// The first token group fills the panels: packTile(panel, q, …) writes quad
+// q's rows into panel and computes their tile, the later groups take tile
+// over the panel. BF16 packs in the tile itself (PackBF16), so the rows'
+// one read from memory overlaps the arithmetic: a 16-token bf16 prefill
+// had spent 40 % of its time in a packing pass of its own.
+func gemmPanels[E uint16 | float32](g *GemmKernel, q0, q1, cols int, x []E, T int, panels []E,
 	packTile func(panel []E, q int, x *[6]*E, n int, acc *[24][16]float32),
 	tile func(w *E, x *[6]*E, n int, acc *[24][16]float32), emit func(r0, t0 int, out *[24]float32)) {
 	groups := gemmGroups(T)
@@ -164,21 +163,17 @@ func gemmPanels[E uint16 | float32](g *GemmKernel, q0, q1, cols int, x []E, T in
 	var out [24]float32
 	for b0 := q0; b0 < q1; b0 += qb {
 		b1 := min(b0+qb, q1)
-		if packTile == nil {
-			for q := b0; q < b1; q++ {
-				pack(panels[(q-b0)*quad:(q-b0+1)*quad], q)
-			}
-		}
 		for gi := 0; gi < groups; gi++ {
 			for j := range xp {
 				xp[j] = &x[tok(gi, j, T)*cols]
 			}
 			for q := b0; q < b1; q++ {
 				acc = [24][16]float32{}
-				if gi == 0 && packTile != nil {
-					packTile(panels[(q-b0)*quad:(q-b0+1)*quad], q, &xp, cols, &acc)
+				panel := panels[(q-b0)*quad : (q-b0+1)*quad]
+				if gi == 0 {
+					packTile(panel, q, &xp, cols, &acc)
 				} else {
-					tile(&panels[(q-b0)*quad], &xp, cols, &acc)
+					tile(&panel[0], &xp, cols, &acc)
 				}
 				g.Fold(&acc, &out)
 				emit(q*gemmRows, gi*gemmToks, &out)
@@ -215,30 +210,32 @@ func tok(gi, j, T int) int {
 // gemmRowsOf runs the GEMM for rows [q0·4, q1·4) of a matrix whose row r is
 // row(r), over the T tokens of x (width cols), calling emit(r0, t0, out)
 // with every tile of outputs: out[t·4 + i] is row r0 + i for token t0 + t,
-// t < min(6, T − t0) (one call per tile, not per output); ops widens rows of dtype dt. block is one worker's storage
-// (gemmBlock(T, cols) floats). With xb (x rounded to BF16, BF16 rows only) the
-// rows go to PanelBF16 as stored instead of widened; rows of other dtypes
-// but F32 go widened to Panel where the table has it (both gemmPanels). The caller's rows
-// past the last group of four are left to the caller.
+// t < min(6, T − t0) (one call per tile, not per output); ops widens rows
+// of dtype dt. block is one worker's storage (gemmBlock(T, cols) floats).
+// With xb (x rounded to BF16, BF16 rows only) the rows go to PanelBF16 as
+// stored instead of widened; rows of other dtypes but F32 go widened to
+// Panel where the table has it (both through gemmPanels). The caller's
+// rows past the last group of four are left to the caller.
 func gemmRowsOf(g *GemmKernel, ops *Ops, dt format.DType, row func(r int) []byte, q0, q1, cols int, x []float32, xb []uint16, T int,
 	block []float32, emit func(r0, t0 int, out *[24]float32)) {
+	// gemmBlock(T, cols) holds at least one panel and its widening row.
 	if xb != nil {
-		// gemmBlock(T, cols) holds at least one panel.
 		panels := unsafe.Slice((*uint16)(unsafe.Pointer(&block[0])), 2*len(block))
-		packTile := func(panel []uint16, q int, x *[6]*uint16, n int, acc *[24][16]float32) {
+		gemmPanels(g, q0, q1, cols, xb, T, panels, func(panel []uint16, q int, x *[6]*uint16, n int, acc *[24][16]float32) {
 			var w [4]*uint16
 			for i := range w {
 				w[i] = (*uint16)(unsafe.Pointer(&row(q*gemmRows + i)[0]))
 			}
 			g.PackBF16(&w, &panel[0], x, n, acc)
-		}
-		gemmPanels(g, q0, q1, cols, xb, T, panels, nil, packTile, g.PanelBF16, emit)
+		}, g.PanelBF16, emit)
 		return
 	}
-	if g.Panel != nil && dt != format.F32 && len(block) >= 5*gemmRows*cols {
+	if g.Panel != nil && dt != format.F32 {
 		wide, panels := block[:cols], block[cols:]
-		gemmPanels(g, q0, q1, cols, x, T, panels, func(panel []float32, q int) { packWidePanel(panel, wide, ops, row, q*gemmRows, cols) },
-			nil, g.Panel, emit)
+		gemmPanels(g, q0, q1, cols, x, T, panels, func(panel []float32, q int, x *[6]*float32, n int, acc *[24][16]float32) {
+			packWidePanel(panel, wide, ops, row, q*gemmRows, cols)
+			g.Panel(&panel[0], x, n, acc)
+		}, g.Panel, emit)
 		return
 	}
 	groups := gemmGroups(T)

@@ -159,12 +159,12 @@ func F32s(b []byte) []float32 {
 // computed, and BF16 rows are widened once per four tokens.
 func MatMul(p *Pool, out []float32, w *Weight, x []float32) {
 	T := len(x) / w.Cols
-	if g := active.Gemm; gemmFits(active, w.DType, w.Rows, w.Cols, T) && (!active.ops[w.DType].ActDot || prefillTakesBF16(g, w.DType)) {
-		xb, xr := prefillBF16(p, g, w.DType, x)
+	if gemmFits(active, w.DType, w.Rows, w.Cols, T) && (!active.ops[w.DType].ActDot || active.prefillTakesBF16(w.DType)) {
+		xb, xr := prefillBF16(p, w.DType, x)
 		if xb != nil {
 			x = xr
 		}
-		matMulGEMM(p, g, out, w, x, xb, T)
+		matMulGEMM(p, active.Gemm, out, w, x, xb, T)
 		return
 	}
 	if active.ops[w.DType].ActDot {
@@ -193,21 +193,21 @@ func MatMulShared(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 		same = same && w.DType == dt && w.Cols == cols
 	}
 	g, T := active.Gemm, len(x)/cols
-	if same && prefillTakesBF16(g, dt) {
+	if same && active.prefillTakesBF16(dt) {
 		// x rounded to BF16 once for all the weights the GEMM takes.
 		fits := true
 		for _, w := range ws {
 			fits = fits && gemmFits(active, dt, w.Rows, cols, T)
 		}
 		if fits {
-			xb, xr := prefillBF16(p, g, dt, x)
+			xb, xr := prefillBF16(p, dt, x)
 			for i, w := range ws {
 				matMulGEMM(p, g, outs[i], w, xr, xb, T)
 			}
 			return
 		}
 	}
-	if !same || !active.ops[dt].ActDot || (prefillTakesBF16(g, dt) && gemmFits(active, dt, ws[0].Rows, cols, T)) {
+	if !same || !active.ops[dt].ActDot || (active.prefillTakesBF16(dt) && gemmFits(active, dt, ws[0].Rows, cols, T)) {
 		for i, w := range ws {
 			MatMul(p, outs[i], w, x)
 		}
