@@ -50,8 +50,17 @@ func Order(ctx context.Context, opt OrderOptions) (*convert.Order, error) {
 		return nil, err
 	}
 	cfg, hash := m.Config, m.SourceHash()
-	m.Close()
 	sparse := convert.SparseLayers(cfg, opt.DenseLayers)
+	var weight [][]float64
+	switch opt.Score {
+	case ScoreActivation, "":
+	case ScoreOutput:
+		weight = downNorms(m, cfg.NumLayers, sparse)
+	default:
+		m.Close()
+		return nil, fmt.Errorf("unknown --score %q (want %s or %s)", opt.Score, ScoreActivation, ScoreOutput)
+	}
+	m.Close()
 	r := &resolver{opt: opt, ctx: ctx, hash: hash}
 	defer r.close()
 	var task *Profile
@@ -103,16 +112,6 @@ func Order(ctx context.Context, opt OrderOptions) (*convert.Order, error) {
 			secondary = append(secondary, p)
 		}
 	}
-	var weight [][]float64
-	switch opt.Score {
-	case ScoreActivation, "":
-	case ScoreOutput:
-		if weight, err = downNorms(opt.ModelDir, cfg.NumLayers, sparse); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, fmt.Errorf("unknown --score %q (want %s or %s)", opt.Score, ScoreActivation, ScoreOutput)
-	}
 	order, err := RankOrder(task, SecondaryScores(secondary), opt.Base, sparse, weight)
 	if err != nil {
 		return nil, err
@@ -130,17 +129,12 @@ const (
 )
 
 // downNorms is each sparse layer's DownNorms (nil for the other layers).
-func downNorms(dir string, layers int, sparse []int) ([][]float64, error) {
-	m, err := convert.OpenModel(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer m.Close()
+func downNorms(m *convert.Model, layers int, sparse []int) [][]float64 {
 	w := make([][]float64, layers)
 	for _, l := range sparse {
 		w[l] = m.DownNorms(l)
 	}
-	return w, nil
+	return w
 }
 
 // resolver finds task profiles: a file, the cache, or a run on the fly
