@@ -115,6 +115,24 @@ type Voter interface {
 	Vote(counts []int32, k int)
 }
 
+// Gater is an Exec that runs the decode FFN with the neurons chosen per
+// token by their gate (runner's "gate" selection): for one token, every
+// record's gate·x, then up and down over the k records of largest
+// |silu(gate·x)| only. act, if not nil, receives h of every record of
+// recs (zero where not computed).
+type Gater interface {
+	FFNGated(out, x Buf, recs Records, k int, act []float32)
+}
+
+// CanGate reports whether e runs the gated FFN (through a Timed wrapper too).
+func CanGate(e Exec) bool {
+	if t, ok := e.(*Timed); ok {
+		e = t.Exec
+	}
+	_, ok := e.(Gater)
+	return ok
+}
+
 // KVCache is one sequence's key and value cache: Layers × Ctx positions of
 // KVDim floats each, for keys and for values.
 type KVCache struct {

@@ -77,3 +77,10 @@ func (t *Timed) Read(dst []float32, b Buf) {
 	defer t.add("read", time.Now())
 	t.Exec.Read(dst, b)
 }
+
+// FFNGated times the wrapped Exec's gated FFN (under "ffn"); CanGate says
+// whether it has one.
+func (t *Timed) FFNGated(out, x Buf, recs Records, k int, act []float32) {
+	defer t.add("ffn", time.Now())
+	t.Exec.(Gater).FFNGated(out, x, recs, k, act)
+}

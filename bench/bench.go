@@ -19,6 +19,7 @@ type Options struct {
 	Rounds  int       // every decode figure is measured this many times, interleaved, ≥ 1
 	Prefill int       // prompt tokens of the prefill figure, ≥ 1
 	Quick   bool      // dense and γ 0.7 × φ 0.4 only
+	Select  string    // the selecting figures' method (runner.Selection.Method; "": the paper's)
 	Log     io.Writer // progress lines; nil: none
 }
 
@@ -170,9 +171,11 @@ func runPacks(opt Options, paths []string, pool *kernels.Pool, probe *BandwidthP
 				if phi > g+1e-9 || phi < base-1e-6 {
 					continue
 				}
-				f := &benchFigure{gamma: g, phi: phi, sel: &runner.Selection{Phi: phi, Alpha: 0.2, Base: base, Compact: true}}
+				f := &benchFigure{gamma: g, phi: phi, sel: &runner.Selection{Phi: phi, Alpha: 0.2, Base: base, Compact: true, Method: opt.Select}}
 				if phi >= g-1e-9 {
 					f.sel = nil
+				} else if n := m.Config.IntermediateSize; f.sel.Validate(n, format.Count(g, n)) != nil {
+					continue // e.g. "gate" at φ ≤ γ/3
 				}
 				pb.figures = append(pb.figures, f)
 			}
@@ -318,7 +321,7 @@ func Ops(paths []string, opt Options, w io.Writer) error {
 			}
 			var sel *runner.Selection
 			if f.phi < f.gamma {
-				sel = &runner.Selection{Phi: f.phi, Alpha: 0.2, Base: float64(p.Index.BaseFraction), Compact: true}
+				sel = &runner.Selection{Phi: f.phi, Alpha: 0.2, Base: float64(p.Index.BaseFraction), Compact: true, Method: opt.Select}
 			}
 			b, err := DecodeOps(m, pool, sel, opt.Tokens)
 			p.Close()

@@ -35,6 +35,9 @@ type Pool struct {
 	xb      []uint16  // the prefill's activations rounded to BF16
 	xr      []float32 // and as float32
 	att     []float32 // attentionLoop's score rows, one per worker
+	gates   []float32 // FFNGated's gate dots
+	keys    []uint32  // and their keys (two per record)
+	sel     []int32   // and the records it computes
 }
 
 type helper struct {

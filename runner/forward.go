@@ -144,9 +144,12 @@ func (s *State) ForwardBatch(tokens []int, pos int, pass Pass) ([]float32, error
 		// x += down(silu(gate(xb)) * up(xb)), xb = post_attention_layernorm(x),
 		// over the records this layer computes.
 		e.RMSNorm(s.xb, s.x, L.FFNNorm, c.RMSNormEps)
-		recs := L.FFN
+		recs, gate := L.FFN, 0
 		if pass.Plan != nil && pass.Plan[l] != nil {
 			recs = pass.Plan[l].Records // the ranks computed this step
+			if T == 1 {
+				gate = pass.Plan[l].Gate // of those, the gate's choice
+			}
 		}
 		vote := pass.Votes != nil && pass.Votes.counts[l] != nil
 		voter, devVote := e.(backend.Voter)
@@ -156,7 +159,11 @@ func (s *State) ForwardBatch(tokens []int, pos int, pass Pass) ([]float32, error
 			s.act = grow(s.act, T*recs.Len())
 			act = s.act
 		}
-		e.FFN(s.ffnOut, s.xb, recs, act)
+		if gate > 0 {
+			e.(backend.Gater).FFNGated(s.ffnOut, s.xb, recs, gate, act)
+		} else {
+			e.FFN(s.ffnOut, s.xb, recs, act)
+		}
 		if pass.OnAct != nil {
 			pass.OnAct(l, act, recs.Len())
 		}

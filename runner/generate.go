@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sipack/sipack/backend"
 	"github.com/sipack/sipack/kernels"
 )
 
@@ -85,7 +86,7 @@ func (ss *Session) Prefill(prompt []int) ([]float32, *Votes, error) {
 	}
 	var votes *Votes
 	var pass Pass
-	if c, ok := ss.counts(); ok {
+	if c, ok := ss.counts(); ok && ss.Sel.Method != "gate" { // gate: no votes
 		votes = NewVotes(ss.M, c, ss.Sel.Method)
 		votes.pool = ss.S.pool
 		if ss.Sel.Budget == "layer" {
@@ -113,6 +114,12 @@ func (ss *Session) Prefill(prompt []int) ([]float32, *Votes, error) {
 // PlanFor turns a prompt's votes into the decode plan (nil votes: a nil
 // plan, every loaded rank).
 func (ss *Session) PlanFor(votes *Votes) (Plan, error) {
+	if c, ok := ss.counts(); ok && ss.Sel.Method == "gate" {
+		if !backend.CanGate(ss.S.ex) {
+			return nil, fmt.Errorf("--select gate: this device does not run the gated FFN (the CPU does)")
+		}
+		return gatePlan(ss.M, c), nil
+	}
 	if votes == nil {
 		return nil, nil
 	}

@@ -30,7 +30,12 @@ type Selection struct {
 	// squares summed over tokens) or "signed" (CoreInfer's token-wise core
 	// neurons: each token votes for its top α by h itself, the largest
 	// positive activations, and the scores are how often a rank was among
-	// them — the prompt's frequency).
+	// them — the prompt's frequency), or "gate" (no prompt votes: every
+	// decode token dots every loaded neuron's gate row with its input and
+	// computes up and down for the Counts.Gate neurons of largest
+	// |silu(gate·x)|, as CATS and TEAL do for dense models; φ is then the
+	// token's budget in records' bytes, the gate rows of all loaded
+	// neurons included).
 	Method string
 	// Budget is how the static neurons are spread over the sparse layers:
 	// "" or "uniform" (⌊δN⌋ in every layer, as SelectInfer) or "layer" (the
@@ -49,7 +54,7 @@ type Selection struct {
 }
 
 // Methods are the selection methods Selection.Method accepts.
-var Methods = []string{"paper", "mass", "l2", "signed"}
+var Methods = []string{"paper", "mass", "l2", "signed", "gate"}
 
 // Budgets are the static budgets Selection.Budget accepts.
 var Budgets = []string{"uniform", "layer"}
@@ -60,17 +65,26 @@ type Counts struct {
 	Base    int // static ranks [0, Base): ⌊δN⌋, at most Loaded
 	Compute int // ranks computed per decode token: ⌊φN⌋, at most Loaded
 	Vote    int // ranks each prompt token votes for: ⌊α·Loaded⌋, at least 1
+	// Gate is, for the "gate" method, the neurons a decode token computes
+	// whole after the gate rows of all Loaded: a token then reads the bytes
+	// of Loaded/3 + 2·Gate/3 records, Compute's worth, so Gate is
+	// ⌊(3·Compute − Loaded)/2⌋. Zero for the other methods.
+	Gate int
 }
 
 // Counts fixes the selection's numbers for layers of n neurons with loaded
 // ranks in memory.
 func (s *Selection) Counts(n, loaded int) Counts {
-	return Counts{
+	c := Counts{
 		Loaded:  loaded,
 		Base:    min(loaded, format.Count(s.Base, n)),
 		Compute: min(loaded, format.Count(s.Phi, n)),
 		Vote:    max(1, format.Count(s.Alpha, loaded)),
 	}
+	if s.Method == "gate" && c.Selecting() {
+		c.Gate = max(0, (3*c.Compute-c.Loaded)/2)
+	}
+	return c
 }
 
 // Validate checks α in (0, 1], δ ≤ φ ≤ γ as counts of the n neurons of a
@@ -89,7 +103,12 @@ func (s *Selection) Validate(n, loaded int) error {
 		return fmt.Errorf("base fraction δ must be in [0, 1], got %v", s.Base)
 	case !(s.Phi > 0 && s.Phi <= 1):
 		return fmt.Errorf("--phi must be in (0, 1], got %v", s.Phi)
-	case format.Count(s.Phi, n) < format.Count(s.Base, n):
+	case s.Method == "gate" && (s.Reselect > 0 || (s.Budget != "" && s.Budget != "uniform")):
+		return fmt.Errorf("--select gate chooses every token's neurons itself: it takes no --reselect or --budget")
+	case s.Method == "gate" && format.Count(s.Phi, n) < loaded && s.Counts(n, loaded).Gate < 1:
+		return fmt.Errorf("--select gate at --phi %.2f: a token reads the gate rows of all %d loaded neurons (a third of their records, γ/3 = %.2f) before any up and down rows, which leaves nothing of φ's budget to compute; use --phi > γ/3",
+			s.Phi, loaded, float64(loaded)/float64(n)/3)
+	case s.Method != "gate" && format.Count(s.Phi, n) < format.Count(s.Base, n):
 		return fmt.Errorf("--phi %.2f (%d of %d neurons) is below the base fraction δ = %.2f (%d): the static neurons alone exceed it",
 			s.Phi, format.Count(s.Phi, n), n, s.Base, format.Count(s.Base, n))
 	case format.Count(s.Phi, n) > loaded && s.Phi < 1:
@@ -106,6 +125,10 @@ func (c Counts) Selecting() bool { return c.Compute < c.Loaded }
 type LayerPlan struct {
 	Ranks   []int           // selected ranks, ascending
 	Records backend.Records // their records on the device
+	// Gate, if > 0, is the "gate" method's plan: Records are all loaded
+	// ranks (Ranks is nil) and a decode token computes the Gate of them
+	// with the largest |silu(gate·x)| (backend.Gater).
+	Gate int
 }
 
 // Plan holds one LayerPlan per layer (nil: the layer computes all it has).
@@ -116,9 +139,13 @@ type Plan []*LayerPlan
 func (p Plan) Active(m *Model) int {
 	n := 0
 	for l := range m.Layers {
-		if p != nil && p[l] != nil {
+		switch {
+		case p != nil && p[l] != nil && p[l].Gate > 0:
+			// The gate rows of every loaded rank, whole records for Gate.
+			n += (m.Layers[l].Ranks + 2*p[l].Gate + 1) / 3
+		case p != nil && p[l] != nil:
 			n += len(p[l].Ranks)
-		} else {
+		default:
 			n += m.Layers[l].Ranks
 		}
 	}
@@ -273,6 +300,18 @@ func (v *Votes) Plan(m *Model, ex backend.Exec, c Counts, compact bool) (Plan, e
 	return plan, nil
 }
 
+// gatePlan is the "gate" method's plan: every sparse layer computes c.Gate
+// of its loaded ranks per token, chosen by their gates.
+func gatePlan(m *Model, c Counts) Plan {
+	plan := make(Plan, len(m.Layers))
+	for l := range m.Layers {
+		if m.Layers[l].Sparse {
+			plan[l] = &LayerPlan{Records: m.Layers[l].FFN, Gate: c.Gate}
+		}
+	}
+	return plan
+}
+
 // votes counts, per loaded rank, how many prompt tokens had it among their
 // top-k |h| (signed: top-k h). act is (T, ranks); scratch holds 2·ranks.
 // The scores are compared as order-preserving keys (scoreKey), the k-th
@@ -288,7 +327,7 @@ func votes(act []float32, ranks, k int, w float64, counts []float64, scratch []u
 			}
 			keys[i] = scoreKey(v)
 		}
-		thr := kthLargestKey(keys, k, buf)
+		thr := kernels.KthLargest(keys, k, buf)
 		// Vote for everything above the threshold, then for ties in rank order.
 		left := k
 		for i, key := range keys {
@@ -317,33 +356,6 @@ func scoreKey(v float32) uint32 {
 		return ^b
 	}
 	return b | 0x80000000
-}
-
-// kthLargestKey returns the k-th largest of keys (1-based, k ≤ len(keys))
-// by radix select, a byte at a time from the top: the byte's histogram
-// over the candidates names the bucket holding the k-th, and only that
-// bucket's keys stay candidates (copied into buf, len(keys) long).
-func kthLargestKey(keys []uint32, k int, buf []uint32) uint32 {
-	cand := keys
-	for shift := 24; shift >= 0; shift -= 8 {
-		var hist [256]int
-		for _, x := range cand {
-			hist[(x>>shift)&255]++
-		}
-		d := 255
-		for ; d > 0 && hist[d] < k; d-- {
-			k -= hist[d]
-		}
-		n := 0
-		for _, x := range cand {
-			if (x>>shift)&255 == uint32(d) {
-				buf[n] = x
-				n++
-			}
-		}
-		cand = buf[:n]
-	}
-	return cand[0]
 }
 
 // chooseAround returns the decode set of a given static set (ascending)

@@ -234,6 +234,14 @@ func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {
 	kernels.FFNRecords(e.pool, o, r.blocks, r.dt, r.hidden, F32(x), act)
 }
 
+// FFNGated implements backend.Gater.
+func (e *Exec) FFNGated(out, x backend.Buf, recs backend.Records, k int, act []float32) {
+	r := recs.(*records)
+	o := F32(out)
+	clear(o)
+	kernels.FFNGated(e.pool, o, r.blocks, r.dt, r.hidden, F32(x), k, act)
+}
+
 // Gather turns a decode set into record blocks: runs of consecutive ranks in
 // one block of all (a band) become one block; with compact, every record
 // outside the static prefix is copied into one buffer (decode then reads two

@@ -28,7 +28,7 @@ var selectionFlags = []cli.Flag{
 	&cli.Float64Flag{Name: "alpha", Value: 0.2, Usage: "fraction α of loaded neurons each prompt token votes for"},
 	&cli.Float64Flag{Name: "base", Usage: "static fraction δ (default: the pack's, as converted)"},
 	&cli.BoolFlag{Name: "gather", Usage: "gather dynamic neurons in place instead of compacting them per prompt"},
-	&cli.StringFlag{Name: "select", Value: "paper", Usage: "how prompt tokens choose the dynamic neurons: paper (top-α vote counts, as SelectInfer), mass (|h| normalised per token), l2 (GRIFFIN's per-token-normalised L2), signed (CoreInfer: top-α by h itself, vote counts)"},
+	&cli.StringFlag{Name: "select", Value: "paper", Usage: "how prompt tokens choose the dynamic neurons: paper (top-α vote counts, as SelectInfer), mass (|h| normalised per token), l2 (GRIFFIN's per-token-normalised L2), signed (CoreInfer: top-α by h itself, vote counts), or gate (no votes: each decode token computes the neurons its gate rows pick, within the same bytes per token as φ; needs φ > γ/3)"},
 	&cli.StringFlag{Name: "budget", Value: "uniform", Usage: "how the static neurons spread over the layers: uniform (δN each, as SelectInfer) or layer (the same total, by each layer's task-profile concentration)"},
 	&cli.IntFlag{Name: "reselect", Usage: "re-select the dynamic neurons every N decoded tokens, from a step over every loaded neuron (0: never, as SelectInfer)"},
 	&cli.Float64Flag{Name: "reselect-weight", Value: 1, Usage: "votes a re-selection token casts, against a prompt token's 1"},

@@ -1,0 +1,212 @@
+package kernels
+
+import (
+	"math"
+
+	"github.com/sipack/sipack/format"
+)
+
+// FFNGated is the decode FFN of one token (x is [H]) with the neurons
+// chosen per token by their gate, as CATS and TEAL do for dense models:
+// every record's gate row is dotted with x first, then only the k records
+// of largest |silu(g)| (ties: the lower index) compute their up row and
+// add h·down to y. A neuron whose gate is near zero contributes near
+// nothing whatever its up row says, so the gate is the token's own
+// estimate of |h| for a third of a record's bytes. The bytes read are the
+// loaded gate rows plus 2/3 of k records.
+//
+// blocks are runs of contiguous records as for FFNRecords; y ([H]) is
+// accumulated into. If act is not nil it receives h of every record
+// (zero where not computed).
+func FFNGated(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x []float32, k int, act []float32) {
+	rowBytes, _ := dt.RowBytes(H)
+	recBytes := 3 * rowBytes
+	var spans []span
+	total := 0
+	for i, b := range blocks {
+		spans = append(spans, span{i, total})
+		total += len(b) / recBytes
+	}
+	k = max(0, min(k, total))
+	ops := active.Ops(dt)
+	var acts []Q8Act
+	if ops.ActDot {
+		acts = quantizeTokens(p, ops, x, H, 1)
+	}
+	g := p.gateScratch(total)
+	p.Run(total, func(lo, hi, _ int) {
+		records := recordCursor{blocks: blocks, spans: spans, recBytes: recBytes}
+		gateDots(g, &records, ops, rowBytes, lo, hi, x, acts)
+	})
+	sel := p.topGates(g, k)
+	if act != nil {
+		clear(act[:total])
+	}
+	partial := p.scratch(p.Workers() * H)
+	clear(partial)
+	p.Run(len(sel), func(lo, hi, worker int) {
+		records := recordCursor{blocks: blocks, spans: spans, recBytes: recBytes}
+		upDown(partial[worker*H:(worker+1)*H], &records, ops, rowBytes, sel[lo:hi], g, x, acts, act)
+	})
+	for w := 0; w < p.Workers(); w++ {
+		for i, v := range partial[w*H : (w+1)*H] {
+			y[i] += v
+		}
+	}
+}
+
+// gateDots sets g[j] = gate_j · x for records [lo, hi), two rows a pass
+// where the dtype fuses them. The records between the gate rows are not
+// read, so nothing is prefetched: the fused dots' prefetch covers whole
+// records.
+func gateDots(g []float32, records *recordCursor, ops *Ops, rowBytes, lo, hi int, x []float32, acts []Q8Act) {
+	var gg [2]float32
+	j := lo
+	if (acts != nil && ops.Dot2Act != nil) || (acts == nil && ops.Dot2 != nil) {
+		for ; j+2 <= hi; j += 2 {
+			a, b := records.at(j)[:rowBytes], records.at(j + 1)[:rowBytes]
+			if acts != nil {
+				ops.Dot2Act(a, b, &acts[0], &gg, nil)
+			} else {
+				ops.Dot2(a, b, x, &gg, nil)
+			}
+			g[j], g[j+1] = gg[0], gg[1]
+		}
+	}
+	for ; j < hi; j++ {
+		gate := records.at(j)[:rowBytes]
+		if acts != nil {
+			g[j] = ops.DotAct(gate, &acts[0])
+		} else {
+			g[j] = ops.Dot(gate, x)
+		}
+	}
+}
+
+// upDown adds, for the selected records sel (ascending), h = silu(g)·(up·x)
+// times their down rows into acc, the up rows two a pass and the down rows
+// four a pass where the dtype has the fused kernels. The dots prefetch the
+// record two selections ahead from its up row.
+func upDown(acc []float32, records *recordCursor, ops *Ops, rowBytes int, sel []int32, g, x []float32, acts []Q8Act, act []float32) {
+	dot2 := (acts != nil && ops.Dot2Act != nil) || (acts == nil && ops.Dot2 != nil)
+	var h [4]float32
+	var down [4][]byte
+	var uu [2]float32
+	for q0 := 0; q0 < len(sel); q0 += 4 {
+		n := min(4, len(sel)-q0)
+		for q := 0; q < n; q++ {
+			j := int(sel[q0+q])
+			rec := records.at(j)
+			up := rec[rowBytes : 2*rowBytes]
+			down[q] = rec[2*rowBytes:]
+			if dot2 && q+1 < n {
+				j1 := int(sel[q0+q+1])
+				rec1 := records.at(j1)
+				var ahead []byte
+				if q0+q+4 < len(sel) {
+					ahead = records.at(int(sel[q0+q+4]))[rowBytes:]
+				}
+				if acts != nil {
+					ops.Dot2Act(up, rec1[rowBytes:2*rowBytes], &acts[0], &uu, ahead)
+				} else {
+					ops.Dot2(up, rec1[rowBytes:2*rowBytes], x, &uu, ahead)
+				}
+				h[q], h[q+1] = SiLU(g[j])*uu[0], SiLU(g[j1])*uu[1]
+				down[q+1] = rec1[2*rowBytes:]
+				q++
+				continue
+			}
+			var u float32
+			if acts != nil {
+				u = ops.DotAct(up, &acts[0])
+			} else {
+				u = ops.Dot(up, x)
+			}
+			h[q] = SiLU(g[j]) * u
+		}
+		if act != nil {
+			for q := 0; q < n; q++ {
+				act[sel[q0+q]] = h[q]
+			}
+		}
+		if n == 4 && ops.Axpy4 != nil {
+			ops.Axpy4(acc, &h, &down)
+			continue
+		}
+		for q := 0; q < n; q++ {
+			ops.Axpy(acc, h[q], down[q])
+		}
+	}
+}
+
+// topGates returns, ascending, the k indices of g with the largest
+// |silu(g)| (ties: the lower index first), in storage the pool keeps.
+func (p *Pool) topGates(g []float32, k int) []int32 {
+	n := len(g)
+	if cap(p.keys) < 2*n {
+		p.keys = make([]uint32, 2*n)
+	}
+	if cap(p.sel) < n {
+		p.sel = make([]int32, n)
+	}
+	keys, buf, sel := p.keys[:n], p.keys[n:2*n], p.sel[:0]
+	if k == 0 {
+		return sel
+	}
+	for i, v := range g {
+		// |silu(v)| orders as the score; its float bits as an unsigned
+		// key (non-negative floats order as their bits).
+		keys[i] = math.Float32bits(float32(math.Abs(float64(SiLU(v)))))
+	}
+	thr := KthLargest(keys, k, buf)
+	ties := k
+	for _, key := range keys {
+		if key > thr {
+			ties--
+		}
+	}
+	for i, key := range keys {
+		if key > thr || (key == thr && ties > 0) {
+			if key == thr {
+				ties--
+			}
+			sel = append(sel, int32(i))
+		}
+	}
+	return sel
+}
+
+// KthLargest returns the k-th largest of keys (1-based, k ≤ len(keys)) by
+// radix select, a byte at a time from the top: the byte's histogram over
+// the candidates names the bucket holding the k-th, and only that bucket's
+// keys stay candidates (copied into buf, len(keys) long).
+func KthLargest(keys []uint32, k int, buf []uint32) uint32 {
+	cand := keys
+	for shift := 24; shift >= 0; shift -= 8 {
+		var hist [256]int
+		for _, x := range cand {
+			hist[(x>>shift)&255]++
+		}
+		d := 255
+		for ; d > 0 && hist[d] < k; d-- {
+			k -= hist[d]
+		}
+		n := 0
+		for _, x := range cand {
+			if (x>>shift)&255 == uint32(d) {
+				buf[n] = x
+				n++
+			}
+		}
+		cand = buf[:n]
+	}
+	return cand[0]
+}
+
+// gateScratch is n floats the pool keeps for the gate dots.
+func (p *Pool) gateScratch(n int) []float32 {
+	if cap(p.gates) < n {
+		p.gates = make([]float32, n)
+	}
+	return p.gates[:n]
+}

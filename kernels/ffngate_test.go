@@ -1,0 +1,110 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/sipack/sipack/format"
+)
+
+// TestFFNGatedMatchesReference: the gated decode FFN against float64 from
+// the widened records, every table, dtype and thread count: it computes
+// exactly k records, they are the k of largest |silu(gate·x)| (up to the
+// dots' rounding at the threshold), their h are silu(g)·(up·x) and y is
+// Σ h·down over them. (Planting a selection by |g| instead of |silu(g)|,
+// or dropping the last pair's second record, makes it fail.)
+func TestFFNGatedMatchesReference(t *testing.T) {
+	forTables(t, testFFNGatedMatchesReference)
+}
+
+func testFFNGatedMatchesReference(t *testing.T, tb *Table) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, threads := range []int{1, 2, 3} {
+		p := NewPool(threads)
+		for _, dt := range append(dtypes, format.Q8_0, format.Q4_0) {
+			for _, fs := range []struct {
+				H      int
+				counts []int
+			}{{100, []int{9, 3, 6}}, {64, []int{1, 1, 1, 16, 2}}, {2048, []int{13}}, {128, []int{40, 25}}} {
+				H, counts := fs.H, fs.counts
+				if dt.Quantized() && (H%32 != 0 || tb.Ops(dt).ActDot) {
+					continue // the integer path rounds activations to Q8
+				}
+				total := 0
+				for _, c := range counts {
+					total += c
+				}
+				var blocks [][]byte
+				var recs [][]float32
+				for _, c := range counts {
+					b, f := randRow(rng, dt, c*3*H)
+					blocks = append(blocks, b)
+					for j := 0; j < c; j++ {
+						recs = append(recs, f[j*3*H:(j+1)*3*H])
+					}
+				}
+				x := randVec(rng, H)
+				for i := range x {
+					x[i] /= float32(math.Sqrt(float64(H))) // gates of a few units: silu(g) never underflows to 0
+				}
+				xw := roundedActs(tb, dt, x, 2*total, H, 1)
+				g, u, key, slack := make([]float64, total), make([]float64, total), make([]float64, total), make([]float64, total)
+				for j, r := range recs {
+					var gAbs float64
+					for i := 0; i < H; i++ {
+						g[j] += float64(r[i]) * float64(xw[i])
+						u[j] += float64(r[H+i]) * float64(xw[i])
+						gAbs += math.Abs(float64(r[i]) * float64(xw[i]))
+					}
+					key[j] = math.Abs(g[j] / (1 + math.Exp(-g[j])))
+					slack[j] = 1.1*2*float64(H+2)*6e-8*gAbs + 1e-6
+				}
+				for _, k := range []int{0, 1, total / 2, total - 1, total} {
+					y := make([]float32, H)
+					act := make([]float32, total)
+					for j := range act {
+						act[j] = float32(j + 1) // overwritten: zero where not computed
+					}
+					FFNGated(p, y, blocks, dt, H, x, k, act)
+					in := make([]bool, total)
+					n := 0
+					for j, h := range act {
+						if h != 0 {
+							in[j] = true
+							n++
+						}
+					}
+					if n != k {
+						t.Fatalf("%v H=%d threads %d: %d records computed, want k = %d", dt, H, threads, n, k)
+					}
+					want, mag := make([]float64, H), make([]float64, H)
+					for j, r := range recs {
+						if !in[j] {
+							for i := range recs {
+								if in[i] && key[i]+slack[i]+slack[j] < key[j] {
+									t.Fatalf("%v H=%d k=%d: record %d (|silu(g)| %g) computed and %d (%g) not", dt, H, k, i, key[i], j, key[j])
+								}
+							}
+							continue
+						}
+						h := g[j] / (1 + math.Exp(-g[j])) * u[j]
+						if d := math.Abs(h - float64(act[j])); d > 1e-4*(1+math.Abs(h)) {
+							t.Fatalf("%v H=%d k=%d act[%d]: %g vs %g", dt, H, k, j, act[j], h)
+						}
+						for i := 0; i < H; i++ {
+							want[i] += h * float64(r[2*H+i])
+							mag[i] += math.Abs(h * float64(r[2*H+i]))
+						}
+					}
+					for i := range want {
+						if math.Abs(want[i]-float64(y[i])) > 1e-4*(1+mag[i]) {
+							t.Fatalf("%v H=%d k=%d threads %d y[%d]: %g vs %g", dt, H, k, threads, i, y[i], want[i])
+						}
+					}
+				}
+			}
+		}
+		p.Close()
+	}
+}
