@@ -35,11 +35,6 @@ type Profile struct {
 	Layers    int         `json:"layers"`
 	Neurons   int         `json:"neurons"`
 	Sums      [][]float64 `json:"sums"` // [layer][neuron]
-	// Signed, if present, is per layer and neuron the sum of h itself (not
-	// |h|) over the same tokens: the mean output a neuron's absence takes
-	// away (Signed/Tokens), which compensation adds back. Profiles written
-	// before it have none.
-	Signed [][]float64 `json:"signed,omitempty"`
 }
 
 // maxProfileBytes caps a profile file before it is parsed.
@@ -84,19 +79,6 @@ func (p *Profile) Validate() error {
 	if p.ModelHash != "" {
 		if b, err := hex.DecodeString(p.ModelHash); err != nil || len(b) != format.HashSize {
 			return fmt.Errorf("model_hash %q is not 64 hex digits", p.ModelHash)
-		}
-	}
-	if p.Signed != nil && len(p.Signed) != p.Layers {
-		return fmt.Errorf("%d layers of signed sums, header says %d", len(p.Signed), p.Layers)
-	}
-	for l, s := range p.Signed {
-		if len(s) != p.Neurons {
-			return fmt.Errorf("layer %d has %d signed sums, header says %d neurons", l, len(s), p.Neurons)
-		}
-		for n, v := range s {
-			if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > p.Sums[l][n]*(1+1e-9)+1e-9 {
-				return fmt.Errorf("layer %d neuron %d: signed sum %v is not finite or exceeds its |h| sum %v", l, n, v, p.Sums[l][n])
-			}
 		}
 	}
 	for l, s := range p.Sums {
@@ -157,39 +139,14 @@ func Merge(a, b *Profile) (*Profile, error) {
 	}
 	out.Prompts += b.Prompts
 	out.Tokens += b.Tokens
-	out.Sums = addSums(a.Sums, b.Sums)
-	out.Signed = nil // only where both have them: a sum over part of the tokens is no mean
-	if a.Signed != nil && b.Signed != nil {
-		out.Signed = addSums(a.Signed, b.Signed)
+	out.Sums = make([][]float64, a.Layers)
+	for l := range out.Sums {
+		out.Sums[l] = make([]float64, a.Neurons)
+		for n := range out.Sums[l] {
+			out.Sums[l][n] = a.Sums[l][n] + b.Sums[l][n]
+		}
 	}
 	return &out, nil
-}
-
-func addSums(a, b [][]float64) [][]float64 {
-	out := make([][]float64, len(a))
-	for l := range out {
-		out[l] = make([]float64, len(a[l]))
-		for n := range out[l] {
-			out[l][n] = a[l][n] + b[l][n]
-		}
-	}
-	return out
-}
-
-// Means returns per layer the mean h per token of every neuron, nil when
-// the profile has no signed sums.
-func (p *Profile) Means() [][]float64 {
-	if p.Signed == nil {
-		return nil
-	}
-	out := make([][]float64, p.Layers)
-	for l, s := range p.Signed {
-		out[l] = make([]float64, len(s))
-		for n, v := range s {
-			out[l][n] = v / float64(p.Tokens)
-		}
-	}
-	return out
 }
 
 // Scores returns per layer the mean |h| per token of every neuron.

@@ -63,21 +63,20 @@ func Run(ctx context.Context, m *runner.Model, task string, prompts [][]int, opt
 			return nil, fmt.Errorf("prompt %d: %d tokens + %d generated exceed the model's context of %d", i, len(pr), opt.GenTokens, c.MaxPositionEmbeddings)
 		}
 	}
-	sums := func() [][]float64 {
-		s := make([][]float64, L)
-		for l := range s {
-			s[l] = make([]float64, N)
-		}
-		return s
+	total := make([][]float64, L)
+	for l := range total {
+		total[l] = make([]float64, N)
 	}
-	total, signed := sums(), sums()
 	type worker struct {
-		pool         *kernels.Pool
-		sums, signed [][]float64
+		pool *kernels.Pool
+		sums [][]float64
 	}
 	workers := make([]*worker, jobs)
 	for w := range workers {
-		workers[w] = &worker{pool: kernels.NewPool(1), sums: sums(), signed: sums()}
+		workers[w] = &worker{pool: kernels.NewPool(1), sums: make([][]float64, L)}
+		for l := range workers[w].sums {
+			workers[w].sums[l] = make([]float64, N)
+		}
 		defer workers[w].pool.Close()
 	}
 	var tokens int64
@@ -93,7 +92,7 @@ func Run(ctx context.Context, m *runner.Model, task string, prompts [][]int, opt
 			wg.Add(1)
 			go func(w *worker, pr []int, errp *error) {
 				defer wg.Done()
-				*errp = runOne(m, w.pool, pr, opt.GenTokens, perm, w.sums, w.signed)
+				*errp = runOne(m, w.pool, pr, opt.GenTokens, perm, w.sums)
 			}(workers[j], pr, &errs[j])
 		}
 		wg.Wait()
@@ -102,13 +101,11 @@ func Run(ctx context.Context, m *runner.Model, task string, prompts [][]int, opt
 				return nil, fmt.Errorf("prompt %d: %w", start+j, errs[j])
 			}
 			for l := range total {
-				s, g := workers[j].sums[l], workers[j].signed[l]
-				for n := range s {
-					total[l][n] += s[n]
-					signed[l][n] += g[n]
+				s := workers[j].sums[l]
+				for n, v := range s {
+					total[l][n] += v
 				}
 				clear(s)
-				clear(g)
 			}
 			tokens += int64(len(pr) + opt.GenTokens)
 			done++
@@ -121,24 +118,22 @@ func Run(ctx context.Context, m *runner.Model, task string, prompts [][]int, opt
 		Format: FileFormat, Version: 1, Task: task,
 		Prompts: int64(len(prompts)), Tokens: tokens, GenTokens: opt.GenTokens,
 		ModelHash: hex.EncodeToString(p.Index.SourceHash[:]),
-		Layers:    L, Neurons: N, Sums: total, Signed: signed,
+		Layers:    L, Neurons: N, Sums: total,
 	}, nil
 }
 
-// runOne adds one prompt's Σ|h| into sums and Σh into signed (in original
-// neuron order).
-func runOne(m *runner.Model, pool *kernels.Pool, prompt []int, gen int, perm [][]uint32, sums, signed [][]float64) error {
+// runOne adds one prompt's Σ|h| into sums (in original neuron order).
+func runOne(m *runner.Model, pool *kernels.Pool, prompt []int, gen int, perm [][]uint32, sums [][]float64) error {
 	s, err := m.NewState(pool, len(prompt)+gen)
 	if err != nil {
 		return err
 	}
 	pass := runner.Pass{OnAct: func(l int, act []float32, ranks int) {
-		dst, sg, pl := sums[l], signed[l], perm[l]
+		dst, pl := sums[l], perm[l]
 		for t := 0; t < len(act)/ranks; t++ {
 			row := act[t*ranks : (t+1)*ranks]
 			for r, h := range row {
 				dst[pl[r]] += math.Abs(float64(h))
-				sg[pl[r]] += float64(h)
 			}
 		}
 	}}
