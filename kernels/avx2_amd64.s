@@ -850,3 +850,20 @@ TEXT ·widenF16AVX2(SB), NOSPLIT, $0-24
 	WIDENW(LOADF16W)
 	VZEROUPPER
 	RET
+
+// PREFETCHT2 of every 64-byte line of [p, p+n): the gated decode FFN's
+// records, which it reads out of order (the fused dots prefetch whole
+// records, and a gate row or an up|down pair is not one).
+// func prefetchL2AVX2(p *byte, n int)
+TEXT ·prefetchL2AVX2(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+pfloop:
+	CMPQ CX, $0
+	JLE  pfdone
+	PREFETCHT2 0(SI)
+	ADDQ $64, SI
+	SUBQ $64, CX
+	JMP  pfloop
+pfdone:
+	RET

@@ -33,12 +33,12 @@ func FFNGated(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x [
 	if ops.ActDot {
 		acts = quantizeTokens(p, ops, x, H, 1)
 	}
-	g := p.gateScratch(total)
+	g, keys := p.gateScratch(total)
 	p.Run(total, func(lo, hi, _ int) {
 		records := recordCursor{blocks: blocks, spans: spans, recBytes: recBytes}
-		gateDots(g, &records, ops, rowBytes, lo, hi, x, acts)
+		gateDots(g, keys, &records, ops, rowBytes, lo, hi, x, acts)
 	})
-	sel := p.topGates(g, k)
+	sel := p.topGates(keys, k)
 	if act != nil {
 		clear(act[:total])
 	}
@@ -55,15 +55,29 @@ func FFNGated(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x [
 	}
 }
 
-// gateDots sets g[j] = gate_j · x for records [lo, hi), two rows a pass
-// where the dtype fuses them. The records between the gate rows are not
-// read, so nothing is prefetched: the fused dots' prefetch covers whole
-// records.
-func gateDots(g []float32, records *recordCursor, ops *Ops, rowBytes, lo, hi int, x []float32, acts []Q8Act) {
+// gateAhead is how many records ahead the gate dots prefetch their rows.
+var gateAhead, udAhead = 4, 4
+
+// gateDots sets g[j] = gate_j · x for records [lo, hi), and keys[j] to
+// the order-preserving bits of |silu(g[j])|, two rows a pass where the
+// dtype fuses them. The up and down rows between the gate rows are not
+// read, so the fused dots' prefetch (whole records) is not used: each
+// gate row gateAhead records ahead is prefetched alone.
+func gateDots(g []float32, keys []uint32, records *recordCursor, ops *Ops, rowBytes, lo, hi int, x []float32, acts []Q8Act) {
+	defer func() {
+		for j := lo; j < hi; j++ {
+			// Non-negative floats order as their bits.
+			keys[j] = math.Float32bits(float32(math.Abs(float64(SiLU(g[j])))))
+		}
+	}()
+	pf := active.PrefetchL2
 	var gg [2]float32
 	j := lo
 	if (acts != nil && ops.Dot2Act != nil) || (acts == nil && ops.Dot2 != nil) {
 		for ; j+2 <= hi; j += 2 {
+			for q := j + gateAhead; q < min(j+gateAhead+2, hi); q++ {
+				pf(records.at(q)[:rowBytes])
+			}
 			a, b := records.at(j)[:rowBytes], records.at(j + 1)[:rowBytes]
 			if acts != nil {
 				ops.Dot2Act(a, b, &acts[0], &gg, nil)
@@ -85,15 +99,19 @@ func gateDots(g []float32, records *recordCursor, ops *Ops, rowBytes, lo, hi int
 
 // upDown adds, for the selected records sel (ascending), h = silu(g)·(up·x)
 // times their down rows into acc, the up rows two a pass and the down rows
-// four a pass where the dtype has the fused kernels. The dots prefetch the
-// record two selections ahead from its up row.
+// four a pass where the dtype has the fused kernels. The up and down rows
+// of the next group of four are prefetched (the records are scattered).
 func upDown(acc []float32, records *recordCursor, ops *Ops, rowBytes int, sel []int32, g, x []float32, acts []Q8Act, act []float32) {
 	dot2 := (acts != nil && ops.Dot2Act != nil) || (acts == nil && ops.Dot2 != nil)
+	pf := active.PrefetchL2
 	var h [4]float32
 	var down [4][]byte
 	var uu [2]float32
 	for q0 := 0; q0 < len(sel); q0 += 4 {
 		n := min(4, len(sel)-q0)
+		for q := q0 + udAhead; q < min(q0+udAhead+4, len(sel)); q++ {
+			pf(records.at(int(sel[q]))[rowBytes:]) // up and down, a group ahead
+		}
 		for q := 0; q < n; q++ {
 			j := int(sel[q0+q])
 			rec := records.at(j)
@@ -102,14 +120,10 @@ func upDown(acc []float32, records *recordCursor, ops *Ops, rowBytes int, sel []
 			if dot2 && q+1 < n {
 				j1 := int(sel[q0+q+1])
 				rec1 := records.at(j1)
-				var ahead []byte
-				if q0+q+4 < len(sel) {
-					ahead = records.at(int(sel[q0+q+4]))[rowBytes:]
-				}
 				if acts != nil {
-					ops.Dot2Act(up, rec1[rowBytes:2*rowBytes], &acts[0], &uu, ahead)
+					ops.Dot2Act(up, rec1[rowBytes:2*rowBytes], &acts[0], &uu, nil)
 				} else {
-					ops.Dot2(up, rec1[rowBytes:2*rowBytes], x, &uu, ahead)
+					ops.Dot2(up, rec1[rowBytes:2*rowBytes], x, &uu, nil)
 				}
 				h[q], h[q+1] = SiLU(g[j])*uu[0], SiLU(g[j1])*uu[1]
 				down[q+1] = rec1[2*rowBytes:]
@@ -139,24 +153,16 @@ func upDown(acc []float32, records *recordCursor, ops *Ops, rowBytes int, sel []
 	}
 }
 
-// topGates returns, ascending, the k indices of g with the largest
-// |silu(g)| (ties: the lower index first), in storage the pool keeps.
-func (p *Pool) topGates(g []float32, k int) []int32 {
-	n := len(g)
-	if cap(p.keys) < 2*n {
-		p.keys = make([]uint32, 2*n)
-	}
+// topGates returns, ascending, the k indices of the largest keys (ties:
+// the lower index first), in storage the pool keeps.
+func (p *Pool) topGates(keys []uint32, k int) []int32 {
+	n := len(keys)
 	if cap(p.sel) < n {
 		p.sel = make([]int32, n)
 	}
-	keys, buf, sel := p.keys[:n], p.keys[n:2*n], p.sel[:0]
+	buf, sel := p.keys[n:2*n], p.sel[:0]
 	if k == 0 {
 		return sel
-	}
-	for i, v := range g {
-		// |silu(v)| orders as the score; its float bits as an unsigned
-		// key (non-negative floats order as their bits).
-		keys[i] = math.Float32bits(float32(math.Abs(float64(SiLU(v)))))
 	}
 	thr := KthLargest(keys, k, buf)
 	ties := k
@@ -203,10 +209,14 @@ func KthLargest(keys []uint32, k int, buf []uint32) uint32 {
 	return cand[0]
 }
 
-// gateScratch is n floats the pool keeps for the gate dots.
-func (p *Pool) gateScratch(n int) []float32 {
+// gateScratch is the storage the pool keeps for n gate dots and their
+// keys (with room for topGates' radix select after them).
+func (p *Pool) gateScratch(n int) ([]float32, []uint32) {
 	if cap(p.gates) < n {
 		p.gates = make([]float32, n)
 	}
-	return p.gates[:n]
+	if cap(p.keys) < 2*n {
+		p.keys = make([]uint32, 2*n)
+	}
+	return p.gates[:n], p.keys[:n]
 }

@@ -191,6 +191,9 @@ func fmaPeakAVX2(iters int) float32
 //go:noescape
 func sumBytesAVX2(p *byte, n int) uint64
 
+//go:noescape
+func prefetchL2AVX2(p *byte, n int)
+
 // The amd64 tables, each extending the one before: "avx2" (AVX2 + FMA +
 // F16C, the baseline every amd64 path has), "avx512" (AVX-512F block-type
 // kernels, plus integer VNNI dots where the CPU has AVX512_VNNI: the default
@@ -262,6 +265,11 @@ func avx2Table() *Table {
 		}
 	}
 	t.FMAPeak, t.FMALanes = fmaPeakAVX2, 8
+	t.PrefetchL2 = func(b []byte) {
+		if len(b) > 0 {
+			prefetchL2AVX2(&b[0], len(b))
+		}
+	}
 	t.SumBytes = func(b []byte) uint64 {
 		n := len(b) &^ 127
 		var s uint64

@@ -68,6 +68,9 @@ type Table struct {
 	FMALanes int
 	// SumBytes reads every byte of b (the bandwidth probe).
 	SumBytes func(b []byte) uint64
+	// PrefetchL2 asks for every cache line of b into L2 (a hint: the
+	// reference does nothing).
+	PrefetchL2 func(b []byte)
 	// Gemm is the prefill micro-kernel over float32 rows, or nil (prefill
 	// then takes the Dot4/GemmDown tiles).
 	Gemm *GemmKernel
@@ -103,8 +106,11 @@ var Generic = Table{
 		format.Q8_0: {Dot: dotQ80Ref, Axpy: axpyQ80Ref, Axpy4: axpy4Q80Ref, DotAct: dotQ80Q8Ref},
 		format.Q4_0: {Dot: dotQ40Ref, Axpy: axpyQ40Ref, Axpy4: axpy4Q40Ref, DotAct: dotQ40Q8Ref},
 	},
-	FMAPeak: fmaPeakRef, FMALanes: 1, SumBytes: sumBytesRef,
+	FMAPeak: fmaPeakRef, FMALanes: 1, SumBytes: sumBytesRef, PrefetchL2: prefetchL2Ref,
 }
+
+// prefetchL2Ref is PrefetchL2's reference: a hint it need not act on.
+func prefetchL2Ref([]byte) {}
 
 // tables lists the tables this CPU can run, Generic first and the
 // preferred one last (filled at init by the architecture's file).

@@ -429,3 +429,92 @@ func TestChooseAroundMatchesStableSort(t *testing.T) {
 		}
 	}
 }
+
+// TestGateSelection: the "gate" method at γ 0.7 φ 0.4 plans every sparse
+// layer as all 537 loaded ranks with Gate = ⌊(3·307 − 537)/2⌋ = 192, casts
+// no prompt votes, and a decode step computes exactly 192 records a layer
+// (act nonzero), giving the logits of the FFN over exactly those ranks
+// (the same step with a plan of the ranks it chose, gathered); at
+// φ = γ it is the dense path. The choice itself is kernels'
+// TestFFNGatedMatchesReference.
+func TestGateSelection(t *testing.T) {
+	exactPath(t)
+	path := packOf(t, "../testdata/tinyllama", convert.Options{BaseFraction: 0.3})
+	m := loadModel(t, path, 0.7)
+	prompt := []int{4094, 476, 25, 1312, 317, 3676, 271, 2025, 520, 334, 1892, 276, 306, 592, 349, 477, 25}
+	sel := &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: "gate"}
+	if c := sel.Counts(768, 537); c.Gate != 192 {
+		t.Fatalf("gate count %d, want 192", c.Gate)
+	}
+	ss := newSelSession(t, m, sel, prompt)
+	if ss.votes != nil {
+		t.Fatal("the gate method counted prompt votes")
+	}
+	for l, lp := range ss.Plan {
+		if lp == nil || lp.Gate != 192 || lp.Records.Len() != 537 {
+			t.Fatalf("layer %d: plan %+v, want all 537 loaded and Gate 192", l, lp)
+		}
+	}
+	if got, want := ss.Plan.Active(m), 6*((537+2*192+1)/3); got != want {
+		t.Fatalf("active records %d, want %d", got, want)
+	}
+	// One decode step by the gate, recording what it computed, then the
+	// same step from the same cache with those ranks gathered.
+	chosen := make([][]int, 6)
+	onAct := func(l int, act []float32, n int) {
+		if n != 537 {
+			t.Fatalf("layer %d: act over %d records, want 537", l, n)
+		}
+		for r, h := range act {
+			if h != 0 {
+				chosen[l] = append(chosen[l], r)
+			}
+		}
+	}
+	tok := 306
+	gated, err := ss.S.ForwardBatch([]int{tok}, ss.Pos, Pass{Plan: ss.Plan, OnAct: onAct})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gated = slices.Clone(gated)
+	plan := make(Plan, 6)
+	for l := range plan {
+		if len(chosen[l]) != 192 {
+			t.Fatalf("layer %d computed %d records, want 192", l, len(chosen[l]))
+		}
+		recs, err := ss.S.ex.Gather(m.Layers[l].FFN, chosen[l], 0, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan[l] = &LayerPlan{Ranks: chosen[l], Records: recs}
+	}
+	ref, err := ss.S.ForwardBatch([]int{tok}, ss.Pos, Pass{Plan: plan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ref {
+		if d := math.Abs(float64(ref[i] - gated[i])); d > 1e-4*(1+math.Abs(float64(ref[i]))) {
+			t.Fatalf("logit %d: gated %g, over its ranks gathered %g", i, gated[i], ref[i])
+		}
+	}
+	// φ ≥ γ: nothing to choose.
+	a, _ := greedySession(t, m, nil, prompt, 12)
+	b, ss2 := greedySession(t, m, &Selection{Phi: 0.7, Alpha: 0.2, Base: 0.3, Method: "gate"}, prompt, 12)
+	if !slices.Equal(a, b) || ss2.Plan != nil {
+		t.Fatal("gate at φ = γ differs from computing all loaded neurons")
+	}
+	// φ ≤ γ/3 leaves nothing to compute; re-selection and budgets do not apply.
+	for _, bad := range []Selection{
+		{Phi: 0.2, Alpha: 0.2, Base: 0.3, Method: "gate"},
+		{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: "gate", Reselect: 4},
+		{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: "gate", Budget: "layer"},
+	} {
+		if err := bad.Validate(768, 537); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+	// φ below δ is fine: the gate has no static neurons.
+	if err := (&Selection{Phi: 0.25, Alpha: 0.2, Base: 0.3, Method: "gate"}).Validate(768, 537); err != nil {
+		t.Errorf("gate at φ 0.25 < δ refused: %v", err)
+	}
+}
