@@ -48,9 +48,9 @@ type Device interface {
 	Matrix(data []byte, dt format.DType, rows, cols int) (Matrix, error)
 	Vector(v []float32) (Vector, error)
 	// Records makes the loaded FFN records of one layer resident: blocks
-	// of contiguous records of hidden size hidden, ranks in order across
-	// the blocks.
-	Records(blocks [][]byte, dt format.DType, hidden int) (Records, error)
+	// of consecutive records of hidden size hidden (interleaved or split,
+	// format.RecordBlock), ranks in order across the blocks.
+	Records(blocks []format.RecordBlock, dt format.DType, hidden int) (Records, error)
 	// ResidentBytes is what the device holds for the model (0 where the
 	// weights are used in place).
 	ResidentBytes() uint64

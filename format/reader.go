@@ -378,23 +378,34 @@ func (p *Pack) SparseIndex(l int) (int, bool) {
 	return i, ok
 }
 
-// Record returns the neuron record of rank r (< LoadedRanks) of the
-// si-th sparse layer: gate row | up row | down column.
+// Split reports whether the pack's band blocks hold their gate rows
+// together (version 2, §5) rather than whole records (version 1).
+func (p *Pack) Split() bool { return p.Preamble.Major >= 2 }
+
+// Record returns the neuron record of rank r (< LoadedRanks) of the si-th
+// sparse layer as gate row | up row | down column, copied (in a version 2
+// pack its rows do not lie together).
 func (p *Pack) Record(si, r int) []byte {
-	B, rb := p.Index.BandNeurons, p.Index.RecordBytes
-	off := p.Preamble.FFNOff + uint64(r/B)*p.Preamble.BandBytes + uint64(si*B+r%B)*rb
-	return p.data[off : off+rb]
+	b := p.RecordBlock(si, r, r+1)
+	rec := make([]byte, p.Index.RecordBytes)
+	b.CopyRecord(rec, 0)
+	return rec
 }
 
-// RecordRange returns the records of ranks [lo, hi) of the si-th sparse layer
-// when they lie in one band (contiguous in the file), else nil.
-func (p *Pack) RecordRange(si, lo, hi int) []byte {
-	B := p.Index.BandNeurons
-	if hi <= lo || lo/B != (hi-1)/B {
-		return nil
+// RecordBlock returns the records of ranks [lo, hi) of the si-th sparse
+// layer, which must lie in one band (hi ≤ LoadedRanks).
+func (p *Pack) RecordBlock(si, lo, hi int) RecordBlock {
+	B, rb := p.Index.BandNeurons, p.Index.RecordBytes
+	R := int(rb / 3)
+	off := p.Preamble.FFNOff + uint64(lo/B)*p.Preamble.BandBytes + uint64(si*B)*rb
+	block := p.data[off : off+uint64(B)*rb]
+	var all RecordBlock
+	if p.Split() {
+		all = SplitBlock(block, B, B, R)
+	} else {
+		all = InterleavedBlock(block, R)
 	}
-	start := p.Record(si, lo)
-	return start[: uint64(hi-lo)*p.Index.RecordBytes : cap(start)]
+	return all.Sub(lo%B, lo%B+hi-lo)
 }
 
 // VerifyReport lists what Verify checked.

@@ -49,7 +49,8 @@ func Slice(ctx context.Context, p *Pack, out string) error {
 			if r >= p.LoadedRanks {
 				return fmt.Errorf("sip: internal error: rank %d beyond the loaded prefix", r)
 			}
-			copy(dst[j*rb:(j+1)*rb], p.Record(si, r))
+			blk := p.RecordBlock(si, r, r+1)
+			blk.CopyRecord(dst[j*rb:(j+1)*rb], 0) // no allocation per record
 		}
 		return nil
 	}

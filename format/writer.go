@@ -67,7 +67,7 @@ func planLayout(idx *Index) (*Preamble, error) {
 	}
 	indexLen := uint64(len(encodeIndex(idx)))
 	p := &Preamble{
-		Major: VersionMajor, Minor: VersionMinor,
+		Major: writeMajor, Minor: VersionMinor,
 		IndexOff: PreambleSize, IndexLen: indexLen,
 		DenseOff:  alignUp(PreambleSize+indexLen, SectionAlign),
 		BandBytes: bandBytes, BandNeurons: uint32(idx.BandNeurons), BandCount: uint32(bandCount),
@@ -120,6 +120,10 @@ func (c *countingWriter) padTo(off uint64) error {
 	}
 	return nil
 }
+
+// writeMajor is the version packs are written in; tests set it to 1 to
+// check that version 1 packs (interleaved records in the bands) still load.
+var writeMajor uint16 = VersionMajor
 
 // WritePack writes a pack to path. It writes path+".tmp-PID" (tmpfile.Name:
 // unique per process, so a file left by a killed writer can be recognised
@@ -178,7 +182,9 @@ func WritePack(ctx context.Context, path string, spec *WriteSpec) (err error) {
 	}
 	if pre.BandCount > 0 {
 		B, N := idx.BandNeurons, idx.RanksPresent
+		R := int(idx.RecordBytes / 3)
 		band := make([]byte, pre.BandBytes)
+		recs := make([]byte, uint64(B)*idx.RecordBytes) // one layer's records of the band, whole
 		for b := 0; b < int(pre.BandCount); b++ {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -186,10 +192,15 @@ func WritePack(ctx context.Context, path string, spec *WriteSpec) (err error) {
 			clear(band)
 			lo, hi := b*B, min((b+1)*B, N)
 			for li, sl := range idx.SparseLayers {
-				at := uint64(li*B) * idx.RecordBytes
-				dst := band[at : at+uint64(hi-lo)*idx.RecordBytes]
-				if err := spec.Records(sl.Layer, sl.Perm[lo:hi], dst); err != nil {
+				if err := spec.Records(sl.Layer, sl.Perm[lo:hi], recs[:uint64(hi-lo)*idx.RecordBytes]); err != nil {
 					return fmt.Errorf("sip: layer %d records: %w", sl.Layer, err)
+				}
+				// §5: the block's gate rows, then its up | down pairs.
+				blk := band[uint64(li*B)*idx.RecordBytes:]
+				if writeMajor == 1 {
+					copy(blk, recs[:uint64(hi-lo)*idx.RecordBytes])
+				} else {
+					PutSplit(blk, recs[:uint64(hi-lo)*idx.RecordBytes], B, R)
 				}
 			}
 			idx.BandHashes[b] = blake3.Sum256(band)

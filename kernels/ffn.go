@@ -11,21 +11,16 @@ import (
 //	h[t, j] = silu(g_j · x_t) · (u_j · x_t)
 //	y_t    += h[t, j] · d_j
 //
-// blocks are runs of contiguous records (a band's slice, or a dense layer's
-// whole tensor); records are numbered across blocks in order. x is [T, H],
+// blocks are runs of consecutive records (a band's slice, or a dense layer's
+// whole tensor), interleaved or with their gate rows together
+// (format.RecordBlock); records are numbered across blocks in order. x is [T, H],
 // y is [T, H] and is accumulated into. If act is not nil it receives h as
 // [T, total records]. Records are split over the pool; each worker
 // accumulates its own partial y, and the partials are summed once at the end.
-func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x []float32, act []float32) {
+func FFNRecords(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DType, H int, x []float32, act []float32) {
 	T := len(x) / H
 	rowBytes, _ := dt.RowBytes(H)
-	recBytes := 3 * rowBytes
-	var spans []span
-	total := 0
-	for i, b := range blocks {
-		spans = append(spans, span{i, total})
-		total += len(b) / recBytes
-	}
+	spans, total := spansOf(blocks)
 	partial := p.scratch(p.Workers() * T * H)
 	clear(partial)
 	ops := active.Ops(dt)
@@ -52,7 +47,7 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 	}
 	p.Run(total, func(lo, hi, worker int) {
 		acc := partial[worker*T*H : (worker+1)*T*H]
-		records := recordCursor{blocks: blocks, spans: spans, recBytes: recBytes}
+		records := recordCursor{blocks: blocks, spans: spans}
 		if T == 1 {
 			ffnDecode(acc, &records, ops, rowBytes, lo, hi, x, acts, act)
 			return
@@ -89,8 +84,8 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 				first, contiguous := blockOf(spans, j0, j1)
 				gemm := dot4 != nil && gemmDown != nil && t1-t0 >= 4 && contiguous // h in hbuf comes from the dot4 loop
 				for j := j0; j < j1; j++ {
-					rec := records.at(j)
-					gate, up, down := rec[:rowBytes], rec[rowBytes:2*rowBytes], rec[2*rowBytes:]
+					blk, k := records.at(j)
+					gate, up, down := blk.GateRow(k), blk.UpRow(k), blk.DownRow(k)
 					t := t0
 					if dot4 != nil {
 						for ; t+4 <= t1; t += 4 {
@@ -125,11 +120,10 @@ func FFNRecords(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x
 					}
 				}
 				if gemm {
-					b := blocks[spans[first].block]
-					k0 := j0 - spans[first].first
-					down := b[k0*recBytes+2*rowBytes:]
+					b := &blocks[spans[first].block]
+					down := b.Downs(j0 - spans[first].first)
 					for t := t0; t+4 <= t1; t += 4 {
-						gemmDown(acc[t*H:], H, hbuf[(t-t0)*recBlock:], recBlock, down, recBytes, j1-j0, H)
+						gemmDown(acc[t*H:], H, hbuf[(t-t0)*recBlock:], recBlock, down, b.UDStride, j1-j0, H)
 					}
 				}
 			}
@@ -179,24 +173,34 @@ func blockOf(spans []span, j0, j1 int) (int, bool) {
 	return 0, false
 }
 
+// spansOf places the blocks' records and counts them.
+func spansOf(blocks []format.RecordBlock) ([]span, int) {
+	spans := make([]span, 0, len(blocks))
+	total := 0
+	for i := range blocks {
+		spans = append(spans, span{i, total})
+		total += blocks[i].N
+	}
+	return spans, total
+}
+
 // recordCursor finds record j across the blocks; it walks from the last
 // record it found, so runs of nearby j are cheap.
 type recordCursor struct {
-	blocks   [][]byte
-	spans    []span
-	recBytes int
-	bi       int
+	blocks []format.RecordBlock
+	spans  []span
+	bi     int
 }
 
-func (c *recordCursor) at(j int) []byte {
+// at returns the block holding record j and j's index in it.
+func (c *recordCursor) at(j int) (*format.RecordBlock, int) {
 	for c.bi > 0 && c.spans[c.bi].first > j {
 		c.bi--
 	}
 	for c.bi+1 < len(c.spans) && c.spans[c.bi+1].first <= j {
 		c.bi++
 	}
-	k := j - c.spans[c.bi].first
-	return c.blocks[c.spans[c.bi].block][k*c.recBytes : (k+1)*c.recBytes]
+	return &c.blocks[c.spans[c.bi].block], j - c.spans[c.bi].first
 }
 
 // prefetchAhead is how many records ahead the fused decode dots prefetch.
@@ -214,7 +218,7 @@ func ffnDecode(acc []float32, records *recordCursor, ops *Ops, rowBytes, lo, hi 
 		n := min(4, hi-j0)
 		for q := 0; q < n; q++ {
 			j := j0 + q
-			rec := records.at(j)
+			blk, k := records.at(j)
 			// The fused dots prefetch the record four ahead into L2
 			// (PREFETCHT2: docs/bench.md, sixth session, "Decode FFN prefetch into L2"), the next
 			// group of four's record in the same place: in alternating runs on the
@@ -225,9 +229,10 @@ func ffnDecode(acc []float32, records *recordCursor, ops *Ops, rowBytes, lo, hi 
 			// one at 60-80 GB/s.)
 			var ahead []byte
 			if j+prefetchAhead < hi {
-				ahead = records.at(j + prefetchAhead)
+				ab, ak := records.at(j + prefetchAhead)
+				ahead = ab.Ahead(ak)
 			}
-			gate, up := rec[:rowBytes], rec[rowBytes:2*rowBytes]
+			gate, up := blk.GateRow(k), blk.UpRow(k)
 			var g, u float32
 			switch {
 			case acts != nil && dot2q != nil:
@@ -242,7 +247,7 @@ func ffnDecode(acc []float32, records *recordCursor, ops *Ops, rowBytes, lo, hi 
 				g, u = ops.Dot(gate, x), ops.Dot(up, x)
 			}
 			gs[q], us[q] = g, u
-			down[q] = rec[2*rowBytes:]
+			down[q] = blk.DownRow(k)
 		}
 		// SiLU after the group's dots: four independent exp chains
 		// overlap instead of each one stalling before the next record's dots.

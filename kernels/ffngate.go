@@ -18,15 +18,8 @@ import (
 // blocks are runs of contiguous records as for FFNRecords; y ([H]) is
 // accumulated into. If act is not nil it receives h of every record
 // (zero where not computed).
-func FFNGated(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x []float32, k int, act []float32) {
-	rowBytes, _ := dt.RowBytes(H)
-	recBytes := 3 * rowBytes
-	var spans []span
-	total := 0
-	for i, b := range blocks {
-		spans = append(spans, span{i, total})
-		total += len(b) / recBytes
-	}
+func FFNGated(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DType, H int, x []float32, k int, act []float32) {
+	spans, total := spansOf(blocks)
 	k = max(0, min(k, total))
 	ops := active.Ops(dt)
 	var acts []Q8Act
@@ -35,8 +28,8 @@ func FFNGated(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x [
 	}
 	g, keys := p.gateScratch(total)
 	p.Run(total, func(lo, hi, _ int) {
-		records := recordCursor{blocks: blocks, spans: spans, recBytes: recBytes}
-		gateDots(g, keys, &records, ops, rowBytes, lo, hi, x, acts)
+		records := recordCursor{blocks: blocks, spans: spans}
+		gateDots(g, keys, &records, ops, lo, hi, x, acts)
 	})
 	sel := p.topGates(keys, k)
 	if act != nil {
@@ -45,8 +38,8 @@ func FFNGated(p *Pool, y []float32, blocks [][]byte, dt format.DType, H int, x [
 	partial := p.scratch(p.Workers() * H)
 	clear(partial)
 	p.Run(len(sel), func(lo, hi, worker int) {
-		records := recordCursor{blocks: blocks, spans: spans, recBytes: recBytes}
-		upDown(partial[worker*H:(worker+1)*H], &records, ops, rowBytes, sel[lo:hi], g, x, acts, act)
+		records := recordCursor{blocks: blocks, spans: spans}
+		upDown(partial[worker*H:(worker+1)*H], &records, ops, sel[lo:hi], g, x, acts, act)
 	})
 	for w := 0; w < p.Workers(); w++ {
 		for i, v := range partial[w*H : (w+1)*H] {
@@ -63,7 +56,7 @@ var gateAhead, udAhead = 4, 4
 // dtype fuses them. The up and down rows between the gate rows are not
 // read, so the fused dots' prefetch (whole records) is not used: each
 // gate row gateAhead records ahead is prefetched alone.
-func gateDots(g []float32, keys []uint32, records *recordCursor, ops *Ops, rowBytes, lo, hi int, x []float32, acts []Q8Act) {
+func gateDots(g []float32, keys []uint32, records *recordCursor, ops *Ops, lo, hi int, x []float32, acts []Q8Act) {
 	defer func() {
 		for j := lo; j < hi; j++ {
 			// Non-negative floats order as their bits.
@@ -76,9 +69,9 @@ func gateDots(g []float32, keys []uint32, records *recordCursor, ops *Ops, rowBy
 	if (acts != nil && ops.Dot2Act != nil) || (acts == nil && ops.Dot2 != nil) {
 		for ; j+2 <= hi; j += 2 {
 			for q := j + gateAhead; q < min(j+gateAhead+2, hi); q++ {
-				pf(records.at(q)[:rowBytes])
+				pf(gateRow(records, q))
 			}
-			a, b := records.at(j)[:rowBytes], records.at(j + 1)[:rowBytes]
+			a, b := gateRow(records, j), gateRow(records, j+1)
 			if acts != nil {
 				ops.Dot2Act(a, b, &acts[0], &gg, nil)
 			} else {
@@ -88,7 +81,7 @@ func gateDots(g []float32, keys []uint32, records *recordCursor, ops *Ops, rowBy
 		}
 	}
 	for ; j < hi; j++ {
-		gate := records.at(j)[:rowBytes]
+		gate := gateRow(records, j)
 		if acts != nil {
 			g[j] = ops.DotAct(gate, &acts[0])
 		} else {
@@ -101,7 +94,7 @@ func gateDots(g []float32, keys []uint32, records *recordCursor, ops *Ops, rowBy
 // times their down rows into acc, the up rows two a pass and the down rows
 // four a pass where the dtype has the fused kernels. The up and down rows
 // of the next group of four are prefetched (the records are scattered).
-func upDown(acc []float32, records *recordCursor, ops *Ops, rowBytes int, sel []int32, g, x []float32, acts []Q8Act, act []float32) {
+func upDown(acc []float32, records *recordCursor, ops *Ops, sel []int32, g, x []float32, acts []Q8Act, act []float32) {
 	dot2 := (acts != nil && ops.Dot2Act != nil) || (acts == nil && ops.Dot2 != nil)
 	pf := active.PrefetchL2
 	var h [4]float32
@@ -110,23 +103,24 @@ func upDown(acc []float32, records *recordCursor, ops *Ops, rowBytes int, sel []
 	for q0 := 0; q0 < len(sel); q0 += 4 {
 		n := min(4, len(sel)-q0)
 		for q := q0 + udAhead; q < min(q0+udAhead+4, len(sel)); q++ {
-			pf(records.at(int(sel[q]))[rowBytes:]) // up and down, a group ahead
+			b, k := records.at(int(sel[q])) // up and down, a group ahead
+			pf(b.UD[k*b.UDStride : k*b.UDStride+2*b.RowBytes])
 		}
 		for q := 0; q < n; q++ {
 			j := int(sel[q0+q])
-			rec := records.at(j)
-			up := rec[rowBytes : 2*rowBytes]
-			down[q] = rec[2*rowBytes:]
+			blk, k := records.at(j)
+			up := blk.UpRow(k)
+			down[q] = blk.DownRow(k)
 			if dot2 && q+1 < n {
 				j1 := int(sel[q0+q+1])
-				rec1 := records.at(j1)
+				blk1, k1 := records.at(j1)
 				if acts != nil {
-					ops.Dot2Act(up, rec1[rowBytes:2*rowBytes], &acts[0], &uu, nil)
+					ops.Dot2Act(up, blk1.UpRow(k1), &acts[0], &uu, nil)
 				} else {
-					ops.Dot2(up, rec1[rowBytes:2*rowBytes], x, &uu, nil)
+					ops.Dot2(up, blk1.UpRow(k1), x, &uu, nil)
 				}
 				h[q], h[q+1] = SiLU(g[j])*uu[0], SiLU(g[j1])*uu[1]
-				down[q+1] = rec1[2*rowBytes:]
+				down[q+1] = blk1.DownRow(k1)
 				q++
 				continue
 			}
@@ -151,6 +145,11 @@ func upDown(acc []float32, records *recordCursor, ops *Ops, rowBytes int, sel []
 			ops.Axpy(acc, h[q], down[q])
 		}
 	}
+}
+
+func gateRow(records *recordCursor, j int) []byte {
+	b, k := records.at(j)
+	return b.GateRow(k)
 }
 
 // topGates returns, ascending, the k indices of the largest keys (ties:

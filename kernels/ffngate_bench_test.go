@@ -57,9 +57,9 @@ func BenchmarkFFNGatedDRAM(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					c := copies[i%n]
 					if v.k < 0 {
-						FFNRecords(p, y, [][]byte{c[:phi*rec]}, dt, H, x, nil)
+						FFNRecords(p, y, recordBlocks(dt, H, false, c[:phi*rec]), dt, H, x, nil)
 					} else {
-						FFNGated(p, y, [][]byte{c}, dt, H, x, v.k, nil)
+						FFNGated(p, y, recordBlocks(dt, H, false, c), dt, H, x, v.k, nil)
 					}
 				}
 			})
@@ -83,8 +83,8 @@ func BenchmarkFFNGatedDRAM(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				c := gcopies[i%len(gcopies)]
 				p.Run(loaded, func(lo, hi, _ int) {
-					records := recordCursor{blocks: [][]byte{c}, spans: []span{{0, 0}}, recBytes: rb}
-					gateDots(g, keys, &records, ops, rb, lo, hi, x, acts)
+					records := recordCursor{blocks: []format.RecordBlock{{Gate: c, GateStride: rb, RowBytes: rb, N: loaded}}, spans: []span{{0, 0}}}
+					gateDots(g, keys, &records, ops, lo, hi, x, acts)
 				})
 			}
 		})

@@ -360,7 +360,6 @@ func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCur
 			copy(acc[t*H:T*H], tail[:(T-t)*H])
 		}
 	}
-	recBytes := 3 * rowBytes
 	for j0 := lo; j0 < hi; {
 		// The block of records: at most rb, within one span.
 		j1 := min(j0+rb, hi)
@@ -372,8 +371,11 @@ func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCur
 		}
 		n := j1 - j0
 		row := func(r int) []byte {
-			rec := records.at(j0 + r/2)
-			return rec[(r%2)*rowBytes : (r%2+1)*rowBytes]
+			blk, k := records.at(j0 + r/2)
+			if r%2 == 0 {
+				return blk.GateRow(k)
+			}
+			return blk.UpRow(k)
 		}
 		quads := 2 * n / gemmRows
 		stride := 2 * n // gu is (T, 2n): g of record i at 2i, u at 2i+1
@@ -411,9 +413,7 @@ func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCur
 			// BF16 with rounded activations: records in pairs, their down
 			// columns interleaved word by word, h rounded to BF16 in
 			// matching pairs, one VDPBF16PS a pair.
-			records.at(j0)
-			b := records.blocks[records.spans[records.bi].block]
-			k0 := j0 - records.spans[records.bi].first
+			b, k0 := records.at(j0)
 			P := (n + 1) / 2
 			words := unsafe.Slice((*uint16)(unsafe.Pointer(&wide[0])), 2*len(wide))
 			wpair, zero := words[:P*2*H], words[P*2*H:P*2*H+H]
@@ -422,7 +422,7 @@ func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCur
 				if i >= n {
 					return &zero[0]
 				}
-				return (*uint16)(unsafe.Pointer(&b[(k0+i)*recBytes+2*rowBytes]))
+				return (*uint16)(unsafe.Pointer(&b.DownRow(k0 + i)[0]))
 			}
 			for p := 0; p < P; p++ {
 				a, b := col(2*p), col(2*p+1)
@@ -452,12 +452,10 @@ func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCur
 		} else if g.Down != nil && H%64 == 0 {
 			// The block's down columns as float32 rows (widened once for
 			// every token), h six tokens a record, six tokens a call.
-			records.at(j0)
-			b := records.blocks[records.spans[records.bi].block]
-			k0 := j0 - records.spans[records.bi].first
+			b, k0 := records.at(j0)
 			for i := 0; i < n; i++ {
 				w := wide[i*H : (i+1)*H]
-				d := b[(k0+i)*recBytes+2*rowBytes : (k0+i+1)*recBytes]
+				d := b.DownRow(k0 + i)
 				if dt == format.F32 {
 					copy(w, F32s(d))
 				} else {
@@ -480,18 +478,16 @@ func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCur
 			t = T
 		}
 		if ops.GemmDown != nil {
-			records.at(j0) // the cursor now holds j0's block
-			b := records.blocks[records.spans[records.bi].block]
-			k0 := j0 - records.spans[records.bi].first
-			down := b[k0*recBytes+2*rowBytes:]
+			b, k0 := records.at(j0) // the block's records are consecutive
+			down := b.Downs(k0)
 			for ; t+4 <= T; t += 4 {
-				ops.GemmDown(acc[t*H:], H, hbuf[t*n:], n, down, recBytes, n, H)
+				ops.GemmDown(acc[t*H:], H, hbuf[t*n:], n, down, b.UDStride, n, H)
 			}
 		}
 		for ; t < T; t++ {
 			for i := 0; i < n; i++ {
-				rec := records.at(j0 + i)
-				ops.Axpy(acc[t*H:(t+1)*H], hbuf[t*n+i], rec[2*rowBytes:])
+				b, k := records.at(j0 + i)
+				ops.Axpy(acc[t*H:(t+1)*H], hbuf[t*n+i], b.DownRow(k))
 			}
 		}
 		j0 = j1

@@ -103,19 +103,20 @@ func LoadOn(p *format.Pack, dev backend.Device) (*Model, error) {
 		if c.AttentionBias {
 			L.Bq, L.Bk, L.Bv = v(format.NameBq(l)), v(format.NameBk(l)), v(format.NameBv(l))
 		}
-		var blocks [][]byte
+		var blocks []format.RecordBlock
 		if si, ok := p.SparseIndex(l); ok {
 			L.Sparse, L.Ranks = true, p.LoadedRanks
 			B := p.Index.BandNeurons
 			for lo := 0; lo < p.LoadedRanks; lo += B {
-				blocks = append(blocks, p.RecordRange(si, lo, min(lo+B, p.LoadedRanks)))
+				blocks = append(blocks, p.RecordBlock(si, lo, min(lo+B, p.LoadedRanks)))
 			}
 		} else {
 			_, b, ok := p.Tensor(format.NameFFNRecords(l))
 			if !ok {
 				fail(fmt.Errorf("missing tensor %q", format.NameFFNRecords(l)))
 			}
-			blocks, L.Ranks = [][]byte{b}, c.IntermediateSize
+			rb, _ := m.RecDType.RowBytes(c.HiddenSize)
+			blocks, L.Ranks = []format.RecordBlock{format.InterleavedBlock(b, rb)}, c.IntermediateSize
 		}
 		if len(errs) == 0 {
 			L.FFN, err = dev.Records(blocks, m.RecDType, c.HiddenSize)

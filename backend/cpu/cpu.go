@@ -35,10 +35,11 @@ func (m *Matrix) Cols() int           { return m.W.Cols }
 func (m *Matrix) DType() format.DType { return m.W.DType }
 func (m *Matrix) Bytes() int          { return len(m.W.Data) }
 
-// records is a set of FFN neuron records: blocks of contiguous records,
+// records is a set of FFN neuron records: blocks of consecutive records
+// (format.RecordBlock: interleaved, or a version 2 band's split block),
 // record i of the set being record i − starts[b] of the block b that holds it.
 type records struct {
-	blocks [][]byte
+	blocks []format.RecordBlock
 	starts []int // first record of each block; len(blocks)+1 entries
 	dt     format.DType
 	hidden int
@@ -48,34 +49,33 @@ type records struct {
 func (r *records) Len() int   { return r.starts[len(r.starts)-1] }
 func (r *records) Bytes() int { return r.Len() * r.rec }
 
-// at returns record i.
-func (r *records) at(i int) []byte {
+// at returns the block holding record i and i's index in it.
+func (r *records) at(i int) (*format.RecordBlock, int) {
 	b := sort.SearchInts(r.starts, i+1) - 1
-	k := i - r.starts[b]
-	return r.blocks[b][k*r.rec : (k+1)*r.rec]
+	return &r.blocks[b], i - r.starts[b]
 }
 
 // run returns records [i, j) when they lie in one block.
-func (r *records) run(i, j int) ([]byte, bool) {
+func (r *records) run(i, j int) (format.RecordBlock, bool) {
 	b := sort.SearchInts(r.starts, i+1) - 1
 	if j > r.starts[b+1] {
-		return nil, false
+		return format.RecordBlock{}, false
 	}
 	k := i - r.starts[b]
-	return r.blocks[b][k*r.rec : (k+j-i)*r.rec], true
+	return r.blocks[b].Sub(k, k+j-i), true
 }
 
-func newRecords(blocks [][]byte, dt format.DType, hidden int) (*records, error) {
+func newRecords(blocks []format.RecordBlock, dt format.DType, hidden int) (*records, error) {
 	rb, ok := dt.RowBytes(hidden)
 	if !ok {
 		return nil, fmt.Errorf("cpu backend: hidden size %d is not a whole number of %v blocks", hidden, dt)
 	}
 	r := &records{blocks: blocks, dt: dt, hidden: hidden, rec: 3 * rb, starts: []int{0}}
 	for _, b := range blocks {
-		if len(b)%r.rec != 0 {
-			return nil, fmt.Errorf("cpu backend: a block of %d bytes is not a whole number of %d-byte records", len(b), r.rec)
+		if b.RowBytes != rb {
+			return nil, fmt.Errorf("cpu backend: a block of %d-byte rows, want %d", b.RowBytes, rb)
 		}
-		r.starts = append(r.starts, r.starts[len(r.starts)-1]+len(b)/r.rec)
+		r.starts = append(r.starts, r.starts[len(r.starts)-1]+b.N)
 	}
 	return r, nil
 }
@@ -101,7 +101,7 @@ func (*Device) Matrix(data []byte, dt format.DType, rows, cols int) (backend.Mat
 
 func (*Device) Vector(v []float32) (backend.Vector, error) { return &vec{v}, nil }
 
-func (*Device) Records(blocks [][]byte, dt format.DType, hidden int) (backend.Records, error) {
+func (*Device) Records(blocks []format.RecordBlock, dt format.DType, hidden int) (backend.Records, error) {
 	return newRecords(blocks, dt, hidden)
 }
 
@@ -248,7 +248,7 @@ func (e *Exec) FFNGated(out, x backend.Buf, recs backend.Records, k int, act []f
 // contiguous runs per layer instead of gathering single records).
 func (e *Exec) Gather(all backend.Records, ranks []int, static int, compact bool) (backend.Records, error) {
 	a := all.(*records)
-	var blocks [][]byte
+	var blocks []format.RecordBlock
 	addRuns := func(rs []int) {
 		for i := 0; i < len(rs); {
 			j := i + 1
@@ -279,13 +279,15 @@ func (e *Exec) Gather(all backend.Records, ranks []int, static int, compact bool
 		buf := make([]byte, len(rest)*a.rec)
 		// Over the pool: one thread copying a 1B bf16 pack's dynamic
 		// records (10 MB a layer at φ 0.4) was 10 % of a 16-token prompt's
-		// time to first token.
+		// time to first token. The copy is interleaved whatever the
+		// source: one stream for the decode to read.
 		e.pool.Run(len(rest), func(lo, hi, _ int) {
 			for k := lo; k < hi; k++ {
-				copy(buf[k*a.rec:], a.at(rest[k]))
+				b, j := a.at(rest[k])
+				b.CopyRecord(buf[k*a.rec:(k+1)*a.rec], j)
 			}
 		})
-		blocks = append(blocks, buf)
+		blocks = append(blocks, format.InterleavedBlock(buf, a.rec/3))
 	}
 	return newRecords(blocks, a.dt, a.hidden)
 }

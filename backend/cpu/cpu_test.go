@@ -9,14 +9,16 @@ import (
 )
 
 // bands builds n F32 records of hidden size H in blocks of B (the way a
-// sparse layer's loaded bands arrive), record r filled with r+1.
+// sparse layer's loaded bands arrive), record r's gate, up and down rows
+// filled with r+1, r+101 and r+201.
 func bands(n, B, H int) ([][]byte, [][]byte) {
 	rec := 3 * 4 * H
 	var blocks, recs [][]byte
 	for lo := 0; lo < n; lo += B {
 		var b []byte
 		for r := lo; r < min(lo+B, n); r++ {
-			one := bytes.Repeat([]byte{byte(r + 1)}, rec)
+			row := rec / 3 // gate, up and down rows told apart
+			one := append(append(bytes.Repeat([]byte{byte(r + 1)}, row), bytes.Repeat([]byte{byte(r + 101)}, row)...), bytes.Repeat([]byte{byte(r + 201)}, row)...)
 			recs = append(recs, one)
 			b = append(b, one...)
 		}
@@ -29,8 +31,24 @@ func bands(n, B, H int) ([][]byte, [][]byte) {
 // the selected records in order; runs never cross a band; bad sets are
 // refused.
 func TestGather(t *testing.T) {
+	for _, split := range []bool{false, true} {
+		testGather(t, split)
+	}
+}
+
+// testGather runs TestGather over bands as version 1 packs lay them out
+// (interleaved records) or as version 2 packs do (split).
+func testGather(t *testing.T, split bool) {
 	const n, B, H = 50, 8, 4
-	blocks, recs := bands(n, B, H)
+	raw, recs := bands(n, B, H)
+	blocks := make([]format.RecordBlock, len(raw))
+	for i, b := range raw {
+		if split {
+			blocks[i] = format.PutSplit(make([]byte, 3*4*H*B), b, B, 4*H)
+		} else {
+			blocks[i] = format.InterleavedBlock(b, 4*H)
+		}
+	}
 	d := New()
 	all, err := d.Records(blocks, format.F32, H)
 	if err != nil {
@@ -56,14 +74,17 @@ func TestGather(t *testing.T) {
 				t.Fatalf("compact %v: %d records, want %d", compact, r.Len(), len(ranks))
 			}
 			for i, rank := range ranks {
-				if !bytes.Equal(r.at(i), recs[rank]) {
-					t.Fatalf("compact %v: record %d is not rank %d", compact, i, rank)
+				b, j := r.at(i)
+				got := make([]byte, r.rec)
+				b.CopyRecord(got, j)
+				if !bytes.Equal(got, recs[rank]) {
+					t.Fatalf("split %v compact %v: record %d is not rank %d", split, compact, i, rank)
 				}
 			}
 			if !compact {
 				for _, b := range r.blocks {
-					if len(b)/r.rec > B {
-						t.Fatalf("a run of %d records crosses a band of %d", len(b)/r.rec, B)
+					if b.N > B {
+						t.Fatalf("a run of %d records crosses a band of %d", b.N, B)
 					}
 				}
 			}
@@ -74,7 +95,7 @@ func TestGather(t *testing.T) {
 			t.Errorf("decode set %v accepted", bad)
 		}
 	}
-	if _, err := d.Records([][]byte{make([]byte, 7)}, format.F32, H); err == nil {
-		t.Error("a block that is not whole records accepted")
+	if _, err := d.Records([]format.RecordBlock{format.InterleavedBlock(make([]byte, 3*8*H), 8*H)}, format.F32, H); err == nil {
+		t.Error("a block of rows of another width accepted")
 	}
 }

@@ -205,12 +205,28 @@ type records struct {
 func (r *records) Len() int   { return len(r.host) }
 func (r *records) Bytes() int { return len(r.host) * 3 * r.rowBytes }
 
-func (d *Device) Records(blocks [][]byte, dt format.DType, hidden int) (backend.Records, error) {
+func (d *Device) Records(rblocks []format.RecordBlock, dt format.DType, hidden int) (backend.Records, error) {
 	rb, ok := dt.RowBytes(hidden)
 	if !ok {
 		return nil, fmt.Errorf("cuda backend: hidden size %d is not a whole number of %v blocks", hidden, dt)
 	}
 	rec := 3 * rb
+	// The device kernels read whole records (gate | up | down at one
+	// address): a version 2 band's split block is interleaved on the host
+	// first and copied (it cannot be used in place).
+	blocks := make([][]byte, len(rblocks))
+	for i := range rblocks {
+		b := &rblocks[i]
+		if b.RowBytes != rb {
+			return nil, fmt.Errorf("cuda backend: a block of %d-byte rows, want %d", b.RowBytes, rb)
+		}
+		if blocks[i] = b.Interleaved(); blocks[i] == nil {
+			blocks[i] = make([]byte, b.N*rec)
+			for j := 0; j < b.N; j++ {
+				b.CopyRecord(blocks[i][j*rec:(j+1)*rec], j)
+			}
+		}
+	}
 	counts := make([]int, len(blocks))
 	copyBytes := 0
 	defer d.enter()()

@@ -372,6 +372,22 @@ type ffnCase struct {
 	rows   [][]float32 // per record: gate | up | down values
 }
 
+// recordBlocks views the case's blocks as interleaved records, or copies
+// them into the split layout of version 2 bands.
+func (c ffnCase) recordBlocks(dt format.DType, H int, split bool) []format.RecordBlock {
+	R, _ := dt.RowBytes(H)
+	out := make([]format.RecordBlock, len(c.blocks))
+	for i, b := range c.blocks {
+		if split {
+			B := len(b) / (3 * R)
+			out[i] = format.PutSplit(make([]byte, len(b)), b, B, R)
+		} else {
+			out[i] = format.InterleavedBlock(b, R)
+		}
+	}
+	return out
+}
+
 func newFFN(rng *rand.Rand, dt format.DType, H, n, maxBlock int) ffnCase {
 	var c ffnCase
 	for left := n; left > 0; {
@@ -431,11 +447,14 @@ func TestFFN(t *testing.T) {
 		for _, H := range widths(dt) {
 			for _, n := range pick([]int{1, 13, 200}, []int{1, 13, 70}) {
 				c := newFFN(rng, dt, H, n, 70)
-				gr, err := p.gd.Records(c.blocks, dt, H)
+				// The GPU gets the blocks as a version 2 pack lays them out
+				// (split: interleaved on upload) when n is odd, the CPU
+				// reference as version 1 did.
+				gr, err := p.gd.Records(c.recordBlocks(dt, H, n%2 == 1), dt, H)
 				if err != nil {
 					t.Fatal(err)
 				}
-				cr, _ := p.cd.Records(c.blocks, dt, H)
+				cr, _ := p.cd.Records(c.recordBlocks(dt, H, false), dt, H)
 				for _, T := range []int{1, 2, 5, 33} {
 					x := randVec(rng, T*H)
 					check := func(what string, grec, crec backend.Records, rows [][]float32) {
@@ -562,7 +581,7 @@ func TestVote(t *testing.T) {
 			r := all[(j/3)*rec : (j/3+1)*rec]
 			blk = append(blk, r...)
 		}
-		recs, err := p.gd.Records([][]byte{blk}, format.BF16, H)
+		recs, err := p.gd.Records([]format.RecordBlock{format.InterleavedBlock(blk, 2*H)}, format.BF16, H)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -610,7 +629,7 @@ func TestGraphStep(t *testing.T) {
 	wk, _ := p.gd.Matrix(wkb, format.BF16, kvHeads*hd, H)
 	norm, _ := p.gd.Vector(randVec(rng, H))
 	c := newFFN(rng, format.BF16, H, n, 20)
-	recs, _ := p.gd.Records(c.blocks, format.BF16, H)
+	recs, _ := p.gd.Records(c.recordBlocks(format.BF16, H, false), format.BF16, H)
 	inv := make([]float64, hd/2)
 	for i := range inv {
 		inv[i] = 1 / math.Pow(10000, float64(2*i)/hd)
