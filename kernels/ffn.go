@@ -211,6 +211,7 @@ const prefetchAhead = 4
 // the dtype has a four-row axpy (y loaded and stored once per four).
 func ffnDecode(acc []float32, records *recordCursor, ops *Ops, rowBytes, lo, hi int, x []float32, acts []Q8Act, act []float32) {
 	axpy4, dot2, dot2q := ops.Axpy4, ops.Dot2, ops.Dot2Act
+	pf := active.PrefetchL2
 	var h, gs, us [4]float32
 	var gu [2]float32
 	var down [4][]byte
@@ -231,6 +232,11 @@ func ffnDecode(acc []float32, records *recordCursor, ops *Ops, rowBytes, lo, hi 
 			if j+prefetchAhead < hi {
 				ab, ak := records.at(j + prefetchAhead)
 				ahead = ab.Ahead(ak)
+				if ab.Split() {
+					// The dots prefetch its up and down rows; its gate row
+					// lies elsewhere.
+					pf(ab.GateRow(ak))
+				}
 			}
 			gate, up := blk.GateRow(k), blk.UpRow(k)
 			var g, u float32

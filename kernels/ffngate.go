@@ -48,8 +48,10 @@ func FFNGated(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DType
 	}
 }
 
-// gateAhead is how many records ahead the gate dots prefetch their rows.
-var gateAhead, udAhead = 4, 4
+// gateAhead is how many records ahead the gate dots prefetch their rows,
+// udAhead how many chosen records ahead upDown prefetches their up and
+// down rows (BenchmarkFFNGatedDRAM: 8 or 16 no faster, none slower).
+const gateAhead, udAhead = 4, 4
 
 // gateDots sets g[j] = gate_j · x for records [lo, hi), and keys[j] to
 // the order-preserving bits of |silu(g[j])|, two rows a pass where the
