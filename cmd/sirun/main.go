@@ -294,8 +294,19 @@ func printSummary(w io.Writer, st *runner.Stats, load time.Duration, p *format.P
 		loaded += L.Ranks
 		all += p.Index.Config.IntermediateSize
 	}
-	fmt.Fprintf(w, "sirun: ffn        φ = %.2f of %d neurons = %d computed per decode token, of %d loaded (γ = %.2f)\n",
-		float64(st.ActiveRecords)/float64(max(1, all)), all, st.ActiveRecords, loaded, float64(loaded)/float64(max(1, all)))
+	if s.Sel != nil && s.Sel.Method == "gate" {
+		gated := 0
+		for _, lp := range s.Plan {
+			if lp != nil {
+				gated += lp.Gate
+			}
+		}
+		fmt.Fprintf(w, "sirun: ffn        φ = %.2f of %d neurons: the bytes of %d records per decode token, the gate rows of all %d loaded (γ = %.2f) and %d whole\n",
+			float64(st.ActiveRecords)/float64(max(1, all)), all, st.ActiveRecords, loaded, float64(loaded)/float64(max(1, all)), gated)
+	} else {
+		fmt.Fprintf(w, "sirun: ffn        φ = %.2f of %d neurons = %d computed per decode token, of %d loaded (γ = %.2f)\n",
+			float64(st.ActiveRecords)/float64(max(1, all)), all, st.ActiveRecords, loaded, float64(loaded)/float64(max(1, all)))
+	}
 	sampling := fmt.Sprintf("seed %d", seed)
 	if greedy {
 		sampling = "greedy"
