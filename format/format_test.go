@@ -48,17 +48,7 @@ func writeSmall(t testing.TB, dir string, denseLayers map[int]bool, band int) st
 		_, err := w.Write(b)
 		return err
 	}
-	spec := &WriteSpec{Index: idx}
-	for _, e := range ExpectedTensors(&c, sparse) {
-		dt := BF16
-		if e.Vector {
-			dt = F32
-		}
-		ti := TensorInfo{Name: e.Name, DType: dt, Shape: e.Shape}
-		idx.DenseTensors = append(idx.DenseTensors, ti)
-		n := ti.Elems() * dt.Size()
-		spec.Dense = append(spec.Dense, func(w io.Writer) error { return fill(w, n) })
-	}
+	spec := denseSpec(idx, sparse, fill)
 	spec.Records = func(l int, neurons []uint32, dst []byte) error {
 		for j, n := range neurons {
 			rec := dst[j*48 : (j+1)*48]
@@ -73,6 +63,23 @@ func writeSmall(t testing.TB, dir string, denseLayers map[int]bool, band int) st
 		t.Fatal(err)
 	}
 	return path
+}
+
+// denseSpec starts a WriteSpec of idx with every dense tensor its config
+// and sparse layers call for (BF16 matrices, F32 vectors), written by fill.
+func denseSpec(idx *Index, sparse map[int]bool, fill func(w io.Writer, n int) error) *WriteSpec {
+	spec := &WriteSpec{Index: idx}
+	for _, e := range ExpectedTensors(&idx.Config, sparse) {
+		dt := BF16
+		if e.Vector {
+			dt = F32
+		}
+		ti := TensorInfo{Name: e.Name, DType: dt, Shape: e.Shape}
+		idx.DenseTensors = append(idx.DenseTensors, ti)
+		n := ti.Elems() * dt.Size()
+		spec.Dense = append(spec.Dense, func(w io.Writer) error { return fill(w, n) })
+	}
+	return spec
 }
 
 func TestWriteOpenVerify(t *testing.T) {

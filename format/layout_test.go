@@ -32,17 +32,7 @@ func TestBandLayout(t *testing.T) {
 			sparse[l] = true
 			idx.SparseLayers = append(idx.SparseLayers, SparseLayer{Layer: l, Perm: perm})
 		}
-		spec := &WriteSpec{Index: idx}
-		for _, e := range ExpectedTensors(&c, sparse) {
-			dt := BF16
-			if e.Vector {
-				dt = F32
-			}
-			ti := TensorInfo{Name: e.Name, DType: dt, Shape: e.Shape}
-			idx.DenseTensors = append(idx.DenseTensors, ti)
-			n := ti.Elems() * dt.Size()
-			spec.Dense = append(spec.Dense, func(w io.Writer) error { _, err := w.Write(make([]byte, n)); return err })
-		}
+		spec := denseSpec(idx, sparse, func(w io.Writer, n int) error { _, err := w.Write(make([]byte, n)); return err })
 		spec.Records = func(l int, neurons []uint32, dst []byte) error {
 			for j, n := range neurons {
 				for part := 0; part < 3; part++ {

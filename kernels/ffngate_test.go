@@ -35,15 +35,7 @@ func testFFNGatedMatchesReference(t *testing.T, tb *Table) {
 				for _, c := range counts {
 					total += c
 				}
-				var blocks [][]byte
-				var recs [][]float32
-				for _, c := range counts {
-					b, f := randRow(rng, dt, c*3*H)
-					blocks = append(blocks, b)
-					for j := 0; j < c; j++ {
-						recs = append(recs, f[j*3*H:(j+1)*3*H])
-					}
-				}
+				blocks, recs := randRecords(rng, dt, H, counts)
 				x := randVec(rng, H)
 				for i := range x {
 					x[i] /= float32(math.Sqrt(float64(H))) // gates of a few units: silu(g) never underflows to 0
@@ -125,4 +117,19 @@ func recordBlocks(dt format.DType, H int, split bool, bs ...[]byte) []format.Rec
 		out[i] = format.PutSplit(make([]byte, 3*B*R), b, B, R)
 	}
 	return out
+}
+
+// randRecords makes blocks of counts[i] random records (gate | up | down
+// rows of H elements of dt) and every record's values, in order.
+func randRecords(rng *rand.Rand, dt format.DType, H int, counts []int) ([][]byte, [][]float32) {
+	var blocks [][]byte
+	var recs [][]float32
+	for _, c := range counts {
+		b, f := randRow(rng, dt, c*3*H)
+		blocks = append(blocks, b)
+		for j := 0; j < c; j++ {
+			recs = append(recs, f[j*3*H:(j+1)*3*H])
+		}
+	}
+	return blocks, recs
 }

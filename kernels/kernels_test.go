@@ -249,15 +249,7 @@ func testMatMulAndFFNMatchReference(t *testing.T, tb *Table) {
 				if skip(dt, H, 2*total, T) {
 					continue
 				}
-				var blocks [][]byte
-				var recs [][]float32
-				for _, c := range counts {
-					b, f := randRow(rng, dt, c*3*H)
-					blocks = append(blocks, b)
-					for j := 0; j < c; j++ {
-						recs = append(recs, f[j*3*H:(j+1)*3*H])
-					}
-				}
+				blocks, recs := randRecords(rng, dt, H, counts)
 				x := randVec(rng, T*H)
 				xw := roundedActs(tb, dt, x, 2*total, H, T)
 				y := make([]float32, T*H)
