@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/sipack/sipack/chat"
+	"github.com/sipack/sipack/runner"
 )
 
 // params are the generation fields shared by chat and text completions.
@@ -31,9 +33,12 @@ type params struct {
 	} `json:"stream_options"`
 	N         *int  `json:"n"`
 	IgnoreEOS *bool `json:"ignore_eos"`
-	// Extensions: this request's SelectInfer φ and α (γ is the server's).
-	Phi   *float64 `json:"phi"`
-	Alpha *float64 `json:"alpha"`
+	// Extensions: this request's SelectInfer φ and α (γ is the server's),
+	// and how it chooses its neurons (sirun's --select: paper, mass, l2,
+	// signed or gate).
+	Phi    *float64 `json:"phi"`
+	Alpha  *float64 `json:"alpha"`
+	Select *string  `json:"select"`
 }
 
 type chatRequest struct {
@@ -87,6 +92,12 @@ func (p *params) request(ctx int) (Request, error) {
 	set(&r.Sampling.RepeatPenalty, p.RepeatPenalty)
 	set(&r.Phi, p.Phi)
 	set(&r.Alpha, p.Alpha)
+	if p.Select != nil {
+		if !slices.Contains(runner.Methods, *p.Select) {
+			return r, fmt.Errorf("select must be one of %v, got %q", runner.Methods, *p.Select)
+		}
+		r.Select = *p.Select
+	}
 	if p.TopK != nil {
 		if *p.TopK < 0 {
 			return r, fmt.Errorf("top_k must be ≥ 0, got %d", *p.TopK)

@@ -134,9 +134,10 @@ type Request struct {
 	Sampling  Sampling
 	Stop      []string // stop strings; the text ends before the first one
 	IgnoreEOS bool
-	// Phi and Alpha override the engine's selection for this request (0: the
-	// default).
+	// Phi, Alpha and Select override the engine's selection for this
+	// request (0 and "": the default).
 	Phi, Alpha float64
+	Select     string
 	// OnText receives the generated text as it becomes final (whole UTF-8
 	// characters, never a part of a stop string).
 	OnText func(string)
@@ -157,7 +158,7 @@ type Result struct {
 // selection returns the selection of a request, nil for all loaded neurons.
 func (s *Slot) selection(r *Request) (*runner.Selection, error) {
 	def := s.e.opt.Selection
-	if r.Phi == 0 && r.Alpha == 0 {
+	if r.Phi == 0 && r.Alpha == 0 && r.Select == "" {
 		return def, nil
 	}
 	sel := runner.Selection{Phi: 1, Alpha: 0.2, Compact: true}
@@ -171,6 +172,9 @@ func (s *Slot) selection(r *Request) (*runner.Selection, error) {
 	}
 	if r.Alpha != 0 {
 		sel.Alpha = r.Alpha
+	}
+	if r.Select != "" {
+		sel.Method = r.Select
 	}
 	m := s.e.opt.Model
 	if err := sel.Validate(m.Config.IntermediateSize, m.Pack.LoadedRanks); err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -336,6 +337,20 @@ func TestPerRequestSelection(t *testing.T) {
 	}
 	if code, _ := records(`{"prompt": "x", "phi": 1.5}`); code != 400 {
 		t.Fatalf("phi 1.5: status %d, want 400", code)
+	}
+	// "select": "gate" reads φ's bytes: the gate rows of all loaded
+	// neurons and k whole records, as many records' worth as the paper's.
+	code, g := records(`{"prompt": "In the beginning", "max_tokens": 4, "temperature": 0, "phi": 0.4, "select": "gate"}`)
+	if code != 200 || math.Abs(g-n) > 0.01*n+6 {
+		t.Fatalf("gate at phi 0.4: %d, %v records' bytes per token, want the paper's %v", code, g, n)
+	}
+	for _, bad := range []string{
+		`{"prompt": "x", "phi": 0.4, "select": "nope"}`,
+		`{"prompt": "x", "phi": 0.3, "select": "gate"}`, // φ ≤ γ/3 with all loaded
+	} {
+		if code, _ := records(bad); code != 400 {
+			t.Errorf("%s: status %d, want 400", bad, code)
+		}
 	}
 }
 
