@@ -15,8 +15,9 @@ import (
 // estimate of |h| for a third of a record's bytes. The bytes read are the
 // loaded gate rows plus 2/3 of k records.
 //
-// blocks are runs of contiguous records as for FFNRecords; y ([H]) is
-// accumulated into. If act is not nil it receives h of every record
+// blocks are runs of consecutive records as for FFNRecords; in a version 2
+// pack's split blocks the gate rows are one run (format/SPEC.md §5), in
+// interleaved ones every third row. y ([H]) is accumulated into. If act is not nil it receives h of every record
 // (zero where not computed).
 func FFNGated(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DType, H int, x []float32, k int, act []float32) {
 	spans, total := spansOf(blocks)
@@ -55,16 +56,12 @@ const gateAhead, udAhead = 4, 4
 
 // gateDots sets g[j] = gate_j · x for records [lo, hi), and keys[j] to
 // the order-preserving bits of |silu(g[j])|, two rows a pass where the
-// dtype fuses them. The up and down rows between the gate rows are not
-// read, so the fused dots' prefetch (whole records) is not used: each
-// gate row gateAhead records ahead is prefetched alone.
+// dtype fuses them. The fused dots' own prefetch covers three rows from
+// one address, which is not where the next gate rows are in either
+// layout: each gate row gateAhead records ahead is prefetched alone (on
+// split blocks too: without it Q4_0 took 1.1-1.5 ms against 0.7-0.9,
+// BenchmarkFFNGatedDRAM).
 func gateDots(g []float32, keys []uint32, records *recordCursor, ops *Ops, lo, hi int, x []float32, acts []Q8Act) {
-	defer func() {
-		for j := lo; j < hi; j++ {
-			// Non-negative floats order as their bits.
-			keys[j] = math.Float32bits(float32(math.Abs(float64(SiLU(g[j])))))
-		}
-	}()
 	pf := active.PrefetchL2
 	var gg [2]float32
 	j := lo
@@ -89,6 +86,10 @@ func gateDots(g []float32, keys []uint32, records *recordCursor, ops *Ops, lo, h
 		} else {
 			g[j] = ops.Dot(gate, x)
 		}
+	}
+	for j := lo; j < hi; j++ {
+		// Non-negative floats order as their bits.
+		keys[j] = math.Float32bits(float32(math.Abs(float64(SiLU(g[j])))))
 	}
 }
 
