@@ -80,8 +80,9 @@ clean:
 # The accuracy table of docs/accuracy.md: profiles of translate, qa and lm
 # (150 prompts + 128 generated tokens each), packs ranked by each, a random
 # pack, then every task's eval at γ ∈ {0.5, 0.7, 0.9} × φ ∈ {0.3, 0.4, 0.5},
-# with the paper's selection and with --select gate (not at γ0.9 φ0.3,
-# where the gate rows alone take φ's budget).
+# with the paper's selection, the other vote statistics (mass, l2, signed;
+# task order) and --select gate (not at γ0.9 φ0.3, where the gate rows
+# alone take φ's budget).
 ACC ?= /tmp/sipack-accuracy
 accuracy: build
 	mkdir -p $(ACC)
@@ -100,6 +101,9 @@ accuracy: build
 	    $(BIN)/sirun eval -q --json --task $$t $(ACC)/$$t.sip --gamma $$g --phi $$p | sed 's/^{/{"label":"task",/' >> $(ACC)/results.jsonl || exit 1; \
 	    $(BIN)/sirun eval -q --json --task $$t $(ACC)/$$o.sip --gamma $$g --phi $$p | sed 's/^{/{"label":"other",/' >> $(ACC)/results.jsonl || exit 1; \
 	    $(BIN)/sirun eval -q --json --task $$t $(ACC)/random.sip --gamma $$g --phi $$p | sed 's/^{/{"label":"random",/' >> $(ACC)/results.jsonl || exit 1; \
+	    for m in mass l2 signed; do \
+	      $(BIN)/sirun eval -q --json --task $$t $(ACC)/$$t.sip --gamma $$g --phi $$p --select $$m | sed "s/^{/{\"label\":\"task, $$m\",/" >> $(ACC)/results.jsonl || exit 1; \
+	    done; \
 	    case $$g-$$p in 0.9-0.3) continue;; esac; \
 	    $(BIN)/sirun eval -q --json --task $$t $(ACC)/$$t.sip --gamma $$g --phi $$p --select gate | sed 's/^{/{"label":"task, gate",/' >> $(ACC)/results.jsonl || exit 1; \
 	    $(BIN)/sirun eval -q --json --task $$t $(ACC)/random.sip --gamma $$g --phi $$p --select gate | sed 's/^{/{"label":"random, gate",/' >> $(ACC)/results.jsonl || exit 1; \
