@@ -129,12 +129,23 @@ func FFNRecords(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DTy
 			}
 		}
 	})
-	for w := 0; w < p.Workers(); w++ {
-		acc := partial[w*T*H : (w+1)*T*H]
-		for i, v := range acc {
+	addPartials(y, partial)
+}
+
+// addPartials adds the workers' partial outputs (len(partial)/len(y) of
+// them, one after the other) into y.
+func addPartials(y, partial []float32) {
+	for w := 0; w+len(y) <= len(partial); w += len(y) {
+		for i, v := range partial[w : w+len(y)] {
 			y[i] += v
 		}
 	}
+}
+
+// fusedDot2 reports whether ops has the two-row dot for the activations
+// the caller meets the rows with (converted, or float32).
+func fusedDot2(ops *Ops, acts []Q8Act) bool {
+	return (acts != nil && ops.Dot2Act != nil) || (acts == nil && ops.Dot2 != nil)
 }
 
 // gemmDownBF16Ref is the reference of the prefill down projection for four

@@ -42,11 +42,7 @@ func FFNGated(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DType
 		records := recordCursor{blocks: blocks, spans: spans}
 		upDown(partial[worker*H:(worker+1)*H], &records, ops, sel[lo:hi], g, x, acts, act)
 	})
-	for w := 0; w < p.Workers(); w++ {
-		for i, v := range partial[w*H : (w+1)*H] {
-			y[i] += v
-		}
-	}
+	addPartials(y[:H], partial)
 }
 
 // gateAhead is how many records ahead the gate dots prefetch their rows,
@@ -68,7 +64,7 @@ func gateDots(g []float32, keys []uint32, records *recordCursor, ops *Ops, lo, h
 	pf := active.PrefetchL2
 	var gg [2]float32
 	j := lo
-	if (acts != nil && ops.Dot2Act != nil) || (acts == nil && ops.Dot2 != nil) {
+	if fusedDot2(ops, acts) {
 		for ; j+2 <= hi; j += 2 {
 			for q := j + gateAhead; q < min(j+gateAhead+2, hi); q++ {
 				pf(gateRow(records, q))
@@ -102,7 +98,7 @@ func gateDots(g []float32, keys []uint32, records *recordCursor, ops *Ops, lo, h
 // of the record udAhead chosen records ahead are prefetched before each
 // record (the records are scattered).
 func upDown(acc []float32, records *recordCursor, ops *Ops, sel []int32, g, x []float32, acts []Q8Act, act []float32) {
-	dot2 := (acts != nil && ops.Dot2Act != nil) || (acts == nil && ops.Dot2 != nil)
+	dot2 := fusedDot2(ops, acts)
 	pf := active.PrefetchL2
 	var h [4]float32
 	var down [4][]byte
