@@ -268,3 +268,65 @@ TEXT ·axpy4F16NEON(SB), NOSPLIT, $0-56
 	MOVD n+48(FP), R5
 	FACTORS
 	AXPY4_16(WIDENF16)
+
+// The block types' float axpy, y[i] += a·d·q[i] a block of 32 at a time
+// (the decode FFN's down projection and the prefill's per-record adds on
+// the float path, which ran the Go reference before). The signed values
+// are widened 8 → 16 → 32 bits (SSHLL #0) and converted (SCVTF), both
+// WORD-encoded as Go's assembler has no mnemonic for them; then four
+// multiply-adds per 16 outputs with the block's a·d in every lane.
+#define SXTL8H(n, d) WORD $(0x0F08A400 | (n<<5) | d)
+#define SXTL28H(n, d) WORD $(0x4F08A400 | (n<<5) | d)
+#define SXTL4S(n, d) WORD $(0x0F10A400 | (n<<5) | d)
+#define SXTL24S(n, d) WORD $(0x4F10A400 | (n<<5) | d)
+#define SCVTF4S(n, d) WORD $(0x4E21D800 | (n<<5) | d)
+
+// WIDEN16I8(v): the 16 signed bytes of Vv as float32 in V20-V23
+// (V16, V17 scratch).
+#define WIDEN16I8(v) SXTL8H(v, 16); SXTL28H(v, 17); SXTL4S(16, 20); SXTL24S(16, 21); SXTL4S(17, 22); SXTL24S(17, 23); SCVTF4S(20, 20); SCVTF4S(21, 21); SCVTF4S(22, 22); SCVTF4S(23, 23)
+
+// AXPY16I8(v): y (R0, advanced) += V1 · the 16 signed bytes of Vv.
+#define AXPY16I8(v) WIDEN16I8(v); VLD1 (R0), [V10.S4, V11.S4, V12.S4, V13.S4]; VFMLA V20.S4, V1.S4, V10.S4; VFMLA V21.S4, V1.S4, V11.S4; VFMLA V22.S4, V1.S4, V12.S4; VFMLA V23.S4, V1.S4, V13.S4; VST1.P [V10.S4, V11.S4, V12.S4, V13.S4], 64(R0)
+
+// V1 = a·d in every lane: the block's fp16 scale (R1, advanced) times a (F15).
+#define AXPYSCALE MOVHU.P 2(R1), R4; FMOVS R4, F1; FCVTHS F1, F1; FMULS F15, F1, F1; VDUP V1.S[0], V1.S4
+
+// func axpyQ40NEON(y *float32, a float32, w *byte, nb int)
+TEXT ·axpyQ40NEON(SB), NOSPLIT, $0-32
+	MOVD  y+0(FP), R0
+	FMOVS a+8(FP), F15
+	MOVD  w+16(FP), R1
+	MOVD  nb+24(FP), R2
+	VMOVI $15, V30.B16
+	VMOVI $8, V31.B16
+aq4loop:
+	CBZ  R2, aq4done
+	AXPYSCALE
+	VLD1.P 16(R1), [V4.B16]
+	VAND V30.B16, V4.B16, V5.B16
+	VUSHR $4, V4.B16, V6.B16
+	VSUB V31.B16, V5.B16, V5.B16
+	VSUB V31.B16, V6.B16, V6.B16
+	AXPY16I8(5)
+	AXPY16I8(6)
+	SUB  $1, R2, R2
+	B    aq4loop
+aq4done:
+	RET
+
+// func axpyQ80NEON(y *float32, a float32, w *byte, nb int)
+TEXT ·axpyQ80NEON(SB), NOSPLIT, $0-32
+	MOVD  y+0(FP), R0
+	FMOVS a+8(FP), F15
+	MOVD  w+16(FP), R1
+	MOVD  nb+24(FP), R2
+aq8loop:
+	CBZ  R2, aq8done
+	AXPYSCALE
+	VLD1.P 32(R1), [V5.B16, V6.B16]
+	AXPY16I8(5)
+	AXPY16I8(6)
+	SUB  $1, R2, R2
+	B    aq8loop
+aq8done:
+	RET

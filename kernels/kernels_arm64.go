@@ -36,6 +36,12 @@ func axpy4F16NEON(y *float32, a *[4]float32, w0, w1, w2, w3 *uint16, n int)
 func dotQ40Q8NEON(w *byte, xq *int8, xd *float32, nb int) float32
 
 //go:noescape
+func axpyQ40NEON(y *float32, a float32, w *byte, nb int)
+
+//go:noescape
+func axpyQ80NEON(y *float32, a float32, w *byte, nb int)
+
+//go:noescape
 func dotQ80Q8NEON(w *byte, xq *int8, xd *float32, nb int) float32
 
 // The arm64 table "neon": NEON is part of every arm64 CPU (ASIMD, with its
@@ -55,12 +61,17 @@ func init() {
 	// The decode FFN's fused forms, as on amd64.
 	bf16.Dot2, bf16.Axpy4 = neonDot2(dot2BF16NEON, dotBF16Ref), neonAxpy4(axpy4BF16NEON, axpyBF16Ref)
 	f16.Dot2, f16.Axpy4 = neonDot2(dot2F16NEON, dotF16Ref), neonAxpy4(axpy4F16NEON, axpyF16Ref)
+	// The block types' axpy (the down projection), on every path: the
+	// reference four-row forms would compose the Go reference row.
+	q80, q40 := &neon.ops[format.Q8_0], &neon.ops[format.Q4_0]
+	q80.Axpy, q40.Axpy = blockAxpy(axpyQ80NEON), blockAxpy(axpyQ40NEON)
+	q80.Axpy4, q40.Axpy4 = nil, nil
 	if !cpu.ARM64.HasASIMDDP {
 		register(neon)
 		return
 	}
 	dp := derive(neon, "neon-dotprod")
-	q80, q40 := &dp.ops[format.Q8_0], &dp.ops[format.Q4_0]
+	q80, q40 = &dp.ops[format.Q8_0], &dp.ops[format.Q4_0]
 	q80.ActDot, q40.ActDot = true, true
 	q80.DotAct, q40.DotAct = q8ActDot(dotQ80Q8NEON), q8ActDot(dotQ40Q8NEON)
 	register(neon, dp)

@@ -56,6 +56,10 @@ func TestQuantRoundTripBound(t *testing.T) {
 }
 
 func TestQuantKernelsMatchReference(t *testing.T) {
+	forTables(t, testQuantKernelsMatchReference)
+}
+
+func testQuantKernelsMatchReference(t *testing.T, _ *Table) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, dt := range []format.DType{format.Q8_0, format.Q4_0} {
 		for _, n := range []int{32, 64, 96, 256, 2048} {
