@@ -1,5 +1,14 @@
 #include "textflag.h"
 
+// Instructions Go's assembler has no mnemonic for, WORD-encoded (register
+// numbers n, d, m): SSHLL #0 (sign extension) from 8B/16B to 8H and from
+// 4H/8H to 4S, and SCVTF on 4S (int32 to float32 per lane).
+#define SXTL8H(n, d) WORD $(0x0F08A400 | (n<<5) | d)
+#define SXTL28H(n, d) WORD $(0x4F08A400 | (n<<5) | d)
+#define SXTL4S(n, d) WORD $(0x0F10A400 | (n<<5) | d)
+#define SXTL24S(n, d) WORD $(0x4F10A400 | (n<<5) | d)
+#define SCVTF4S(n, d) WORD $(0x4E21D800 | (n<<5) | d)
+
 // NEON kernels for arm64 devices. n is a multiple of 16 (the Go wrappers
 // handle the tail). BF16 widens by zero-extending to 32 bits (UXTL) and
 // shifting left 16, F16 by FCVTL.
@@ -86,64 +95,118 @@ TEXT ·axpyF16NEON(SB), NOSPLIT, $0-32
 	MOVD  n+24(FP), R2
 	AXPY16(WIDENF16)
 
-// F1 = d_w·d_x of the next block: its fp16 scale (R0, advanced) times the
-// activations' scale (R2, advanced).
-#define BLOCKSCALE MOVHU.P 2(R0), R4; FMOVS R4, F1; FCVTHS F1, F1; FMOVS.P 4(R2), F2; FMULS F2, F1, F1
+// The integer dots against Q8 activations with the ARMv8.2 dot-product
+// instructions (Cortex-A55/A76/A78 and later; FEAT_DotProd): per block, two
+// SDOTs (WORD-encoded: Go's assembler has no mnemonic for them) of the
+// weights as signed bytes (Q4_0: the nibbles minus 8) against the block's
+// 32 activations leave four int32 lanes; they are converted (SCVTF) and
+// multiplied into a float32 vector by the block's d_w·d_x, so no lane sum
+// or scalar chain is on the way from one block to the next: the wrappers
+// add the four lanes once.
+#define SDOT4S(d, n, m) WORD $(0x4E809400 | (m<<16) | (n<<5) | d)
 
-// F0 += F1 · Σ (V5·V7 + V6·V8) over signed bytes: the two WORD-encoded
-// SDOTs (Go's assembler has no mnemonic for them), SDOT V9.4S, V5.16B,
-// V7.16B and SDOT V9.4S, V6.16B, V8.16B, then the lanes summed.
-#define SDOTBLOCK VEOR V9.B16, V9.B16, V9.B16; WORD $0x4E8794A9; WORD $0x4E8894C9; VADDV V9.S4, V9; VMOV V9.S[0], R5; SCVTFWS R5, F3; FMULS F1, F3, F3; FADDS F3, F0, F0
+// XSCALE(rx, f): Ff = the activations' next block scale (rx advanced).
+#define XSCALE(rx, f) FMOVS.P 4(rx), f
 
-// The integer Q4_0 dot with the ARMv8.2 dot-product instructions (Cortex-A55/
-// A76/A78 and later; FEAT_DotProd): per block, the nibbles minus 8 as signed
-// bytes, two SDOTs against the Q8 activations into four int32 lanes, their
-// sum scaled by d_w·d_x (SDOTBLOCK).
-// func dotQ40Q8NEON(w *byte, xq *int8, xd *float32, nb int) float32
-TEXT ·dotQ40Q8NEON(SB), NOSPLIT, $0-36
+// WSCALE(rw, rt, f, v): Vv = Ff·(the fp16 scale at rw, advanced) in every
+// lane (rt scratch; Ff the activations' scale, F4 scratch).
+#define WSCALE(rw, rt, f, v) MOVHU.P 2(rw), rt; FMOVS rt, F4; FCVTHS F4, F4; FMULS f, F4, F4; VDUP V4.S[0], v
+
+// Q4BYTES(rw): the next Q4_0 block's quants (rw advanced) as signed bytes,
+// elements 0-15 in V5 and 16-31 in V6 (V30 = 0x0f, V31 = 8 in every byte).
+#define Q4BYTES(rw) VLD1.P 16(rw), [V6.B16]; VAND V30.B16, V6.B16, V5.B16; VUSHR $4, V6.B16, V6.B16; VSUB V31.B16, V5.B16, V5.B16; VSUB V31.B16, V6.B16, V6.B16
+
+// Q8BYTES(rw): the next Q8_0 block's 32 values (rw advanced) in V5, V6.
+#define Q8BYTES(rw) VLD1.P 32(rw), [V5.B16, V6.B16]
+
+// BLOCKACC(s, acc): Vacc += Vs · float(Σ V5·V7 + V6·V8) per lane (V9 scratch).
+#define BLOCKACC(s, acc) VEOR V9.B16, V9.B16, V9.B16; SDOT4S(9, 5, 7); SDOT4S(9, 6, 8); SCVTF4S(9, 9); VFMLA V9.S4, s, acc
+
+// DOTQ(BYTES): R0 = w, R1 = xq, R2 = xd, R3 = nb, R4 = acc (four lanes).
+#define DOTQ(BYTES) \
+	VEOR V0.B16, V0.B16, V0.B16; \
+	qloop:; \
+	CBZ  R3, qdone; \
+	XSCALE(R2, F3); \
+	WSCALE(R0, R5, F3, V1.S4); \
+	BYTES(R0); \
+	VLD1.P 32(R1), [V7.B16, V8.B16]; \
+	BLOCKACC(V1.S4, V0.S4); \
+	SUB  $1, R3, R3; \
+	B    qloop; \
+	qdone:; \
+	VST1 [V0.S4], (R4); \
+	RET
+
+// func dotQ40Q8NEON(w *byte, xq *int8, xd *float32, nb int, acc *[4]float32)
+TEXT ·dotQ40Q8NEON(SB), NOSPLIT, $0-40
 	MOVD w+0(FP), R0
 	MOVD xq+8(FP), R1
 	MOVD xd+16(FP), R2
 	MOVD nb+24(FP), R3
+	MOVD acc+32(FP), R4
 	VMOVI $15, V30.B16
 	VMOVI $8, V31.B16
-	FMOVS ZR, F0
-qloop:
-	CBZ  R3, qdone
-	BLOCKSCALE
-	VLD1.P 16(R0), [V4.B16]
-	VAND V30.B16, V4.B16, V5.B16
-	VUSHR $4, V4.B16, V6.B16
-	VSUB V31.B16, V5.B16, V5.B16
-	VSUB V31.B16, V6.B16, V6.B16
-	VLD1.P 32(R1), [V7.B16, V8.B16]
-	SDOTBLOCK
-	SUB  $1, R3, R3
-	B    qloop
-qdone:
-	FMOVS F0, ret+32(FP)
-	RET
+	DOTQ(Q4BYTES)
 
-// The integer Q8_0 dot: SDOTBLOCK on the block's 32 signed weight bytes
-// (V5, V6) against the activations (V7, V8).
-// func dotQ80Q8NEON(w *byte, xq *int8, xd *float32, nb int) float32
-TEXT ·dotQ80Q8NEON(SB), NOSPLIT, $0-36
+// func dotQ80Q8NEON(w *byte, xq *int8, xd *float32, nb int, acc *[4]float32)
+TEXT ·dotQ80Q8NEON(SB), NOSPLIT, $0-40
 	MOVD w+0(FP), R0
 	MOVD xq+8(FP), R1
 	MOVD xd+16(FP), R2
 	MOVD nb+24(FP), R3
-	FMOVS ZR, F0
-q8loop:
-	CBZ  R3, q8done
-	BLOCKSCALE
-	VLD1.P 32(R0), [V5.B16, V6.B16]
-	VLD1.P 32(R1), [V7.B16, V8.B16]
-	SDOTBLOCK
-	SUB  $1, R3, R3
-	B    q8loop
-q8done:
-	FMOVS F0, ret+32(FP)
+	MOVD acc+32(FP), R4
+	DOTQ(Q8BYTES)
+
+// DOT2Q(BYTES, recbytes): the decode FFN's gate and up rows of one record
+// (R0 = a, R1 = b) against one token's activations (R2 = xq, R3 = xd,
+// loaded once for both), R4 = nb, R5 = acc (a's four lanes, then b's), and
+// a prefetch into L2 of the record to come (R6), recbytes (its three rows'
+// bytes per block) a block, as the amd64 fused dots do.
+#define DOT2Q(BYTES, recbytes) \
+	VEOR V0.B16, V0.B16, V0.B16; \
+	VEOR V1.B16, V1.B16, V1.B16; \
+	q2loop:; \
+	CBZ  R4, q2done; \
+	PRFM (R6), PLDL2KEEP; \
+	ADD  $recbytes, R6, R6; \
+	XSCALE(R3, F3); \
+	VLD1.P 32(R2), [V7.B16, V8.B16]; \
+	WSCALE(R0, R7, F3, V2.S4); \
+	BYTES(R0); \
+	BLOCKACC(V2.S4, V0.S4); \
+	WSCALE(R1, R7, F3, V2.S4); \
+	BYTES(R1); \
+	BLOCKACC(V2.S4, V1.S4); \
+	SUB  $1, R4, R4; \
+	B    q2loop; \
+	q2done:; \
+	VST1 [V0.S4, V1.S4], (R5); \
 	RET
+
+// func dot2Q40Q8NEON(a, b *byte, xq *int8, xd *float32, nb int, acc *[8]float32, next *byte)
+TEXT ·dot2Q40Q8NEON(SB), NOSPLIT, $0-56
+	MOVD a+0(FP), R0
+	MOVD b+8(FP), R1
+	MOVD xq+16(FP), R2
+	MOVD xd+24(FP), R3
+	MOVD nb+32(FP), R4
+	MOVD acc+40(FP), R5
+	MOVD next+48(FP), R6
+	VMOVI $15, V30.B16
+	VMOVI $8, V31.B16
+	DOT2Q(Q4BYTES, 54)
+
+// func dot2Q80Q8NEON(a, b *byte, xq *int8, xd *float32, nb int, acc *[8]float32, next *byte)
+TEXT ·dot2Q80Q8NEON(SB), NOSPLIT, $0-56
+	MOVD a+0(FP), R0
+	MOVD b+8(FP), R1
+	MOVD xq+16(FP), R2
+	MOVD xd+24(FP), R3
+	MOVD nb+32(FP), R4
+	MOVD acc+40(FP), R5
+	MOVD next+48(FP), R6
+	DOT2Q(Q8BYTES, 102)
 
 // The decode FFN's fused 16-bit kernels, as on amd64: the gate and up rows
 // of one record against one x (x loaded once for both), prefetching the
@@ -271,15 +334,9 @@ TEXT ·axpy4F16NEON(SB), NOSPLIT, $0-56
 
 // The block types' float axpy, y[i] += a·d·q[i] a block of 32 at a time
 // (the decode FFN's down projection and the prefill's per-record adds on
-// the float path, which ran the Go reference before). The signed values
-// are widened 8 → 16 → 32 bits (SSHLL #0) and converted (SCVTF), both
-// WORD-encoded as Go's assembler has no mnemonic for them; then four
-// multiply-adds per 16 outputs with the block's a·d in every lane.
-#define SXTL8H(n, d) WORD $(0x0F08A400 | (n<<5) | d)
-#define SXTL28H(n, d) WORD $(0x4F08A400 | (n<<5) | d)
-#define SXTL4S(n, d) WORD $(0x0F10A400 | (n<<5) | d)
-#define SXTL24S(n, d) WORD $(0x4F10A400 | (n<<5) | d)
-#define SCVTF4S(n, d) WORD $(0x4E21D800 | (n<<5) | d)
+// the float path, which ran the Go reference before): the signed values
+// widened 8 → 16 → 32 bits and converted (SXTL*, SCVTF4S at the top), then
+// four multiply-adds per 16 outputs with the block's a·d in every lane.
 
 // WIDEN16I8(v): the 16 signed bytes of Vv as float32 in V20-V23
 // (V16, V17 scratch).

@@ -33,7 +33,13 @@ func axpy4BF16NEON(y *float32, a *[4]float32, w0, w1, w2, w3 *uint16, n int)
 func axpy4F16NEON(y *float32, a *[4]float32, w0, w1, w2, w3 *uint16, n int)
 
 //go:noescape
-func dotQ40Q8NEON(w *byte, xq *int8, xd *float32, nb int) float32
+func dotQ40Q8NEON(w *byte, xq *int8, xd *float32, nb int, acc *[4]float32)
+
+//go:noescape
+func dot2Q40Q8NEON(a, b *byte, xq *int8, xd *float32, nb int, acc *[8]float32, next *byte)
+
+//go:noescape
+func dot2Q80Q8NEON(a, b *byte, xq *int8, xd *float32, nb int, acc *[8]float32, next *byte)
 
 //go:noescape
 func axpyQ40NEON(y *float32, a float32, w *byte, nb int)
@@ -42,7 +48,7 @@ func axpyQ40NEON(y *float32, a float32, w *byte, nb int)
 func axpyQ80NEON(y *float32, a float32, w *byte, nb int)
 
 //go:noescape
-func dotQ80Q8NEON(w *byte, xq *int8, xd *float32, nb int) float32
+func dotQ80Q8NEON(w *byte, xq *int8, xd *float32, nb int, acc *[4]float32)
 
 // The arm64 table "neon": NEON is part of every arm64 CPU (ASIMD, with its
 // half-precision conversions, is mandatory in ARMv8-A), so the BF16 and F16
@@ -73,8 +79,43 @@ func init() {
 	dp := derive(neon, "neon-dotprod")
 	q80, q40 = &dp.ops[format.Q8_0], &dp.ops[format.Q4_0]
 	q80.ActDot, q40.ActDot = true, true
-	q80.DotAct, q40.DotAct = q8ActDot(dotQ80Q8NEON), q8ActDot(dotQ40Q8NEON)
+	q80.DotAct, q40.DotAct = neonActDot(dotQ80Q8NEON), neonActDot(dotQ40Q8NEON)
+	// The decode FFN's gate and up dots of a record in one pass over the
+	// activations, prefetching the record to come (as on amd64).
+	q80.Dot2Act, q40.Dot2Act = neonActDot2(dot2Q80Q8NEON), neonActDot2(dot2Q40Q8NEON)
 	register(neon, dp)
+}
+
+// neonActDot adapts an SDOT dot against Q8 activations (four float lanes).
+func neonActDot(k func(w *byte, xq *int8, xd *float32, nb int, acc *[4]float32)) func([]byte, *Q8Act) float32 {
+	return func(w []byte, a *Q8Act) float32 {
+		if len(a.D) == 0 {
+			return 0
+		}
+		var acc [4]float32
+		k(&w[0], &a.Q[0], &a.D[0], len(a.D), &acc)
+		return acc[0] + acc[1] + acc[2] + acc[3]
+	}
+}
+
+// neonActDot2 adapts a fused two-row SDOT dot (the gate and up rows of one
+// record) prefetching next, the record to come (or, with none, the row a:
+// PRFM does not fault).
+func neonActDot2(k func(a, b *byte, xq *int8, xd *float32, nb int, acc *[8]float32, next *byte)) func([]byte, []byte, *Q8Act, *[2]float32, []byte) {
+	return func(a, b []byte, act *Q8Act, out *[2]float32, next []byte) {
+		*out = [2]float32{}
+		if len(act.D) == 0 {
+			return
+		}
+		nx := &a[0]
+		if len(next) > 0 {
+			nx = &next[0]
+		}
+		var acc [8]float32
+		k(&a[0], &b[0], &act.Q[0], &act.D[0], len(act.D), &acc, nx)
+		out[0] = acc[0] + acc[1] + acc[2] + acc[3]
+		out[1] = acc[4] + acc[5] + acc[6] + acc[7]
+	}
 }
 
 // neonDot adapts a 16-bit NEON dot over a multiple of 16 elements (four
