@@ -387,3 +387,110 @@ aq8loop:
 	B    aq8loop
 aq8done:
 	RET
+
+// The prefill's four-token forms: one row against four tokens, the row
+// loaded and widened (16-bit types) or unpacked (block types) once for
+// the four, as amd64's Dot4/Dot4Act tiles do. n (16-bit) is a multiple of
+// 16; the wrappers add each token's partial sums.
+
+// DOT4_16(WIDEN): R0 = w, R1-R4 = the four tokens' x, R5 = n, R6 = acc
+// (token t's two partial-sum vectors at 32t bytes: V16+2t, V17+2t).
+#define TOKFMA(r, a0, a1) VLD1.P 64(r), [V10.S4, V11.S4, V12.S4, V13.S4]; VFMLA V10.S4, V6.S4, a0; VFMLA V11.S4, V7.S4, a1; VFMLA V12.S4, V8.S4, a0; VFMLA V13.S4, V9.S4, a1
+#define DOT4_16(WIDEN) \
+	VEOR V16.B16, V16.B16, V16.B16; \
+	VEOR V17.B16, V17.B16, V17.B16; \
+	VEOR V18.B16, V18.B16, V18.B16; \
+	VEOR V19.B16, V19.B16, V19.B16; \
+	VEOR V20.B16, V20.B16, V20.B16; \
+	VEOR V21.B16, V21.B16, V21.B16; \
+	VEOR V22.B16, V22.B16, V22.B16; \
+	VEOR V23.B16, V23.B16, V23.B16; \
+	d4loop:; \
+	CMP  $16, R5; \
+	BLT  d4done; \
+	VLD1.P 32(R0), [V4.H8, V5.H8]; \
+	WIDEN; \
+	TOKFMA(R1, V16.S4, V17.S4); \
+	TOKFMA(R2, V18.S4, V19.S4); \
+	TOKFMA(R3, V20.S4, V21.S4); \
+	TOKFMA(R4, V22.S4, V23.S4); \
+	SUB  $16, R5, R5; \
+	B    d4loop; \
+	d4done:; \
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R6); \
+	VST1 [V20.S4, V21.S4, V22.S4, V23.S4], (R6); \
+	RET
+
+// LOADX4(base): the four pointers at base into R1-R4.
+#define LOADX4(base) MOVD 0(base), R1; MOVD 8(base), R2; MOVD 16(base), R3; MOVD 24(base), R4
+
+// func dot4BF16NEON(w *uint16, x *[4]*float32, n int, acc *[32]float32)
+TEXT ·dot4BF16NEON(SB), NOSPLIT, $0-32
+	MOVD w+0(FP), R0
+	MOVD x+8(FP), R7
+	LOADX4(R7)
+	MOVD n+16(FP), R5
+	MOVD acc+24(FP), R6
+	DOT4_16(WIDEN16)
+
+// func dot4F16NEON(w *uint16, x *[4]*float32, n int, acc *[32]float32)
+TEXT ·dot4F16NEON(SB), NOSPLIT, $0-32
+	MOVD w+0(FP), R0
+	MOVD x+8(FP), R7
+	LOADX4(R7)
+	MOVD n+16(FP), R5
+	MOVD acc+24(FP), R6
+	DOT4_16(WIDENF16)
+
+// TOKQ(rq, rd, acc): one token's block: its scale (rd, advanced) times the
+// weights' (F20) in V2, its 32 activations (rq, advanced) against V5, V6.
+#define TOKQ(rq, rd, acc) FMOVS.P 4(rd), F3; FMULS F20, F3, F3; VDUP V3.S[0], V2.S4; VLD1.P 32(rq), [V7.B16, V8.B16]; BLOCKACC(V2.S4, acc)
+
+// DOT4Q(BYTES): R0 = w, R1-R4 = the tokens' quantised activations, R7-R10
+// their block scales, R5 = nb, R6 = acc (token t's four lanes at 16t).
+#define DOT4Q(BYTES) \
+	VEOR V16.B16, V16.B16, V16.B16; \
+	VEOR V17.B16, V17.B16, V17.B16; \
+	VEOR V18.B16, V18.B16, V18.B16; \
+	VEOR V19.B16, V19.B16, V19.B16; \
+	q4loop:; \
+	CBZ  R5, q4done; \
+	MOVHU.P 2(R0), R11; \
+	FMOVS R11, F20; \
+	FCVTHS F20, F20; \
+	BYTES(R0); \
+	TOKQ(R1, R7, V16.S4); \
+	TOKQ(R2, R8, V17.S4); \
+	TOKQ(R3, R9, V18.S4); \
+	TOKQ(R4, R10, V19.S4); \
+	SUB  $1, R5, R5; \
+	B    q4loop; \
+	q4done:; \
+	VST1 [V16.S4, V17.S4, V18.S4, V19.S4], (R6); \
+	RET
+
+// LOADQD(q, d): the four activation pointers at q into R1-R4, the four
+// scale pointers at d into R7-R10.
+#define LOADQD(q, d) LOADX4(q); MOVD 0(d), R7; MOVD 8(d), R8; MOVD 16(d), R9; MOVD 24(d), R10
+
+// func dot4Q40Q8NEON(w *byte, xq *[4]*int8, xd *[4]*float32, nb int, acc *[16]float32)
+TEXT ·dot4Q40Q8NEON(SB), NOSPLIT, $0-40
+	MOVD w+0(FP), R0
+	MOVD xq+8(FP), R11
+	MOVD xd+16(FP), R12
+	LOADQD(R11, R12)
+	MOVD nb+24(FP), R5
+	MOVD acc+32(FP), R6
+	VMOVI $15, V30.B16
+	VMOVI $8, V31.B16
+	DOT4Q(Q4BYTES)
+
+// func dot4Q80Q8NEON(w *byte, xq *[4]*int8, xd *[4]*float32, nb int, acc *[16]float32)
+TEXT ·dot4Q80Q8NEON(SB), NOSPLIT, $0-40
+	MOVD w+0(FP), R0
+	MOVD xq+8(FP), R11
+	MOVD xd+16(FP), R12
+	LOADQD(R11, R12)
+	MOVD nb+24(FP), R5
+	MOVD acc+32(FP), R6
+	DOT4Q(Q8BYTES)

@@ -105,6 +105,20 @@ func FFNRecords(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DTy
 							}
 						}
 					}
+					if acts != nil && ops.Dot4Act != nil {
+						// The integer path, a row unpacked once for four tokens.
+						for ; t+4 <= t1; t += 4 {
+							g := ops.Dot4Act(gate, &acts[t], &acts[t+1], &acts[t+2], &acts[t+3])
+							u := ops.Dot4Act(up, &acts[t], &acts[t+1], &acts[t+2], &acts[t+3])
+							for q := 0; q < 4; q++ {
+								h := SiLU(g[q]) * u[q]
+								if act != nil {
+									act[(t+q)*total+j] = h
+								}
+								ops.Axpy(acc[(t+q)*H:(t+q+1)*H], h, down)
+							}
+						}
+					}
 					for ; t < t1; t++ {
 						var h float32
 						if acts != nil {

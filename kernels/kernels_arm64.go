@@ -48,6 +48,18 @@ func axpyQ40NEON(y *float32, a float32, w *byte, nb int)
 func axpyQ80NEON(y *float32, a float32, w *byte, nb int)
 
 //go:noescape
+func dot4BF16NEON(w *uint16, x *[4]*float32, n int, acc *[32]float32)
+
+//go:noescape
+func dot4F16NEON(w *uint16, x *[4]*float32, n int, acc *[32]float32)
+
+//go:noescape
+func dot4Q40Q8NEON(w *byte, xq *[4]*int8, xd *[4]*float32, nb int, acc *[16]float32)
+
+//go:noescape
+func dot4Q80Q8NEON(w *byte, xq *[4]*int8, xd *[4]*float32, nb int, acc *[16]float32)
+
+//go:noescape
 func dotQ80Q8NEON(w *byte, xq *int8, xd *float32, nb int, acc *[4]float32)
 
 // The arm64 table "neon": NEON is part of every arm64 CPU (ASIMD, with its
@@ -61,9 +73,11 @@ func init() {
 	bf16, f16 := &neon.ops[format.BF16], &neon.ops[format.F16]
 	bf16.Dot, bf16.Axpy = neonDot(dotBF16NEON, dotBF16Ref), neonAxpy(axpyBF16NEON, axpyBF16Ref)
 	f16.Dot, f16.Axpy = neonDot(dotF16NEON, dotF16Ref), neonAxpy(axpyF16NEON, axpyF16Ref)
-	// The references' four-token dots and GEMM call the reference row
-	// kernels; these compose the NEON rows instead.
-	bf16.Dot4, bf16.GemmDown, f16.Dot4, f16.GemmDown = nil, nil, nil, nil
+	// Prefill: one row against four tokens, widened once for the four (the
+	// references' GEMM down projection calls the reference row kernels:
+	// the FFN composes the NEON rows instead).
+	bf16.Dot4, f16.Dot4 = neonDot4(dot4BF16NEON, dotBF16Ref), neonDot4(dot4F16NEON, dotF16Ref)
+	bf16.GemmDown, f16.GemmDown = nil, nil
 	// The decode FFN's fused forms, as on amd64.
 	bf16.Dot2, bf16.Axpy4 = neonDot2(dot2BF16NEON, dotBF16Ref), neonAxpy4(axpy4BF16NEON, axpyBF16Ref)
 	f16.Dot2, f16.Axpy4 = neonDot2(dot2F16NEON, dotF16Ref), neonAxpy4(axpy4F16NEON, axpyF16Ref)
@@ -83,7 +97,48 @@ func init() {
 	// The decode FFN's gate and up dots of a record in one pass over the
 	// activations, prefetching the record to come (as on amd64).
 	q80.Dot2Act, q40.Dot2Act = neonActDot2(dot2Q80Q8NEON), neonActDot2(dot2Q40Q8NEON)
+	// Prefill: a row unpacked once for four tokens.
+	q80.Dot4Act, q40.Dot4Act = neonActDot4(dot4Q80Q8NEON), neonActDot4(dot4Q40Q8NEON)
 	register(neon, dp)
+}
+
+// neonDot4 adapts a 16-bit NEON four-token dot over a multiple of 16
+// elements (two partial-sum vectors a token), the tail by the reference.
+func neonDot4(k func(w *uint16, x *[4]*float32, n int, acc *[32]float32), ref func([]byte, []float32) float32) func([]byte, []float32, []float32, []float32, []float32, *[4]float32) {
+	return func(w []byte, x0, x1, x2, x3 []float32, out *[4]float32) {
+		n := len(x0) &^ 15
+		*out = [4]float32{}
+		xs := [4][]float32{x0, x1, x2, x3}
+		if n > 0 {
+			var acc [32]float32
+			k((*uint16)(unsafe.Pointer(&w[0])), &[4]*float32{&x0[0], &x1[0], &x2[0], &x3[0]}, n, &acc)
+			for t := range out {
+				for _, v := range acc[8*t : 8*t+8] {
+					out[t] += v
+				}
+			}
+		}
+		if n < len(x0) {
+			for t, x := range xs {
+				out[t] += ref(w[2*n:], x[n:])
+			}
+		}
+	}
+}
+
+// neonActDot4 adapts an SDOT four-token dot (four lanes a token).
+func neonActDot4(k func(w *byte, xq *[4]*int8, xd *[4]*float32, nb int, acc *[16]float32)) func([]byte, *Q8Act, *Q8Act, *Q8Act, *Q8Act) [4]float32 {
+	return func(w []byte, a0, a1, a2, a3 *Q8Act) (out [4]float32) {
+		if len(a0.D) == 0 {
+			return out
+		}
+		var acc [16]float32
+		k(&w[0], &[4]*int8{&a0.Q[0], &a1.Q[0], &a2.Q[0], &a3.Q[0]}, &[4]*float32{&a0.D[0], &a1.D[0], &a2.D[0], &a3.D[0]}, len(a0.D), &acc)
+		for t := range out {
+			out[t] = acc[4*t] + acc[4*t+1] + acc[4*t+2] + acc[4*t+3]
+		}
+		return out
+	}
 }
 
 // neonActDot adapts an SDOT dot against Q8 activations (four float lanes).

@@ -141,7 +141,7 @@ func TestIntegerPathMatVecAndFFN(t *testing.T) {
 	p := NewPool(2)
 	defer p.Close()
 	for _, dt := range []format.DType{format.Q4_0, format.Q8_0} {
-		for _, c := range []struct{ H, T int }{{512, 2}, {544, 2}, {2048, 2}, {96, 2}, {512, 1}, {544, 1}, {2048, 1}, {512, 30}, {576, 25}} {
+		for _, c := range []struct{ H, T int }{{512, 2}, {544, 2}, {2048, 2}, {96, 2}, {512, 1}, {544, 1}, {2048, 1}, {512, 5}, {2048, 4}, {512, 30}, {576, 25}} {
 			H, T := c.H, c.T
 			const rows, records = 40, 23
 			wb, _ := randRow(rng, dt, rows*H)
