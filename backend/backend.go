@@ -116,12 +116,13 @@ type Voter interface {
 }
 
 // Gater is an Exec that runs the decode FFN with the neurons chosen per
-// token by their gate (runner's "gate" selection): for one token, every
-// record's gate·x, then up and down over the k records of largest
-// |silu(gate·x)| only. act, if not nil, receives h of every record of
-// recs (zero where not computed).
+// token by their gate (runner's "gate" and "hybrid" selections): for one
+// token, the first static records whole, then every other record's
+// gate·x and up and down over the k of them of largest |silu(gate·x)|
+// only. act, if not nil, receives h of every record of recs (zero where
+// not computed).
 type Gater interface {
-	FFNGated(out, x Buf, recs Records, k int, act []float32)
+	FFNGated(out, x Buf, recs Records, static, k int, act []float32)
 }
 
 // CanGate reports whether e runs the gated FFN (through a Timed wrapper too).

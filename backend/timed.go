@@ -80,7 +80,7 @@ func (t *Timed) Read(dst []float32, b Buf) {
 
 // FFNGated times the wrapped Exec's gated FFN (under "ffn"); CanGate says
 // whether it has one.
-func (t *Timed) FFNGated(out, x Buf, recs Records, k int, act []float32) {
+func (t *Timed) FFNGated(out, x Buf, recs Records, static, k int, act []float32) {
 	defer t.add("ffn", time.Now())
-	t.Exec.(Gater).FFNGated(out, x, recs, k, act)
+	t.Exec.(Gater).FFNGated(out, x, recs, static, k, act)
 }

@@ -12,32 +12,46 @@ import (
 // of largest |silu(g)| (ties: the lower index) compute their up row and
 // add h·down to y. A neuron whose gate is near zero contributes near
 // nothing whatever its up row says, so the gate is the token's own
-// estimate of |h| for a third of a record's bytes. The bytes read are the
-// loaded gate rows plus 2/3 of k records.
+// estimate of |h| for a third of a record's bytes. The first static
+// records are computed whole, as FFNRecords does (a static base, as
+// SelectInfer's), and the gate chooses its k among the others: the bytes
+// read are static records, the other records' gate rows and 2/3 of k
+// records.
 //
 // blocks are runs of consecutive records as for FFNRecords; in a version 2
 // pack's split blocks the gate rows are one run (format/SPEC.md §5), in
 // interleaved ones every third row. y ([H]) is accumulated into. If act is not nil it receives h of every record
 // (zero where not computed).
-func FFNGated(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DType, H int, x []float32, k int, act []float32) {
+func FFNGated(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DType, H int, x []float32, static, k int, act []float32) {
 	spans, total := spansOf(blocks)
-	k = max(0, min(k, total))
+	static = max(0, min(static, total))
+	k = max(0, min(k, total-static))
 	ops := active.Ops(dt)
+	rowBytes, _ := dt.RowBytes(H)
 	var acts []Q8Act
 	if ops.ActDot {
 		acts = quantizeTokens(p, ops, x, H, 1)
 	}
-	g, keys := p.gateScratch(total)
-	p.Run(total, func(lo, hi, _ int) {
-		records := recordCursor{blocks: blocks, spans: spans}
-		gateDots(g, keys, &records, ops, lo, hi, x, acts)
-	})
-	sel := p.topGates(keys, k)
+	partial := p.scratch(p.Workers() * H)
+	clear(partial)
 	if act != nil {
 		clear(act[:total])
 	}
-	partial := p.scratch(p.Workers() * H)
-	clear(partial)
+	if static > 0 {
+		p.Run(static, func(lo, hi, worker int) {
+			records := recordCursor{blocks: blocks, spans: spans}
+			ffnDecode(partial[worker*H:(worker+1)*H], &records, ops, rowBytes, lo, hi, x, acts, act)
+		})
+	}
+	g, keys := p.gateScratch(total)
+	p.Run(total-static, func(lo, hi, _ int) {
+		records := recordCursor{blocks: blocks, spans: spans}
+		gateDots(g, keys, &records, ops, static+lo, static+hi, x, acts)
+	})
+	sel := p.topGates(keys[static:total], p.keys[total:2*total], k)
+	for i := range sel {
+		sel[i] += int32(static)
+	}
 	p.Run(len(sel), func(lo, hi, worker int) {
 		records := recordCursor{blocks: blocks, spans: spans}
 		upDown(partial[worker*H:(worker+1)*H], &records, ops, sel[lo:hi], g, x, acts, act)
@@ -162,13 +176,14 @@ func gateRow(records *recordCursor, j int) []byte {
 }
 
 // topGates returns, ascending, the k indices of the largest keys (ties:
-// the lower index first), in storage the pool keeps.
-func (p *Pool) topGates(keys []uint32, k int) []int32 {
+// the lower index first), in storage the pool keeps; buf (len(keys) long,
+// apart from keys) is the radix select's.
+func (p *Pool) topGates(keys, buf []uint32, k int) []int32 {
 	n := len(keys)
 	if cap(p.sel) < n {
 		p.sel = make([]int32, n)
 	}
-	buf, sel := p.keys[n:2*n], p.sel[:0]
+	sel := p.sel[:0]
 	if k == 0 {
 		return sel
 	}

@@ -15,9 +15,10 @@ import (
 // version 1 packs do (interleaved records) and as version 2 packs do (each
 // band's gate rows together, then its up|down pairs). "paper" computes the
 // first 0.4·N records (a static set, or the compact decode set), "gate"
-// dots the gate rows of all 0.7·N and computes up and down for 0.25·N —
-// the same bytes (SetBytes: 0.4·N records for both, so MB/s compares
-// their speed).
+// dots the gate rows of all 0.7·N and computes up and down for 0.25·N,
+// "hybrid" computes the first 0.125·N whole and, of the other loaded, up
+// and down for 0.125·N by their gates — the same bytes (SetBytes: 0.4·N
+// records for all three, so MB/s compares their speed).
 func BenchmarkFFNGatedDRAM(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	const H, N, B = 2048, 8192, 64
@@ -44,7 +45,7 @@ func BenchmarkFFNGatedDRAM(b *testing.B) {
 		}
 		y := make([]float32, H)
 		p := NewPool(2)
-		for _, v := range []string{"paper", "gate"} {
+		for _, v := range []string{"paper", "gate", "hybrid"} {
 			for _, layout := range []string{"v1", "v2"} {
 				b.Run(fmt.Sprintf("%v-%s-%s", dt, v, layout), func(b *testing.B) {
 					b.SetBytes(int64(phi * rec))
@@ -53,10 +54,13 @@ func BenchmarkFFNGatedDRAM(b *testing.B) {
 						if layout == "v2" {
 							blocks = copies[i%n].v2
 						}
-						if v == "paper" {
+						switch v {
+						case "paper":
 							FFNRecords(p, y, blocks[:phi/B], dt, H, x, nil)
-						} else {
-							FFNGated(p, y, blocks, dt, H, x, k, nil)
+						case "gate":
+							FFNGated(p, y, blocks, dt, H, x, 0, k, nil)
+						default:
+							FFNGated(p, y, blocks, dt, H, x, k/2, k-k/2, nil)
 						}
 					}
 				})

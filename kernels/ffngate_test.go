@@ -9,11 +9,13 @@ import (
 )
 
 // TestFFNGatedMatchesReference: the gated decode FFN against float64 from
-// the widened records, every table, dtype and thread count: it computes
-// exactly k records, they are the k of largest |silu(gate·x)| (up to the
-// dots' rounding at the threshold), their h are silu(g)·(up·x) and y is
-// Σ h·down over them. (Planting a selection by |g| instead of |silu(g)|,
-// or dropping the last pair's second record, makes it fail.)
+// the widened records, every table, dtype and thread count, with and
+// without a static prefix: it computes the static records and exactly k
+// others, those are the k of largest |silu(gate·x)| among the others (up
+// to the dots' rounding at the threshold), their h are silu(g)·(up·x) and
+// y is Σ h·down over all computed. (Planting a selection by |g| instead
+// of |silu(g)|, dropping the last pair's second record, or choosing among
+// all records instead of those after the static ones makes it fail.)
 func TestFFNGatedMatchesReference(t *testing.T) {
 	forTables(t, testFFNGatedMatchesReference)
 }
@@ -52,13 +54,15 @@ func testFFNGatedMatchesReference(t *testing.T, tb *Table) {
 					key[j] = math.Abs(g[j] / (1 + math.Exp(-g[j])))
 					slack[j] = 1.1*2*float64(H+2)*6e-8*gAbs + 1e-6
 				}
-				for _, k := range []int{0, 1, total / 2, total - 1, total} {
+				for _, c := range []struct{ static, k int }{{0, 0}, {0, 1}, {0, total / 2}, {0, total - 1}, {0, total},
+					{total / 3, 0}, {total / 3, 1}, {total / 3, (total - total/3) / 2}, {total / 3, total - total/3}} {
+					static, k := c.static, c.k
 					y := make([]float32, H)
 					act := make([]float32, total)
 					for j := range act {
 						act[j] = float32(j + 1) // overwritten: zero where not computed
 					}
-					FFNGated(p, y, recordBlocks(dt, H, k%2 == 1, blocks...), dt, H, x, k, act)
+					FFNGated(p, y, recordBlocks(dt, H, k%2 == 1, blocks...), dt, H, x, static, k, act)
 					in := make([]bool, total)
 					n := 0
 					for j, h := range act {
@@ -67,13 +71,18 @@ func testFFNGatedMatchesReference(t *testing.T, tb *Table) {
 							n++
 						}
 					}
-					if n != k {
-						t.Fatalf("%v H=%d threads %d: %d records computed, want k = %d", dt, H, threads, n, k)
+					if n != static+k {
+						t.Fatalf("%v H=%d threads %d: %d records computed, want static %d + k %d", dt, H, threads, n, static, k)
+					}
+					for j := range static {
+						if !in[j] {
+							t.Fatalf("%v H=%d static %d: static record %d not computed", dt, H, static, j)
+						}
 					}
 					want, mag := make([]float64, H), make([]float64, H)
 					for j, r := range recs {
 						if !in[j] {
-							for i := range recs {
+							for i := static; i < total; i++ {
 								if in[i] && key[i]+slack[i]+slack[j] < key[j] {
 									t.Fatalf("%v H=%d k=%d: record %d (|silu(g)| %g) computed and %d (%g) not", dt, H, k, i, key[i], j, key[j])
 								}

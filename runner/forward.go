@@ -144,11 +144,11 @@ func (s *State) ForwardBatch(tokens []int, pos int, pass Pass) ([]float32, error
 		// x += down(silu(gate(xb)) * up(xb)), xb = post_attention_layernorm(x),
 		// over the records this layer computes.
 		e.RMSNorm(s.xb, s.x, L.FFNNorm, c.RMSNormEps)
-		recs, gate := L.FFN, 0
+		recs, gate, static := L.FFN, 0, 0
 		if pass.Plan != nil && pass.Plan[l] != nil {
 			recs = pass.Plan[l].Records // the ranks computed this step
 			if T == 1 {
-				gate = pass.Plan[l].Gate // of those, the gate's choice
+				gate, static = pass.Plan[l].Gate, pass.Plan[l].Static // of those, the gate's choice
 			}
 		}
 		vote := pass.Votes != nil && pass.Votes.counts[l] != nil
@@ -160,7 +160,7 @@ func (s *State) ForwardBatch(tokens []int, pos int, pass Pass) ([]float32, error
 			act = s.act
 		}
 		if gate > 0 {
-			e.(backend.Gater).FFNGated(s.ffnOut, s.xb, recs, gate, act)
+			e.(backend.Gater).FFNGated(s.ffnOut, s.xb, recs, static, gate, act)
 		} else {
 			e.FFN(s.ffnOut, s.xb, recs, act)
 		}

@@ -86,7 +86,7 @@ func (ss *Session) Prefill(prompt []int) ([]float32, *Votes, error) {
 	}
 	var votes *Votes
 	var pass Pass
-	if c, ok := ss.counts(); ok && ss.Sel.Method != "gate" { // gate: no votes
+	if c, ok := ss.counts(); ok && !ss.Sel.Gated() { // gate, hybrid: no votes
 		votes = NewVotes(ss.M, c, ss.Sel.Method)
 		votes.pool = ss.S.pool
 		if ss.Sel.Budget == "layer" {
@@ -114,11 +114,15 @@ func (ss *Session) Prefill(prompt []int) ([]float32, *Votes, error) {
 // PlanFor turns a prompt's votes into the decode plan (nil votes: a nil
 // plan, every loaded rank).
 func (ss *Session) PlanFor(votes *Votes) (Plan, error) {
-	if c, ok := ss.counts(); ok && ss.Sel.Method == "gate" {
+	if c, ok := ss.counts(); ok && ss.Sel.Gated() {
 		if !backend.CanGate(ss.S.ex) {
-			return nil, fmt.Errorf("--select gate: this device does not run the gated FFN (the CPU does)")
+			return nil, fmt.Errorf("--select %s: this device does not run the gated FFN (the CPU does)", ss.Sel.Method)
 		}
-		return gatePlan(ss.M, c), nil
+		static := 0
+		if ss.Sel.Method == "hybrid" {
+			static = c.Base
+		}
+		return gatePlan(ss.M, c, static), nil
 	}
 	if votes == nil {
 		return nil, nil

@@ -35,7 +35,11 @@ type Selection struct {
 	// computes up and down for the Counts.Gate neurons of largest
 	// |silu(gate·x)|, as CATS and TEAL do for dense models; φ is then the
 	// token's budget in records' bytes, the gate rows of all loaded
-	// neurons included).
+	// neurons included), or "hybrid" (the gate's choice after a static
+	// base: the first Counts.Base ranks computed whole every token — δN,
+	// at most half of the neurons the gate's budget computes — and the
+	// gate's choice among the other loaded ranks; the same bytes and the
+	// same number of neurons as "gate", fewer of them scattered).
 	Method string
 	// Budget is how the static neurons are spread over the sparse layers:
 	// "" or "uniform" (⌊δN⌋ in every layer, as SelectInfer) or "layer" (the
@@ -54,7 +58,11 @@ type Selection struct {
 }
 
 // Methods are the selection methods Selection.Method accepts.
-var Methods = []string{"paper", "mass", "l2", "signed", "gate"}
+var Methods = []string{"paper", "mass", "l2", "signed", "gate", "hybrid"}
+
+// Gated reports whether the method chooses each decode token's neurons by
+// their gates ("gate", "hybrid"): no prompt votes, backend.Gater's FFN.
+func (s *Selection) Gated() bool { return s.Method == "gate" || s.Method == "hybrid" }
 
 // Budgets are the static budgets Selection.Budget accepts.
 var Budgets = []string{"uniform", "layer"}
@@ -68,7 +76,10 @@ type Counts struct {
 	// Gate is, for the "gate" method, the neurons a decode token computes
 	// whole after the gate rows of all Loaded: a token then reads the bytes
 	// of Loaded/3 + 2·Gate/3 records, Compute's worth, so Gate is
-	// ⌊(3·Compute − Loaded)/2⌋. Zero for the other methods.
+	// ⌊(3·Compute − Loaded)/2⌋. For "hybrid", the static Base ranks are
+	// part of those ⌊(3·Compute − Loaded)/2⌋ (Base is cut to half of them)
+	// and Gate is the rest: Base + (Loaded − Base)/3 + 2·Gate/3 records'
+	// bytes, the same. Zero for the other methods.
 	Gate int
 }
 
@@ -81,8 +92,12 @@ func (s *Selection) Counts(n, loaded int) Counts {
 		Compute: min(loaded, format.Count(s.Phi, n)),
 		Vote:    max(1, format.Count(s.Alpha, loaded)),
 	}
-	if s.Method == "gate" && c.Selecting() {
+	if s.Gated() && c.Selecting() {
 		c.Gate = max(0, (3*c.Compute-c.Loaded)/2)
+		if s.Method == "hybrid" {
+			c.Base = min(c.Base, c.Gate/2)
+			c.Gate -= c.Base
+		}
 	}
 	return c
 }
@@ -103,12 +118,12 @@ func (s *Selection) Validate(n, loaded int) error {
 		return fmt.Errorf("base fraction δ must be in [0, 1], got %v", s.Base)
 	case !(s.Phi > 0 && s.Phi <= 1):
 		return fmt.Errorf("--phi must be in (0, 1], got %v", s.Phi)
-	case s.Method == "gate" && (s.Reselect > 0 || (s.Budget != "" && s.Budget != "uniform")):
-		return fmt.Errorf("--select gate chooses every token's neurons itself: it takes no --reselect or --budget")
-	case s.Method == "gate" && format.Count(s.Phi, n) < loaded && s.Counts(n, loaded).Gate < 1:
-		return fmt.Errorf("--select gate at --phi %.2f: a token reads the gate rows of all %d loaded neurons (a third of their records, γ/3 = %.2f) before any up and down rows, which leaves nothing of φ's budget to compute; use --phi > γ/3",
-			s.Phi, loaded, float64(loaded)/float64(n)/3)
-	case s.Method != "gate" && format.Count(s.Phi, n) < format.Count(s.Base, n):
+	case s.Gated() && (s.Reselect > 0 || (s.Budget != "" && s.Budget != "uniform")):
+		return fmt.Errorf("--select %s chooses every token's neurons itself: it takes no --reselect or --budget", s.Method)
+	case s.Gated() && format.Count(s.Phi, n) < loaded && s.Counts(n, loaded).Gate < 1:
+		return fmt.Errorf("--select %s at --phi %.2f: a token reads the gate rows of all %d loaded neurons (a third of their records, γ/3 = %.2f) before any up and down rows, which leaves nothing of φ's budget to compute; use --phi > γ/3",
+			s.Method, s.Phi, loaded, float64(loaded)/float64(n)/3)
+	case !s.Gated() && format.Count(s.Phi, n) < format.Count(s.Base, n):
 		return fmt.Errorf("--phi %.2f (%d of %d neurons) is below the base fraction δ = %.2f (%d): the static neurons alone exceed it",
 			s.Phi, format.Count(s.Phi, n), n, s.Base, format.Count(s.Base, n))
 	case format.Count(s.Phi, n) > loaded && s.Phi < 1:
@@ -126,9 +141,10 @@ type LayerPlan struct {
 	Ranks   []int           // selected ranks, ascending
 	Records backend.Records // their records on the device
 	// Gate, if > 0, is the "gate" method's plan: Records are all loaded
-	// ranks (Ranks is nil) and a decode token computes the Gate of them
-	// with the largest |silu(gate·x)| (backend.Gater).
-	Gate int
+	// ranks (Ranks is nil) and a decode token computes the first Static of
+	// them and the Gate of the others with the largest |silu(gate·x)|
+	// (backend.Gater).
+	Gate, Static int
 }
 
 // Plan holds one LayerPlan per layer (nil: the layer computes all it has).
@@ -141,8 +157,9 @@ func (p Plan) Active(m *Model) int {
 	for l := range m.Layers {
 		switch {
 		case p != nil && p[l] != nil && p[l].Gate > 0:
-			// The gate rows of every loaded rank, whole records for Gate.
-			n += (m.Layers[l].Ranks + 2*p[l].Gate + 1) / 3
+			// Static whole records, the gate rows of every other loaded
+			// rank, whole records for Gate.
+			n += p[l].Static + (m.Layers[l].Ranks-p[l].Static+2*p[l].Gate+1)/3
 		case p != nil && p[l] != nil:
 			n += len(p[l].Ranks)
 		default:
@@ -300,13 +317,14 @@ func (v *Votes) Plan(m *Model, ex backend.Exec, c Counts, compact bool) (Plan, e
 	return plan, nil
 }
 
-// gatePlan is the "gate" method's plan: every sparse layer computes c.Gate
-// of its loaded ranks per token, chosen by their gates.
-func gatePlan(m *Model, c Counts) Plan {
+// gatePlan is the gated methods' plan: every sparse layer computes its
+// first static ranks and c.Gate of the other loaded ranks per token,
+// chosen by their gates.
+func gatePlan(m *Model, c Counts, static int) Plan {
 	plan := make(Plan, len(m.Layers))
 	for l := range m.Layers {
 		if m.Layers[l].Sparse {
-			plan[l] = &LayerPlan{Records: m.Layers[l].FFN, Gate: c.Gate}
+			plan[l] = &LayerPlan{Records: m.Layers[l].FFN, Gate: c.Gate, Static: static}
 		}
 	}
 	return plan

@@ -442,60 +442,78 @@ func TestGateSelection(t *testing.T) {
 	path := packOf(t, "../testdata/tinyllama", convert.Options{BaseFraction: 0.3})
 	m := loadModel(t, path, 0.7)
 	prompt := []int{4094, 476, 25, 1312, 317, 3676, 271, 2025, 520, 334, 1892, 276, 306, 592, 349, 477, 25}
-	sel := &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: "gate"}
-	if c := sel.Counts(768, 537); c.Gate != 192 {
-		t.Fatalf("gate count %d, want 192", c.Gate)
-	}
-	ss := newSelSession(t, m, sel, prompt)
-	if ss.votes != nil {
-		t.Fatal("the gate method counted prompt votes")
-	}
-	for l, lp := range ss.Plan {
-		if lp == nil || lp.Gate != 192 || lp.Records.Len() != 537 {
-			t.Fatalf("layer %d: plan %+v, want all 537 loaded and Gate 192", l, lp)
+	// "gate": 192 chosen of all 537 loaded; "hybrid": the first 96 (δN = 230,
+	// cut to half of the 192) and 96 chosen of the other 441 — the same
+	// bytes, (537 + 2·192)/3 records' worth.
+	for _, c := range []struct {
+		method         string
+		static, gate   int
+		activePerLayer int
+	}{{"gate", 0, 192, (537 + 2*192 + 1) / 3}, {"hybrid", 96, 96, 96 + (537-96+2*96+1)/3}} {
+		sel := &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: c.method}
+		if k := sel.Counts(768, 537); k.Gate != c.gate || (c.method == "hybrid" && k.Base != c.static) {
+			t.Fatalf("%s: counts %+v, want Gate %d (static %d)", c.method, k, c.gate, c.static)
 		}
-	}
-	if got, want := ss.Plan.Active(m), 6*((537+2*192+1)/3); got != want {
-		t.Fatalf("active records %d, want %d", got, want)
-	}
-	// One decode step by the gate, recording what it computed, then the
-	// same step from the same cache with those ranks gathered.
-	chosen := make([][]int, 6)
-	onAct := func(l int, act []float32, n int) {
-		if n != 537 {
-			t.Fatalf("layer %d: act over %d records, want 537", l, n)
+		ss := newSelSession(t, m, sel, prompt)
+		if ss.votes != nil {
+			t.Fatalf("the %s method counted prompt votes", c.method)
 		}
-		for r, h := range act {
-			if h != 0 {
-				chosen[l] = append(chosen[l], r)
+		for l, lp := range ss.Plan {
+			if lp == nil || lp.Gate != c.gate || lp.Static != c.static || lp.Records.Len() != 537 {
+				t.Fatalf("%s layer %d: plan %+v, want all 537 loaded, Gate %d, Static %d", c.method, l, lp, c.gate, c.static)
 			}
 		}
-	}
-	tok := 306
-	gated, err := ss.S.ForwardBatch([]int{tok}, ss.Pos, Pass{Plan: ss.Plan, OnAct: onAct})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gated = slices.Clone(gated)
-	plan := make(Plan, 6)
-	for l := range plan {
-		if len(chosen[l]) != 192 {
-			t.Fatalf("layer %d computed %d records, want 192", l, len(chosen[l]))
+		if got, want := ss.Plan.Active(m), 6*c.activePerLayer; got != want {
+			t.Fatalf("%s: active records %d, want %d", c.method, got, want)
 		}
-		recs, err := ss.S.ex.Gather(m.Layers[l].FFN, chosen[l], 0, false)
+		// One decode step by the gate, recording what it computed, then the
+		// same step from the same cache with those ranks gathered.
+		chosen := make([][]int, 6)
+		onAct := func(l int, act []float32, n int) {
+			if n != 537 {
+				t.Fatalf("layer %d: act over %d records, want 537", l, n)
+			}
+			for r, h := range act {
+				if h != 0 {
+					chosen[l] = append(chosen[l], r)
+				}
+			}
+		}
+		tok := 306
+		gated, err := ss.S.ForwardBatch([]int{tok}, ss.Pos, Pass{Plan: ss.Plan, OnAct: onAct})
 		if err != nil {
 			t.Fatal(err)
 		}
-		plan[l] = &LayerPlan{Ranks: chosen[l], Records: recs}
-	}
-	ref, err := ss.S.ForwardBatch([]int{tok}, ss.Pos, Pass{Plan: plan})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range ref {
-		if d := math.Abs(float64(ref[i] - gated[i])); d > 1e-4*(1+math.Abs(float64(ref[i]))) {
-			t.Fatalf("logit %d: gated %g, over its ranks gathered %g", i, gated[i], ref[i])
+		gated = slices.Clone(gated)
+		plan := make(Plan, 6)
+		for l := range plan {
+			if len(chosen[l]) != c.static+c.gate {
+				t.Fatalf("%s layer %d computed %d records, want %d", c.method, l, len(chosen[l]), c.static+c.gate)
+			}
+			for r := range c.static {
+				if chosen[l][r] != r {
+					t.Fatalf("%s layer %d: static rank %d not computed", c.method, l, r)
+				}
+			}
+			recs, err := ss.S.ex.Gather(m.Layers[l].FFN, chosen[l], 0, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan[l] = &LayerPlan{Ranks: chosen[l], Records: recs}
 		}
+		ref, err := ss.S.ForwardBatch([]int{tok}, ss.Pos, Pass{Plan: plan})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range ref {
+			if d := math.Abs(float64(ref[i] - gated[i])); d > 1e-4*(1+math.Abs(float64(ref[i]))) {
+				t.Fatalf("%s logit %d: gated %g, over its ranks gathered %g", c.method, i, gated[i], ref[i])
+			}
+		}
+	}
+	// A smaller δ leaves the hybrid more to choose: δN = 40 static, 152 chosen.
+	if k := (&Selection{Phi: 0.4, Alpha: 0.2, Base: 40.0 / 768, Method: "hybrid"}).Counts(768, 537); k.Base != 40 || k.Gate != 152 {
+		t.Fatalf("hybrid at δN = 40: counts %+v, want Base 40, Gate 152", k)
 	}
 	// φ ≥ γ: nothing to choose.
 	a, _ := greedySession(t, m, nil, prompt, 12)
@@ -508,6 +526,8 @@ func TestGateSelection(t *testing.T) {
 		{Phi: 0.2, Alpha: 0.2, Base: 0.3, Method: "gate"},
 		{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: "gate", Reselect: 4},
 		{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: "gate", Budget: "layer"},
+		{Phi: 0.2, Alpha: 0.2, Base: 0.3, Method: "hybrid"},
+		{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: "hybrid", Reselect: 4},
 	} {
 		if err := bad.Validate(768, 537); err == nil {
 			t.Errorf("%+v accepted", bad)

@@ -344,9 +344,14 @@ func TestPerRequestSelection(t *testing.T) {
 	if code != 200 || math.Abs(g-n) > 0.01*n+6 {
 		t.Fatalf("gate at phi 0.4: %d, %v records' bytes per token, want the paper's %v", code, g, n)
 	}
+	code, hy := records(`{"prompt": "In the beginning", "max_tokens": 4, "temperature": 0, "phi": 0.4, "select": "hybrid"}`)
+	if code != 200 || math.Abs(hy-n) > 0.01*n+6 {
+		t.Fatalf("hybrid at phi 0.4: %d, %v records' bytes per token, want the paper's %v", code, hy, n)
+	}
 	for _, bad := range []string{
 		`{"prompt": "x", "phi": 0.4, "select": "nope"}`,
-		`{"prompt": "x", "phi": 0.3, "select": "gate"}`, // φ ≤ γ/3 with all loaded
+		`{"prompt": "x", "phi": 0.3, "select": "gate"}`,   // φ ≤ γ/3 with all loaded
+		`{"prompt": "x", "phi": 0.3, "select": "hybrid"}`, // likewise
 	} {
 		if code, _ := records(bad); code != 400 {
 			t.Errorf("%s: status %d, want 400", bad, code)

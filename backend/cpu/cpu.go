@@ -235,11 +235,11 @@ func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {
 }
 
 // FFNGated implements backend.Gater.
-func (e *Exec) FFNGated(out, x backend.Buf, recs backend.Records, k int, act []float32) {
+func (e *Exec) FFNGated(out, x backend.Buf, recs backend.Records, static, k int, act []float32) {
 	r := recs.(*records)
 	o := F32(out)
 	clear(o)
-	kernels.FFNGated(e.pool, o, r.blocks, r.dt, r.hidden, F32(x), k, act)
+	kernels.FFNGated(e.pool, o, r.blocks, r.dt, r.hidden, F32(x), static, k, act)
 }
 
 // Gather turns a decode set into record blocks: runs of consecutive ranks in

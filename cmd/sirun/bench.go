@@ -31,7 +31,7 @@ var benchCmd = &cli.Command{
 		&cli.IntFlag{Name: "rounds", Value: 3, Usage: "measure every decode figure this many times, interleaved, and report medians"},
 		&cli.IntFlag{Name: "prefill", Value: 256, Usage: "prompt tokens of the prefill figure (with --quick and not given: 64)"},
 		&cli.BoolFlag{Name: "ops", Usage: "instead of the figures, print where a decode step's time goes: each operation's ms/token, dense and at γ 0.7 φ 0.4"},
-		&cli.StringFlag{Name: "select", Value: "paper", Usage: "how the sparse figures choose their neurons (as sirun's --select: paper, mass, l2, signed or gate)"},
+		&cli.StringFlag{Name: "select", Value: "paper", Usage: "how the sparse figures choose their neurons (as sirun's --select: paper, mass, l2, signed, gate or hybrid)"},
 		&cli.BoolFlag{Name: "quick", Usage: "dense and γ 0.7 × φ 0.4 only, shorter prefill unless --prefill is given"},
 		&cli.StringFlag{Name: "cpuprofile", Usage: "write a Go CPU profile of the whole benchmark to `FILE` (go tool pprof)"},
 	},

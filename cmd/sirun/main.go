@@ -294,15 +294,20 @@ func printSummary(w io.Writer, st *runner.Stats, load time.Duration, p *format.P
 		loaded += L.Ranks
 		all += p.Index.Config.IntermediateSize
 	}
-	if s.Sel != nil && s.Sel.Method == "gate" {
-		gated := 0
+	if s.Sel != nil && s.Sel.Gated() {
+		gated, static := 0, 0
 		for _, lp := range s.Plan {
 			if lp != nil {
 				gated += lp.Gate
+				static += lp.Static
 			}
 		}
-		fmt.Fprintf(w, "sirun: ffn        φ = %.2f of %d neurons: the bytes of %d records per decode token, the gate rows of all %d loaded (γ = %.2f) and %d whole\n",
-			float64(st.ActiveRecords)/float64(max(1, all)), all, st.ActiveRecords, loaded, float64(loaded)/float64(max(1, all)), gated)
+		whole := fmt.Sprintf("the gate rows of all %d loaded (γ = %.2f) and %d whole", loaded, float64(loaded)/float64(max(1, all)), gated)
+		if static > 0 {
+			whole = fmt.Sprintf("%d static, the gate rows of the other %d loaded (γ = %.2f) and %d of them whole", static, loaded-static, float64(loaded)/float64(max(1, all)), gated)
+		}
+		fmt.Fprintf(w, "sirun: ffn        φ = %.2f of %d neurons: the bytes of %d records per decode token, %s\n",
+			float64(st.ActiveRecords)/float64(max(1, all)), all, st.ActiveRecords, whole)
 	} else {
 		fmt.Fprintf(w, "sirun: ffn        φ = %.2f of %d neurons = %d computed per decode token, of %d loaded (γ = %.2f)\n",
 			float64(st.ActiveRecords)/float64(max(1, all)), all, st.ActiveRecords, loaded, float64(loaded)/float64(max(1, all)))
