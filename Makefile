@@ -106,6 +106,7 @@ accuracy: build
 	    done; \
 	    case $$g-$$p in 0.9-0.3) continue;; esac; \
 	    $(BIN)/sirun eval -q --json --task $$t $(ACC)/$$t.sip --gamma $$g --phi $$p --select gate | sed 's/^{/{"label":"task, gate",/' >> $(ACC)/results.jsonl || exit 1; \
+	    $(BIN)/sirun eval -q --json --task $$t $(ACC)/$$t.sip --gamma $$g --phi $$p --select hybrid | sed 's/^{/{"label":"task, hybrid",/' >> $(ACC)/results.jsonl || exit 1; \
 	    $(BIN)/sirun eval -q --json --task $$t $(ACC)/random.sip --gamma $$g --phi $$p --select gate | sed 's/^{/{"label":"random, gate",/' >> $(ACC)/results.jsonl || exit 1; \
 	  done; done; \
 	done
