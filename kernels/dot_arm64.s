@@ -494,3 +494,127 @@ TEXT ·dot4Q80Q8NEON(SB), NOSPLIT, $0-40
 	MOVD nb+24(FP), R5
 	MOVD acc+32(FP), R6
 	DOT4Q(Q8BYTES)
+
+// The prefill GEMM's micro-kernels (Table.Gemm), as amd64's: a 4-row × 6-token
+// tile over float32 rows and the FFN's down projection for six tokens. NEON
+// holds four lanes, so the tile keeps acc[t·4 + r]'s lanes 0-3 (the caller
+// clears acc; Fold sums all 16 lanes).
+
+// FMLA by element, Vd.4S += Vn.4S · Vm.S[i] (WORD-encoded: no mnemonic).
+#define FMLAE(d, n, m, i) WORD $(0x4F801000 | ((i&1)<<21) | ((m>>4)<<20) | ((m&15)<<16) | ((i>>1)<<11) | (n<<5) | d)
+
+// TILEROW(rx, t): token t's next four values (rx, advanced) against the
+// four rows' (V24-V27) into V(4t)..V(4t+3).
+#define TILEROW(rx, a0, a1, a2, a3) VLD1.P 16(rx), [V28.S4]; VFMLA V24.S4, V28.S4, a0; VFMLA V25.S4, V28.S4, a1; VFMLA V26.S4, V28.S4, a2; VFMLA V27.S4, V28.S4, a3
+
+// ACCIO(OP): acc[i][0:4] to or from V0-V23 (R11 = acc).
+#define ACCIO(OP) \
+	OP(0, F0); OP(64, F1); OP(128, F2); OP(192, F3); OP(256, F4); OP(320, F5); \
+	OP(384, F6); OP(448, F7); OP(512, F8); OP(576, F9); OP(640, F10); OP(704, F11); \
+	OP(768, F12); OP(832, F13); OP(896, F14); OP(960, F15); OP(1024, F16); OP(1088, F17); \
+	OP(1152, F18); OP(1216, F19); OP(1280, F20); OP(1344, F21); OP(1408, F22); OP(1472, F23)
+#define LDQ(off, f) FMOVQ off(R11), f
+#define STQ(off, f) FMOVQ f, off(R11)
+
+// func gemm4x6NEON(w *[4]*float32, x *[6]*float32, n int, acc *[24][16]float32)
+TEXT ·gemm4x6NEON(SB), NOSPLIT, $0-32
+	MOVD w+0(FP), R12
+	MOVD 0(R12), R0
+	MOVD 8(R12), R1
+	MOVD 16(R12), R2
+	MOVD 24(R12), R3
+	MOVD x+8(FP), R12
+	MOVD 0(R12), R4
+	MOVD 8(R12), R5
+	MOVD 16(R12), R6
+	MOVD 24(R12), R7
+	MOVD 32(R12), R8
+	MOVD 40(R12), R9
+	MOVD n+16(FP), R10
+	MOVD acc+24(FP), R11
+	ACCIO(LDQ)
+g4loop:
+	CBZ  R10, g4done
+	VLD1.P 16(R0), [V24.S4]
+	VLD1.P 16(R1), [V25.S4]
+	VLD1.P 16(R2), [V26.S4]
+	VLD1.P 16(R3), [V27.S4]
+	TILEROW(R4, V0.S4, V1.S4, V2.S4, V3.S4)
+	TILEROW(R5, V4.S4, V5.S4, V6.S4, V7.S4)
+	TILEROW(R6, V8.S4, V9.S4, V10.S4, V11.S4)
+	TILEROW(R7, V12.S4, V13.S4, V14.S4, V15.S4)
+	TILEROW(R8, V16.S4, V17.S4, V18.S4, V19.S4)
+	TILEROW(R9, V20.S4, V21.S4, V22.S4, V23.S4)
+	SUB  $4, R10, R10
+	B    g4loop
+g4done:
+	ACCIO(STQ)
+	RET
+
+// DOWNTOK(t, a): V(a)..V(a+3) += the four down vectors (V24-V27) · h_t
+// (V28 lanes 0-3 hold tokens 0-3, V29 lanes 0-1 tokens 4-5).
+#define DOWNTOK(m, i, a) FMLAE(a, 24, m, i); FMLAE(a+1, 25, m, i); FMLAE(a+2, 26, m, i); FMLAE(a+3, 27, m, i)
+
+// func gemmDown6NEON(acc *float32, accStride int, h *float32, down *float32, ldd int, K int, H int)
+// acc[t·accStride + c] += Σ_{j<K} h[j·6 + t]·down[j·ldd + c], c < H (a multiple of 16).
+TEXT ·gemmDown6NEON(SB), NOSPLIT, $0-56
+	MOVD acc+0(FP), R0
+	MOVD accStride+8(FP), R1
+	LSL  $2, R1, R1
+	MOVD h+16(FP), R2
+	MOVD down+24(FP), R3
+	MOVD ldd+32(FP), R4
+	LSL  $2, R4, R4
+	MOVD K+40(FP), R5
+	MOVD H+48(FP), R6
+dcol:
+	CBZ  R6, ddone6
+	// The six tokens' 16 accumulators of this column block.
+	MOVD R0, R7
+	VLD1 (R7), [V0.S4, V1.S4, V2.S4, V3.S4]
+	ADD  R1, R7, R7
+	VLD1 (R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	ADD  R1, R7, R7
+	VLD1 (R7), [V8.S4, V9.S4, V10.S4, V11.S4]
+	ADD  R1, R7, R7
+	VLD1 (R7), [V12.S4, V13.S4, V14.S4, V15.S4]
+	ADD  R1, R7, R7
+	VLD1 (R7), [V16.S4, V17.S4, V18.S4, V19.S4]
+	ADD  R1, R7, R7
+	VLD1 (R7), [V20.S4, V21.S4, V22.S4, V23.S4]
+	MOVD R2, R8
+	MOVD R3, R9
+	MOVD R5, R10
+drec:
+	CBZ  R10, drecdone
+	VLD1 (R9), [V24.S4, V25.S4, V26.S4, V27.S4]
+	ADD  R4, R9, R9
+	VLD1.P 16(R8), [V28.S4]
+	FMOVD.P 8(R8), F29
+	DOWNTOK(28, 0, 0)
+	DOWNTOK(28, 1, 4)
+	DOWNTOK(28, 2, 8)
+	DOWNTOK(28, 3, 12)
+	DOWNTOK(29, 0, 16)
+	DOWNTOK(29, 1, 20)
+	SUB  $1, R10, R10
+	B    drec
+drecdone:
+	MOVD R0, R7
+	VST1 [V0.S4, V1.S4, V2.S4, V3.S4], (R7)
+	ADD  R1, R7, R7
+	VST1 [V4.S4, V5.S4, V6.S4, V7.S4], (R7)
+	ADD  R1, R7, R7
+	VST1 [V8.S4, V9.S4, V10.S4, V11.S4], (R7)
+	ADD  R1, R7, R7
+	VST1 [V12.S4, V13.S4, V14.S4, V15.S4], (R7)
+	ADD  R1, R7, R7
+	VST1 [V16.S4, V17.S4, V18.S4, V19.S4], (R7)
+	ADD  R1, R7, R7
+	VST1 [V20.S4, V21.S4, V22.S4, V23.S4], (R7)
+	ADD  $64, R0, R0
+	ADD  $64, R3, R3
+	SUB  $16, R6, R6
+	B    dcol
+ddone6:
+	RET

@@ -64,6 +64,18 @@ type GemmKernel struct {
 	Down       func(acc *float32, accStride int, h *float32, down *float32, ldd int, K int, H int)
 }
 
+// hsum24Ref is GemmKernel.Fold in Go: out[i] = Σ_lanes acc[i] (tables whose
+// tile fills fewer lanes leave the others zero).
+func hsum24Ref(acc *[24][16]float32, out *[24]float32) {
+	for i := range acc {
+		var s float32
+		for _, v := range acc[i] {
+			s += v
+		}
+		out[i] = s
+	}
+}
+
 // gemmFits reports whether rows × cols × T of dtype dt goes through table
 // t's GEMM.
 func gemmFits(t *Table, dt format.DType, rows, cols, T int) bool {

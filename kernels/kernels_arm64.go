@@ -60,6 +60,12 @@ func dot4Q40Q8NEON(w *byte, xq *[4]*int8, xd *[4]*float32, nb int, acc *[16]floa
 func dot4Q80Q8NEON(w *byte, xq *[4]*int8, xd *[4]*float32, nb int, acc *[16]float32)
 
 //go:noescape
+func gemm4x6NEON(w *[4]*float32, x *[6]*float32, n int, acc *[24][16]float32)
+
+//go:noescape
+func gemmDown6NEON(acc *float32, accStride int, h *float32, down *float32, ldd int, K int, H int)
+
+//go:noescape
 func dotQ80Q8NEON(w *byte, xq *int8, xd *float32, nb int, acc *[4]float32)
 
 // The arm64 table "neon": NEON is part of every arm64 CPU (ASIMD, with its
@@ -78,6 +84,9 @@ func init() {
 	// the FFN composes the NEON rows instead).
 	bf16.Dot4, f16.Dot4 = neonDot4(dot4BF16NEON, dotBF16Ref), neonDot4(dot4F16NEON, dotF16Ref)
 	bf16.GemmDown, f16.GemmDown = nil, nil
+	// The prefill GEMM's register tile (4 rows × 6 tokens, four lanes of
+	// each accumulator) and the FFN's down projection for six tokens.
+	neon.Gemm = &GemmKernel{Tile: gemm4x6NEON, Fold: hsum24Ref, Down: gemmDown6NEON}
 	// The decode FFN's fused forms, as on amd64.
 	bf16.Dot2, bf16.Axpy4 = neonDot2(dot2BF16NEON, dotBF16Ref), neonAxpy4(axpy4BF16NEON, axpyBF16Ref)
 	f16.Dot2, f16.Axpy4 = neonDot2(dot2F16NEON, dotF16Ref), neonAxpy4(axpy4F16NEON, axpyF16Ref)
