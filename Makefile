@@ -81,8 +81,8 @@ clean:
 # (150 prompts + 128 generated tokens each), packs ranked by each, a random
 # pack, then every task's eval at γ ∈ {0.5, 0.7, 0.9} × φ ∈ {0.3, 0.4, 0.5},
 # with the paper's selection, the other vote statistics (mass, l2, signed;
-# task order) and --select gate (not at γ0.9 φ0.3, where the gate rows
-# alone take φ's budget).
+# task order), --select gate and --select hybrid (not at γ0.9 φ0.3, where
+# the gate rows alone take φ's budget).
 ACC ?= /tmp/sipack-accuracy
 accuracy: build
 	mkdir -p $(ACC)
@@ -154,6 +154,7 @@ bench: build
 	$(BIN)/sipack plot bench -o $(BIN)/bench-2t.png $(BIN)/bench-2t.jsonl
 	$(BIN)/sirun bench --quick --threads 2 --rounds 5 $(BENCH_DIR)/synth-1b-bf16.sip $(BENCH_DIR)/synth-1b-q4_0.sip $(BENCH_DIR)/synth-1b-q8_0.sip
 	$(BIN)/sirun bench --quick --select gate --threads 2 --rounds 5 $(BENCH_DIR)/synth-1b-bf16.sip $(BENCH_DIR)/synth-1b-q4_0.sip
+	$(BIN)/sirun bench --quick --select hybrid --threads 2 --rounds 5 $(BENCH_DIR)/synth-1b-bf16.sip $(BENCH_DIR)/synth-1b-q4_0.sip
 
 # sirun against llama.cpp on the same machine (../shared/llamacpp/compare.sh),
 # with the packs sipack synth writes.
