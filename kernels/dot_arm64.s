@@ -618,3 +618,77 @@ drecdone:
 	B    dcol
 ddone6:
 	RET
+
+// The block types' four-row axpy, y += Σ_r a[r]·w_r (the decode FFN's down
+// projection four records at a time, as amd64's axpy4Q40AVX512): a block's
+// 32 outputs are loaded and stored once for the four rows.
+
+// ROWSCALE4(rw, r, v): Vv = a[r] (R5 + 4r) · row r's next block scale (rw,
+// advanced) in every lane (F28, F29 scratch).
+#define ROWSCALE4(rw, r, v) MOVHU.P 2(rw), R6; FMOVS R6, F28; FCVTHS F28, F28; FMOVS r*4(R5), F29; FMULS F29, F28, F28; VDUP V28.S[0], v
+
+// ROWFMA4(s, y0, y1, y2, y3): y0..y3 += Vs · the widened V20-V23.
+#define ROWFMA4(s, y0, y1, y2, y3) VFMLA V20.S4, s, y0; VFMLA V21.S4, s, y1; VFMLA V22.S4, s, y2; VFMLA V23.S4, s, y3
+
+// ROW4(s): the row's signed values in V5 (elements 0-15) and V6 (16-31)
+// into the block's outputs (V10-V13, V0-V3).
+#define ROW4(s) WIDEN16I8(5); ROWFMA4(s, V10.S4, V11.S4, V12.S4, V13.S4); WIDEN16I8(6); ROWFMA4(s, V0.S4, V1.S4, V2.S4, V3.S4)
+
+// Q4ROW(rw): the next Q4_0 block's quants (rw, advanced) as signed bytes in V5, V6.
+#define Q4ROW(rw) VLD1.P 16(rw), [V6.B16]; VAND V30.B16, V6.B16, V5.B16; VUSHR $4, V6.B16, V6.B16; VSUB V31.B16, V5.B16, V5.B16; VSUB V31.B16, V6.B16, V6.B16
+
+// AXPY4BLK(ROW): one block of the four rows (R1-R4) into y (R0, advanced).
+#define AXPY4BLK(ROW) \
+	ROWSCALE4(R1, 0, V24.S4); \
+	ROWSCALE4(R2, 1, V25.S4); \
+	ROWSCALE4(R3, 2, V26.S4); \
+	ROWSCALE4(R4, 3, V27.S4); \
+	ADD  $64, R0, R7; \
+	VLD1 (R0), [V10.S4, V11.S4, V12.S4, V13.S4]; \
+	VLD1 (R7), [V0.S4, V1.S4, V2.S4, V3.S4]; \
+	ROW(R1); \
+	ROW4(V24.S4); \
+	ROW(R2); \
+	ROW4(V25.S4); \
+	ROW(R3); \
+	ROW4(V26.S4); \
+	ROW(R4); \
+	ROW4(V27.S4); \
+	VST1.P [V10.S4, V11.S4, V12.S4, V13.S4], 64(R0); \
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R0)
+
+// func axpy4Q40NEON(y *float32, a *[4]float32, w0, w1, w2, w3 *byte, nb int)
+TEXT ·axpy4Q40NEON(SB), NOSPLIT, $0-56
+	MOVD y+0(FP), R0
+	MOVD a+8(FP), R5
+	MOVD w0+16(FP), R1
+	MOVD w1+24(FP), R2
+	MOVD w2+32(FP), R3
+	MOVD w3+40(FP), R4
+	MOVD nb+48(FP), R8
+	VMOVI $15, V30.B16
+	VMOVI $8, V31.B16
+a4q4n:
+	CBZ  R8, a4q4ndone
+	AXPY4BLK(Q4ROW)
+	SUB  $1, R8, R8
+	B    a4q4n
+a4q4ndone:
+	RET
+
+// func axpy4Q80NEON(y *float32, a *[4]float32, w0, w1, w2, w3 *byte, nb int)
+TEXT ·axpy4Q80NEON(SB), NOSPLIT, $0-56
+	MOVD y+0(FP), R0
+	MOVD a+8(FP), R5
+	MOVD w0+16(FP), R1
+	MOVD w1+24(FP), R2
+	MOVD w2+32(FP), R3
+	MOVD w3+40(FP), R4
+	MOVD nb+48(FP), R8
+a4q8n:
+	CBZ  R8, a4q8ndone
+	AXPY4BLK(Q8BYTES)
+	SUB  $1, R8, R8
+	B    a4q8n
+a4q8ndone:
+	RET

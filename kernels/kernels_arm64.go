@@ -48,6 +48,12 @@ func axpyQ40NEON(y *float32, a float32, w *byte, nb int)
 func axpyQ80NEON(y *float32, a float32, w *byte, nb int)
 
 //go:noescape
+func axpy4Q40NEON(y *float32, a *[4]float32, w0, w1, w2, w3 *byte, nb int)
+
+//go:noescape
+func axpy4Q80NEON(y *float32, a *[4]float32, w0, w1, w2, w3 *byte, nb int)
+
+//go:noescape
 func dot4BF16NEON(w *uint16, x *[4]*float32, n int, acc *[32]float32)
 
 //go:noescape
@@ -94,7 +100,7 @@ func init() {
 	// reference four-row forms would compose the Go reference row.
 	q80, q40 := &neon.ops[format.Q8_0], &neon.ops[format.Q4_0]
 	q80.Axpy, q40.Axpy = blockAxpy(axpyQ80NEON), blockAxpy(axpyQ40NEON)
-	q80.Axpy4, q40.Axpy4 = nil, nil
+	q80.Axpy4, q40.Axpy4 = neonBlockAxpy4(axpy4Q80NEON), neonBlockAxpy4(axpy4Q40NEON)
 	if !cpu.ARM64.HasASIMDDP {
 		register(neon)
 		return
@@ -147,6 +153,15 @@ func neonActDot4(k func(w *byte, xq *[4]*int8, xd *[4]*float32, nb int, acc *[16
 			out[t] = acc[4*t] + acc[4*t+1] + acc[4*t+2] + acc[4*t+3]
 		}
 		return out
+	}
+}
+
+// neonBlockAxpy4 adapts a four-row block-type NEON axpy over whole blocks.
+func neonBlockAxpy4(k func(y *float32, a *[4]float32, w0, w1, w2, w3 *byte, nb int)) func([]float32, *[4]float32, *[4][]byte) {
+	return func(y []float32, a *[4]float32, w *[4][]byte) {
+		if nb := len(y) / format.QK; nb > 0 {
+			k(&y[0], a, &w[0][0], &w[1][0], &w[2][0], &w[3][0], nb)
+		}
 	}
 }
 
