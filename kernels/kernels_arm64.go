@@ -78,8 +78,8 @@ func dotQ80Q8NEON(w *byte, xq *int8, xd *float32, nb int, acc *[4]float32)
 // half-precision conversions, is mandatory in ARMv8-A), so the BF16 and F16
 // kernels need no feature check. Where the CPU has the dot-product
 // instructions (Cortex-A76/A78, so Jetson Orin), "neon-dotprod" adds
-// integer dots for Q4_0 and Q8_0, then their default path (the float path
-// has no NEON kernel: it runs the Go reference, which SDOT outruns).
+// integer dots for Q4_0 and Q8_0, then their default path (the float path's
+// dots run the Go reference, which SDOT outruns; its axpys are NEON).
 func init() {
 	neon := derive(&Generic, "neon")
 	bf16, f16 := &neon.ops[format.BF16], &neon.ops[format.F16]
@@ -96,8 +96,7 @@ func init() {
 	// The decode FFN's fused forms, as on amd64.
 	bf16.Dot2, bf16.Axpy4 = neonDot2(dot2BF16NEON, dotBF16Ref), neonAxpy4(axpy4BF16NEON, axpyBF16Ref)
 	f16.Dot2, f16.Axpy4 = neonDot2(dot2F16NEON, dotF16Ref), neonAxpy4(axpy4F16NEON, axpyF16Ref)
-	// The block types' axpy (the down projection), on every path: the
-	// reference four-row forms would compose the Go reference row.
+	// The block types' axpys (the down projection), on every path.
 	q80, q40 := &neon.ops[format.Q8_0], &neon.ops[format.Q4_0]
 	q80.Axpy, q40.Axpy = blockAxpy(axpyQ80NEON), blockAxpy(axpyQ40NEON)
 	q80.Axpy4, q40.Axpy4 = neonBlockAxpy4(axpy4Q80NEON), neonBlockAxpy4(axpy4Q40NEON)
