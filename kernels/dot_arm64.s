@@ -692,3 +692,57 @@ a4q8n:
 	B    a4q8n
 a4q8ndone:
 	RET
+
+// The block types' float-path dots (CPUs without the dot-product extension,
+// or SIPACK_QDOT=float): Σ_i d·q[i]·x[i] a block of 32 at a time — the
+// signed values widened to float32 (V20-V23 per 16), four multiply-adds
+// per 16 against x into the block's sum (V0-V3), which is scaled by d into
+// the total (V4); the wrappers add its four lanes.
+
+// BLOCKX16(v, b0, b1, b2, b3): the 16 signed bytes of Vv times x's next 16
+// (R1, advanced) into b0..b3.
+#define BLOCKX16(v) WIDEN16I8(v); VLD1.P 64(R1), [V10.S4, V11.S4, V12.S4, V13.S4]; VFMLA V20.S4, V10.S4, V0.S4; VFMLA V21.S4, V11.S4, V1.S4; VFMLA V22.S4, V12.S4, V2.S4; VFMLA V23.S4, V13.S4, V3.S4
+
+// DOTF(BYTES): R0 = w, R1 = x, R2 = nb, R3 = acc (four lanes).
+#define DOTF(BYTES) \
+	VEOR V4.B16, V4.B16, V4.B16; \
+	dfloop:; \
+	CBZ  R2, dfdone; \
+	MOVHU.P 2(R0), R6; \
+	FMOVS R6, F28; \
+	FCVTHS F28, F28; \
+	VDUP V28.S[0], V28.S4; \
+	BYTES(R0); \
+	VEOR V0.B16, V0.B16, V0.B16; \
+	VEOR V1.B16, V1.B16, V1.B16; \
+	VEOR V2.B16, V2.B16, V2.B16; \
+	VEOR V3.B16, V3.B16, V3.B16; \
+	BLOCKX16(5); \
+	BLOCKX16(6); \
+	VFMLA V0.S4, V28.S4, V4.S4; \
+	VFMLA V1.S4, V28.S4, V4.S4; \
+	VFMLA V2.S4, V28.S4, V4.S4; \
+	VFMLA V3.S4, V28.S4, V4.S4; \
+	SUB  $1, R2, R2; \
+	B    dfloop; \
+	dfdone:; \
+	VST1 [V4.S4], (R3); \
+	RET
+
+// func dotQ40NEON(w *byte, x *float32, nb int, acc *[4]float32)
+TEXT ·dotQ40NEON(SB), NOSPLIT, $0-32
+	MOVD w+0(FP), R0
+	MOVD x+8(FP), R1
+	MOVD nb+16(FP), R2
+	MOVD acc+24(FP), R3
+	VMOVI $15, V30.B16
+	VMOVI $8, V31.B16
+	DOTF(Q4ROW)
+
+// func dotQ80NEON(w *byte, x *float32, nb int, acc *[4]float32)
+TEXT ·dotQ80NEON(SB), NOSPLIT, $0-32
+	MOVD w+0(FP), R0
+	MOVD x+8(FP), R1
+	MOVD nb+16(FP), R2
+	MOVD acc+24(FP), R3
+	DOTF(Q8BYTES)

@@ -48,6 +48,12 @@ func axpyQ40NEON(y *float32, a float32, w *byte, nb int)
 func axpyQ80NEON(y *float32, a float32, w *byte, nb int)
 
 //go:noescape
+func dotQ40NEON(w *byte, x *float32, nb int, acc *[4]float32)
+
+//go:noescape
+func dotQ80NEON(w *byte, x *float32, nb int, acc *[4]float32)
+
+//go:noescape
 func axpy4Q40NEON(y *float32, a *[4]float32, w0, w1, w2, w3 *byte, nb int)
 
 //go:noescape
@@ -78,8 +84,7 @@ func dotQ80Q8NEON(w *byte, xq *int8, xd *float32, nb int, acc *[4]float32)
 // half-precision conversions, is mandatory in ARMv8-A), so the BF16 and F16
 // kernels need no feature check. Where the CPU has the dot-product
 // instructions (Cortex-A76/A78, so Jetson Orin), "neon-dotprod" adds
-// integer dots for Q4_0 and Q8_0, then their default path (the float path's
-// dots run the Go reference, which SDOT outruns; its axpys are NEON).
+// integer dots for Q4_0 and Q8_0, then their default path.
 func init() {
 	neon := derive(&Generic, "neon")
 	bf16, f16 := &neon.ops[format.BF16], &neon.ops[format.F16]
@@ -96,8 +101,10 @@ func init() {
 	// The decode FFN's fused forms, as on amd64.
 	bf16.Dot2, bf16.Axpy4 = neonDot2(dot2BF16NEON, dotBF16Ref), neonAxpy4(axpy4BF16NEON, axpyBF16Ref)
 	f16.Dot2, f16.Axpy4 = neonDot2(dot2F16NEON, dotF16Ref), neonAxpy4(axpy4F16NEON, axpyF16Ref)
-	// The block types' axpys (the down projection), on every path.
+	// The block types' float path (dots against float32 activations) and
+	// their axpys (the down projection, on every path).
 	q80, q40 := &neon.ops[format.Q8_0], &neon.ops[format.Q4_0]
+	q80.Dot, q40.Dot = neonBlockDot(dotQ80NEON), neonBlockDot(dotQ40NEON)
 	q80.Axpy, q40.Axpy = blockAxpy(axpyQ80NEON), blockAxpy(axpyQ40NEON)
 	q80.Axpy4, q40.Axpy4 = neonBlockAxpy4(axpy4Q80NEON), neonBlockAxpy4(axpy4Q40NEON)
 	if !cpu.ARM64.HasASIMDDP {
@@ -152,6 +159,19 @@ func neonActDot4(k func(w *byte, xq *[4]*int8, xd *[4]*float32, nb int, acc *[16
 			out[t] = acc[4*t] + acc[4*t+1] + acc[4*t+2] + acc[4*t+3]
 		}
 		return out
+	}
+}
+
+// neonBlockDot adapts a block-type NEON float dot over whole blocks.
+func neonBlockDot(k func(w *byte, x *float32, nb int, acc *[4]float32)) func([]byte, []float32) float32 {
+	return func(w []byte, x []float32) float32 {
+		nb := len(x) / format.QK
+		if nb == 0 {
+			return 0
+		}
+		var acc [4]float32
+		k(&w[0], &x[0], nb, &acc)
+		return acc[0] + acc[1] + acc[2] + acc[3]
 	}
 }
 
