@@ -108,6 +108,7 @@ accuracy: build
 	    $(BIN)/sirun eval -q --json --task $$t $(ACC)/$$t.sip --gamma $$g --phi $$p --select gate | sed 's/^{/{"label":"task, gate",/' >> $(ACC)/results.jsonl || exit 1; \
 	    $(BIN)/sirun eval -q --json --task $$t $(ACC)/$$t.sip --gamma $$g --phi $$p --select hybrid | sed 's/^{/{"label":"task, hybrid",/' >> $(ACC)/results.jsonl || exit 1; \
 	    $(BIN)/sirun eval -q --json --task $$t $(ACC)/random.sip --gamma $$g --phi $$p --select gate | sed 's/^{/{"label":"random, gate",/' >> $(ACC)/results.jsonl || exit 1; \
+	    $(BIN)/sirun eval -q --json --task $$t $(ACC)/random.sip --gamma $$g --phi $$p --select hybrid | sed 's/^{/{"label":"random, hybrid",/' >> $(ACC)/results.jsonl || exit 1; \
 	  done; done; \
 	done
 	mkdir -p docs

@@ -56,7 +56,7 @@ func main() {
 		}
 		rows[k][r.Task] = r
 	}
-	rank := map[string]int{"dense": 0, "task": 1, "task, mass": 2, "task, l2": 3, "task, signed": 4, "task, gate": 5, "task, hybrid": 6, "other": 7, "random": 8, "random, gate": 9}
+	rank := map[string]int{"dense": 0, "task": 1, "task, mass": 2, "task, l2": 3, "task, signed": 4, "task, gate": 5, "task, hybrid": 6, "other": 7, "random": 8, "random, gate": 9, "random, hybrid": 10}
 	sort.SliceStable(order, func(i, j int) bool {
 		a, b := order[i], order[j]
 		if rank[a.label] != rank[b.label] {
