@@ -111,7 +111,7 @@ func gateDots(g []float32, keys []uint32, records *recordCursor, ops *Ops, lo, h
 	}
 	for j := lo; j < hi; j++ {
 		// Non-negative floats order as their bits.
-		keys[j] = math.Float32bits(float32(math.Abs(float64(SiLU(g[j])))))
+		keys[j] = GateKey(g[j])
 	}
 }
 
@@ -184,16 +184,26 @@ func gateRow(records *recordCursor, j int) []byte {
 	return b.GateRow(k)
 }
 
+// GateKey is the gated FFN's ranking key of a gate dot g: the bits of
+// |silu(g)|, which order as the values do (non-negative floats).
+func GateKey(g float32) uint32 { return math.Float32bits(float32(math.Abs(float64(SiLU(g))))) }
+
 // topGates returns, ascending, the k indices of the largest keys (ties:
 // the lower index first), in storage the pool keeps; buf (len(keys) long,
 // apart from keys) is the radix select's.
 func (p *Pool) topGates(keys, buf []uint32, k int) []int32 {
-	n := len(keys)
-	if cap(p.sel) < n {
-		p.sel = make([]int32, n)
+	if cap(p.sel) < len(keys) {
+		p.sel = make([]int32, len(keys))
 	}
-	sel := p.sel[:0]
-	if k == 0 {
+	return TopKeys(keys, buf, k, p.sel[:0])
+}
+
+// TopKeys appends to sel, ascending, the indices of the k largest keys
+// (ties: the lower index first) and returns it; buf (len(keys) long, apart
+// from keys) is the radix select's. The gated FFN's choice on every
+// backend.
+func TopKeys(keys, buf []uint32, k int, sel []int32) []int32 {
+	if k <= 0 {
 		return sel
 	}
 	thr := KthLargest(keys, k, buf)

@@ -505,6 +505,104 @@ func TestFFN(t *testing.T) {
 
 // TestInPlace: weights inside host memory registered with UseHost are read
 // in place (forced here on a discrete GPU too), with the same results as
+// TestFFNGated: the gated decode FFN (the gate and hybrid selections) on
+// the device against float64 over the same records: the static records
+// and exactly k others computed, those the k of largest |silu(gate·x)|
+// among the others up to the dots' rounding at the threshold, their h and
+// y within the reordering bounds; and the device's choice equals the CPU
+// backend's wherever no two keys sit within that rounding of each other.
+// (Planting a choice among all records, or h by the gate's row read as the
+// up row, makes it fail.)
+func TestFFNGated(t *testing.T) {
+	p := newPair(t)
+	rng := rand.New(rand.NewPCG(9, 9))
+	for _, dt := range dtypes {
+		for _, H := range widths(dt) {
+			n := 37
+			c := newFFN(rng, dt, H, n, 20)
+			gr, err := p.gd.Records(c.recordBlocks(dt, H, true), dt, H)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cr, _ := p.cd.Records(c.recordBlocks(dt, H, false), dt, H)
+			x := randVec(rng, H)
+			for i := range x {
+				x[i] /= float32(math.Sqrt(float64(H)))
+			}
+			_, dh := ffnBound(c.rows, x, H)
+			key, slack := make([]float64, n), make([]float64, n)
+			for j, r := range c.rows {
+				var g, gAbs float64
+				for i := 0; i < H; i++ {
+					g += float64(r[i]) * float64(x[i])
+					gAbs += math.Abs(float64(r[i]) * float64(x[i]))
+				}
+				key[j] = math.Abs(g / (1 + math.Exp(-g)))
+				slack[j] = 1.1*2*float64(H+2)*ulp*gAbs + 1e-6
+			}
+			for _, sk := range [][2]int{{0, 0}, {0, 1}, {0, 12}, {0, n}, {10, 9}, {10, n - 10}, {n, 0}} {
+				static, k := sk[0], sk[1]
+				gx, cx := p.bufs(t, x)
+				gout, cout := p.bufs(t, make([]float32, H))
+				gact, cact := make([]float32, n), make([]float32, n)
+				p.ge.FFNGated(gout, gx, gr, static, k, gact)
+				p.ce.(backend.Gater).FFNGated(cout, cx, cr, static, k, cact)
+				got := p.read(t, gout)
+				in := make([]bool, n)
+				var rows [][]float32
+				var hs []float64
+				for j, h := range gact {
+					if h != 0 {
+						in[j] = true
+						rows = append(rows, c.rows[j])
+						hs = append(hs, float64(h))
+					}
+				}
+				if len(rows) != static+k {
+					t.Fatalf("%v H=%d static %d k %d: %d records computed", dt, H, static, k, len(rows))
+				}
+				near := false
+				for j := range n {
+					if j < static && !in[j] {
+						t.Fatalf("%v H=%d: static record %d not computed", dt, H, j)
+					}
+					if j < static || in[j] {
+						continue
+					}
+					for i := static; i < n; i++ {
+						if in[i] && key[i]+slack[i]+slack[j] < key[j] {
+							t.Fatalf("%v H=%d static %d k %d: record %d (|silu(g)| %g) computed and %d (%g) not", dt, H, static, k, i, key[i], j, key[j])
+						}
+						if in[i] && key[i] < key[j]+slack[i]+slack[j] {
+							near = true
+						}
+					}
+				}
+				by, _ := ffnBound(rows, x, H)
+				for i := range got {
+					var want float64
+					for q, r := range rows {
+						want += hs[q] * float64(r[2*H+i])
+					}
+					if d := math.Abs(float64(got[i]) - want); !(d <= by[i]+1e-5*math.Abs(want)) {
+						t.Fatalf("%v H=%d static %d k %d y[%d]: gpu %g, over its h %g", dt, H, static, k, i, got[i], want)
+					}
+				}
+				for j := range n {
+					if in[j] && cact[j] != 0 {
+						if d := math.Abs(float64(gact[j] - cact[j])); !(d <= 2*dh[j]+1e-6) {
+							t.Fatalf("%v H=%d h[%d]: gpu %g, cpu %g", dt, H, j, gact[j], cact[j])
+						}
+					}
+					if !near && (gact[j] != 0) != (cact[j] != 0) {
+						t.Fatalf("%v H=%d static %d k %d: record %d chosen by one backend only", dt, H, static, k, j)
+					}
+				}
+			}
+		}
+	}
+}
+
 // copies, and counted as registered, not resident.
 func TestInPlace(t *testing.T) {
 	p := newPair(t)
