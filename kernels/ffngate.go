@@ -109,9 +109,27 @@ func gateDots(g []float32, keys []uint32, records *recordCursor, ops *Ops, lo, h
 			g[j] = ops.Dot(gate, x)
 		}
 	}
-	for j := lo; j < hi; j++ {
-		// Non-negative floats order as their bits.
-		keys[j] = GateKey(g[j])
+	GateKeys(keys[lo:hi], g[lo:hi])
+}
+
+// GateKeys sets keys[j] to the gated FFN's ranking key of the gate dot
+// g[j]: the bits of |silu(g[j])|, which order as the values do
+// (non-negative floats). The SiLUs go through the table's SiLUMul 64 at a
+// time (the scalar SiLU took 18 ns a record, 87 µs a γ0.7 1B layer —
+// about 5 % of a Q4_0 gated decode step; 10 µs so, BenchmarkGateKeys).
+func GateKeys(keys []uint32, g []float32) {
+	var gu [128]float32
+	var h [64]float32
+	for j0 := 0; j0 < len(g); j0 += 64 {
+		n := min(64, len(g)-j0)
+		for i, v := range g[j0 : j0+n] {
+			gu[2*i], gu[2*i+1] = v, 1
+		}
+		active.SiLUMul(h[:n], gu[:2*n])
+		for i, v := range h[:n] {
+			// Non-negative floats order as their bits.
+			keys[j0+i] = math.Float32bits(v) &^ (1 << 31)
+		}
 	}
 }
 
@@ -183,10 +201,6 @@ func gateRow(records *recordCursor, j int) []byte {
 	b, k := records.at(j)
 	return b.GateRow(k)
 }
-
-// GateKey is the gated FFN's ranking key of a gate dot g: the bits of
-// |silu(g)|, which order as the values do (non-negative floats).
-func GateKey(g float32) uint32 { return math.Float32bits(float32(math.Abs(float64(SiLU(g))))) }
 
 // topGates returns, ascending, the k indices of the largest keys (ties:
 // the lower index first), in storage the pool keeps; buf (len(keys) long,

@@ -464,9 +464,7 @@ func (e *Exec) FFNGated(out, x backend.Buf, recs backend.Records, static, k int,
 		e.hostKeys = make([]uint32, 2*rest)
 	}
 	keys := e.hostKeys[:rest]
-	for j, g := range e.hostG[:rest] {
-		keys[j] = kernels.GateKey(g)
-	}
+	kernels.GateKeys(keys, e.hostG[:rest])
 	e.hostSel = kernels.TopKeys(keys, e.hostKeys[rest:2*rest], k, e.hostSel[:0])
 	m := static + len(e.hostSel)
 	e.hostTable = append(append(e.hostTable[:0], r.host[:static]...), make([]uint64, len(e.hostSel))...)
