@@ -65,10 +65,24 @@ func FFNRecords(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DTy
 		// Tiles of 16 records × 16 tokens keep the records, the token inputs
 		// and their accumulators in cache during prefill.
 		const recBlock, tokTile = 16, 16
-		var g, u [4]float32
-		dot4, gemmDown := ops.Dot4, ops.GemmDown
+		// four is a row's dots with tokens t..t+3, the row unpacked once for
+		// the four: Dot4 against float32 activations, Dot4Act against
+		// converted ones (every token meets those), or nil.
+		var four func(w []byte, t int) [4]float32
+		switch {
+		case acts != nil && ops.Dot4Act != nil:
+			four = func(w []byte, t int) [4]float32 {
+				return ops.Dot4Act(w, &acts[t], &acts[t+1], &acts[t+2], &acts[t+3])
+			}
+		case acts == nil && ops.Dot4 != nil:
+			four = func(w []byte, t int) (o [4]float32) {
+				ops.Dot4(w, x[t*H:(t+1)*H], x[(t+1)*H:(t+2)*H], x[(t+2)*H:(t+3)*H], x[(t+3)*H:(t+4)*H], &o)
+				return o
+			}
+		}
+		gemmDown := ops.GemmDown
 		if acts != nil {
-			dot4 = nil // every token meets the converted activations
+			gemmDown = nil // the float path's tile: its h comes from Dot4
 		}
 		var hbuf []float32 // h of a tile, token-major, for the prefill GEMM only
 		if gemmDown != nil && T >= 4 {
@@ -82,16 +96,14 @@ func FFNRecords(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DTy
 				// the down projection runs as a register-blocked GEMM after
 				// all of the tile's activations are known.
 				first, contiguous := blockOf(spans, j0, j1)
-				gemm := dot4 != nil && gemmDown != nil && t1-t0 >= 4 && contiguous // h in hbuf comes from the dot4 loop
+				gemm := four != nil && gemmDown != nil && t1-t0 >= 4 && contiguous // h in hbuf comes from the four-token loop
 				for j := j0; j < j1; j++ {
 					blk, k := records.at(j)
 					gate, up, down := blk.GateRow(k), blk.UpRow(k), blk.DownRow(k)
 					t := t0
-					if dot4 != nil {
+					if four != nil {
 						for ; t+4 <= t1; t += 4 {
-							x0, x1, x2, x3 := x[t*H:(t+1)*H], x[(t+1)*H:(t+2)*H], x[(t+2)*H:(t+3)*H], x[(t+3)*H:(t+4)*H]
-							dot4(gate, x0, x1, x2, x3, &g)
-							dot4(up, x0, x1, x2, x3, &u)
+							g, u := four(gate, t), four(up, t)
 							for q := 0; q < 4; q++ {
 								h := SiLU(g[q]) * u[q]
 								if act != nil {
@@ -102,20 +114,6 @@ func FFNRecords(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DTy
 								} else {
 									ops.Axpy(acc[(t+q)*H:(t+q+1)*H], h, down)
 								}
-							}
-						}
-					}
-					if acts != nil && ops.Dot4Act != nil {
-						// The integer path, a row unpacked once for four tokens.
-						for ; t+4 <= t1; t += 4 {
-							g := ops.Dot4Act(gate, &acts[t], &acts[t+1], &acts[t+2], &acts[t+3])
-							u := ops.Dot4Act(up, &acts[t], &acts[t+1], &acts[t+2], &acts[t+3])
-							for q := 0; q < 4; q++ {
-								h := SiLU(g[q]) * u[q]
-								if act != nil {
-									act[(t+q)*total+j] = h
-								}
-								ops.Axpy(acc[(t+q)*H:(t+q+1)*H], h, down)
 							}
 						}
 					}
