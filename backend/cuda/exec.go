@@ -400,16 +400,7 @@ func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {
 	// out = h · D: one token splits the records and reduces the partial
 	// sums; a batch runs the tiled GEMM.
 	if T == 1 {
-		dn := cudaplan.FFNDown(n, H, r.dt, e.d.sms)
-		if e.partial = e.grow(e.partial, 4*dn.Splits*H); e.partial == nil {
-			return
-		}
-		p := e.partial.p
-		e.args.Reset(cudaplan.KFFNDownPartial).Ptr(p).Ptr(r.table).Ptr(h).Int(n).Int(H).Int(r.rowBytes).
-			Int(dn.Chunk).Int(int(r.dt)).Int(b2i(r.vec))
-		e.launch(dn.Partial)
-		e.args.Reset(cudaplan.KReduceSplits).Ptr(dp(out)).Ptr(p).Int(H).Int(dn.Splits)
-		e.launch(dn.Reduce)
+		e.downDecode(out, r, r.table, h, n)
 	} else {
 		e.args.Reset(cudaplan.KFFNDownTiled).Ptr(dp(out)).Ptr(r.table).Ptr(h).Int(n).Int(H).Int(r.rowBytes).Int(T).Int(int(r.dt))
 		e.launch(cudaplan.FFNDownTiled(H, T))
@@ -420,6 +411,23 @@ func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {
 			e.fail(fmt.Errorf("cuda: reading FFN activations: %w", err))
 		}
 	}
+}
+
+// downDecode is one token's down projection, out = Σ_j h[j]·d_j over the n
+// records of table (r's dtype and sizes): the records cut into splits,
+// partial sums per split, then one reduction.
+func (e *Exec) downDecode(out backend.Buf, r *records, table, h uint64, n int) {
+	H := r.hidden
+	dn := cudaplan.FFNDown(n, H, r.dt, e.d.sms)
+	if e.partial = e.grow(e.partial, 4*dn.Splits*H); e.partial == nil {
+		return
+	}
+	p := e.partial.p
+	e.args.Reset(cudaplan.KFFNDownPartial).Ptr(p).Ptr(table).Ptr(h).Int(n).Int(H).Int(r.rowBytes).
+		Int(dn.Chunk).Int(int(r.dt)).Int(b2i(r.vec))
+	e.launch(dn.Partial)
+	e.args.Reset(cudaplan.KReduceSplits).Ptr(dp(out)).Ptr(p).Int(H).Int(dn.Splits)
+	e.launch(dn.Reduce)
 }
 
 // FFNGated is the decode FFN with the neurons chosen per token by their
@@ -497,15 +505,7 @@ func (e *Exec) FFNGated(out, x backend.Buf, recs backend.Records, static, k int,
 			Int(len(e.hostSel)).Int(H).Int(r.rowBytes).Int(int(r.dt)).Int(vec)
 		e.launch(cudaplan.FFNUp(len(e.hostSel)))
 	}
-	dn := cudaplan.FFNDown(m, H, r.dt, e.d.sms)
-	if e.partial = e.grow(e.partial, 4*dn.Splits*H); e.partial == nil {
-		return
-	}
-	e.args.Reset(cudaplan.KFFNDownPartial).Ptr(e.partial.p).Ptr(table).Ptr(h).Int(m).Int(H).Int(r.rowBytes).
-		Int(dn.Chunk).Int(int(r.dt)).Int(b2i(r.vec))
-	e.launch(dn.Partial)
-	e.args.Reset(cudaplan.KReduceSplits).Ptr(dp(out)).Ptr(e.partial.p).Int(H).Int(dn.Splits)
-	e.launch(dn.Reduce)
+	e.downDecode(out, r, table, h, m)
 	if act != nil && e.err == nil {
 		got := make([]float32, m)
 		if err := e.d.drv.dtoh(unsafe.Pointer(&got[0]), h, 4*m); err != nil {
