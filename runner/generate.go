@@ -118,11 +118,7 @@ func (ss *Session) PlanFor(votes *Votes) (Plan, error) {
 		if !backend.CanGate(ss.S.ex) {
 			return nil, fmt.Errorf("--select %s: this device does not run the gated FFN (the CPU does)", ss.Sel.Method)
 		}
-		static := 0
-		if ss.Sel.Method == "hybrid" {
-			static = c.Base
-		}
-		return gatePlan(ss.M, c, static), nil
+		return gatePlan(ss.M, c), nil
 	}
 	if votes == nil {
 		return nil, nil

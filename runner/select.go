@@ -76,9 +76,9 @@ type Counts struct {
 	// Gate is, for the "gate" method, the neurons a decode token computes
 	// whole after the gate rows of all Loaded: a token then reads the bytes
 	// of Loaded/3 + 2·Gate/3 records, Compute's worth, so Gate is
-	// ⌊(3·Compute − Loaded)/2⌋. For "hybrid", the static Base ranks are
-	// part of those ⌊(3·Compute − Loaded)/2⌋ (Base is cut to half of them)
-	// and Gate is the rest: Base + (Loaded − Base)/3 + 2·Gate/3 records'
+	// ⌊(3·Compute − Loaded)/2⌋, and Base is 0. For "hybrid", the static
+	// Base ranks are part of those ⌊(3·Compute − Loaded)/2⌋ (δN cut to half
+	// of them) and Gate is the rest: Base + (Loaded − Base)/3 + 2·Gate/3 records'
 	// bytes, the same. Zero for the other methods.
 	Gate int
 }
@@ -94,8 +94,9 @@ func (s *Selection) Counts(n, loaded int) Counts {
 	}
 	if s.Gated() && c.Selecting() {
 		c.Gate = max(0, (3*c.Compute-c.Loaded)/2)
+		c.Base = 0 // the gate: none static
 		if s.Method == "hybrid" {
-			c.Base = min(c.Base, c.Gate/2)
+			c.Base = min(format.Count(s.Base, n), c.Gate/2)
 			c.Gate -= c.Base
 		}
 	}
@@ -318,13 +319,13 @@ func (v *Votes) Plan(m *Model, ex backend.Exec, c Counts, compact bool) (Plan, e
 }
 
 // gatePlan is the gated methods' plan: every sparse layer computes its
-// first static ranks and c.Gate of the other loaded ranks per token,
+// first c.Base ranks and c.Gate of the other loaded ranks per token,
 // chosen by their gates.
-func gatePlan(m *Model, c Counts, static int) Plan {
+func gatePlan(m *Model, c Counts) Plan {
 	plan := make(Plan, len(m.Layers))
 	for l := range m.Layers {
 		if m.Layers[l].Sparse {
-			plan[l] = &LayerPlan{Records: m.Layers[l].FFN, Gate: c.Gate, Static: static}
+			plan[l] = &LayerPlan{Records: m.Layers[l].FFN, Gate: c.Gate, Static: c.Base}
 		}
 	}
 	return plan
