@@ -170,9 +170,10 @@ test-arm64:
 	command -v qemu-aarch64 >/dev/null || (apt-get update && apt-get install -y qemu-user)
 	GOARCH=arm64 $(GO) test -c -o $(BIN)/kernels-arm64.test ./kernels
 	GOARCH=arm64 $(GO) test -c -o $(BIN)/runner-arm64.test ./runner
-	cd kernels && ../.ci/qemu-run.sh ../$(BIN)/kernels-arm64.test -test.v -test.run . > ../$(BIN)/kernels-arm64.log; s=$$?; \
-	  grep -E '^(--- |ok|PASS|FAIL)|kernel path' ../$(BIN)/kernels-arm64.log; exit $$s
-	cd runner && ../.ci/qemu-run.sh ../$(BIN)/runner-arm64.test -test.run 'GoldenTinyllama|GoldenArchcheck|Selection|FastAndGeneric|QuantizedGreedy'
+	cd kernels && ../.ci/qemu-run.sh ../$(BIN)/kernels-arm64.test -test.timeout 5m -test.v -test.run . > ../$(BIN)/kernels-arm64.log; s=$$?; \
+	  grep -E '^(--- |ok|PASS|FAIL)|kernel path' ../$(BIN)/kernels-arm64.log; \
+	  [ $$s -eq 0 ] || tail -40 ../$(BIN)/kernels-arm64.log; exit $$s
+	cd runner && ../.ci/qemu-run.sh ../$(BIN)/runner-arm64.test -test.timeout 5m -test.v -test.run 'GoldenTinyllama|GoldenArchcheck|Selection|FastAndGeneric|QuantizedGreedy'
 
 # Load test of sirun serve (not in CI: it runs for LOADTEST_TIME): the tiny
 # model with its test chat template, LOADTEST_CLIENTS clients of the OpenAI

@@ -9,7 +9,7 @@
 # Asynchronous preemption (SIGURG) is the signal traffic most often named in
 # those hangs; it is switched off here, which changes no result.
 set -uo pipefail
-limit=${QEMU_LIMIT:-600}
+limit=${QEMU_LIMIT:-420}
 for try in 1 2; do
 	GODEBUG=asyncpreemptoff=1 timeout -k 10 "$limit" qemu-aarch64 "$@"
 	rc=$?
