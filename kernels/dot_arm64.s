@@ -551,6 +551,47 @@ g4done:
 	ACCIO(STQ)
 	RET
 
+// PSTEP(o): the tile's step over columns 4s..4s+3 of a 16-column chunk of
+// a packed panel (R0: row i's 16 columns at 64·i, so this step's at o +
+// 64·i, o = 16·s), against the six tokens' next four values.
+#define PSTEP(o) \
+	FMOVQ o(R0), F24; FMOVQ o+64(R0), F25; FMOVQ o+128(R0), F26; FMOVQ o+192(R0), F27; \
+	TILEROW(R4, V0.S4, V1.S4, V2.S4, V3.S4); \
+	TILEROW(R5, V4.S4, V5.S4, V6.S4, V7.S4); \
+	TILEROW(R6, V8.S4, V9.S4, V10.S4, V11.S4); \
+	TILEROW(R7, V12.S4, V13.S4, V14.S4, V15.S4); \
+	TILEROW(R8, V16.S4, V17.S4, V18.S4, V19.S4); \
+	TILEROW(R9, V20.S4, V21.S4, V22.S4, V23.S4)
+
+// gemm4x6NEONPanel is gemm4x6NEON over four rows packed into one panel
+// (packWidePanel: 16 columns of each row in turn), so the rows are one
+// stream (n a multiple of 16).
+// func gemm4x6NEONPanel(w *float32, x *[6]*float32, n int, acc *[24][16]float32)
+TEXT ·gemm4x6NEONPanel(SB), NOSPLIT, $0-32
+	MOVD w+0(FP), R0
+	MOVD x+8(FP), R12
+	MOVD 0(R12), R4
+	MOVD 8(R12), R5
+	MOVD 16(R12), R6
+	MOVD 24(R12), R7
+	MOVD 32(R12), R8
+	MOVD 40(R12), R9
+	MOVD n+16(FP), R10
+	MOVD acc+24(FP), R11
+	ACCIO(LDQ)
+gp4loop:
+	CBZ  R10, gp4done
+	PSTEP(0)
+	PSTEP(16)
+	PSTEP(32)
+	PSTEP(48)
+	ADD  $256, R0
+	SUB  $16, R10, R10
+	B    gp4loop
+gp4done:
+	ACCIO(STQ)
+	RET
+
 // DOWNTOK(t, a): V(a)..V(a+3) += the four down vectors (V24-V27) · h_t
 // (V28 lanes 0-3 hold tokens 0-3, V29 lanes 0-1 tokens 4-5).
 #define DOWNTOK(m, i, a) FMLAE(a, 24, m, i); FMLAE(a+1, 25, m, i); FMLAE(a+2, 26, m, i); FMLAE(a+3, 27, m, i)

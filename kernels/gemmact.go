@@ -37,12 +37,16 @@ const (
 // of panelToks tokens and per block b, the tile's 32-value blocks side by
 // side (Q), their scales (D) and their offset corrections (C: −o·Σq, o the
 // weights' unsigned offset: 8 for Q4_0's nibbles, 128 for Q8_0's values
-// with the sign bit flipped). Tokens past T in the last tile are zero.
+// with the sign bit flipped; 0 for a signed panel). Tokens past T in the
+// last tile are zero.
 type ActTiles struct {
 	T, NB int
 	Q     []int8
 	D     []float32
 	C     []int32
+	// Signed says the panels these tiles meet hold signed values
+	// (Ops.PanelSigned), so C is zero.
+	Signed bool
 }
 
 // Tiles returns the number of token tiles.
@@ -62,9 +66,9 @@ func panelFits(ops *Ops, cols, T int) bool {
 	return ops.PanelAct != nil && T >= panelMinTokens && cols%format.QK == 0
 }
 
-// buildActTiles lays acts out as tiles for weights of dtype dt, reusing
-// a's storage.
-func buildActTiles(a *ActTiles, acts []Q8Act, dt format.DType) {
+// buildActTiles lays acts out as tiles for weights of dtype dt, packed
+// signed or unsigned (Ops.PanelSigned), reusing a's storage.
+func buildActTiles(a *ActTiles, acts []Q8Act, dt format.DType, signed bool) {
 	T, nb := len(acts), len(acts[0].D)
 	tiles := (T + panelToks - 1) / panelToks
 	nq, nd := tiles*nb*panelToks*format.QK, tiles*nb*panelToks
@@ -74,11 +78,14 @@ func buildActTiles(a *ActTiles, acts []Q8Act, dt format.DType) {
 	if cap(a.D) < nd {
 		a.D, a.C = make([]float32, nd), make([]int32, nd)
 	}
-	a.T, a.NB, a.Q, a.D, a.C = T, nb, a.Q[:nq], a.D[:nd], a.C[:nd]
+	a.T, a.NB, a.Q, a.D, a.C, a.Signed = T, nb, a.Q[:nq], a.D[:nd], a.C[:nd], signed
 	clear(a.Q[(T/panelToks)*nb*panelToks*format.QK:]) // the last tile's missing tokens
 	clear(a.D[(T/panelToks)*nb*panelToks:])
 	clear(a.C[(T/panelToks)*nb*panelToks:])
 	o := panelOffset(dt)
+	if signed {
+		o = 0
+	}
 	for t := range acts {
 		tile, lane := t/panelToks, t%panelToks
 		for b := 0; b < nb; b++ {
@@ -92,11 +99,18 @@ func buildActTiles(a *ActTiles, acts []Q8Act, dt format.DType) {
 // packPanel lays out rows 0..n-1 (n ≤ panelRows; nb blocks of dt, Q4_0 or
 // Q8_0) into dst (nb·panelBlockBytes bytes): per block, for k = 0..7, 64
 // bytes holding values 4k..4k+3 of rows 0..15 as unsigned bytes (Q4_0: the
-// nibble; Q8_0: the value + 128), then the rows' scales as float32. Rows
-// past n are zero. (Fixed-size array views keep bounds checks out of the
-// loops: a 256-token Q4_0 prefill packs 21 thousand panels.)
-func packPanel(dst []byte, dt format.DType, row func(r int) []byte, n, nb int) {
+// nibble; Q8_0: the value + 128) or, if signed, as signed bytes (the
+// nibble − 8; the value), then the rows' scales as float32. Rows past n
+// are zero. (Fixed-size array views keep bounds checks out of the loops: a
+// 256-token Q4_0 prefill packs 21 thousand panels.)
+func packPanel(dst []byte, dt format.DType, row func(r int) []byte, n, nb int, signed bool) {
 	le := binary.LittleEndian
+	// Signed values: Q4_0's nibbles less 8 byte by byte, Q8_0's bytes as
+	// stored (no sign flip).
+	var q4bias, q8flip uint32 = 0, 0x80808080
+	if signed {
+		q4bias, q8flip = 0x08080808, 0
+	}
 	for r := 0; r < panelRows; r++ {
 		var w []byte
 		if r < n {
@@ -114,13 +128,13 @@ func packPanel(dst []byte, dt format.DType, row func(r int) []byte, n, nb int) {
 				d = F16ToF32(le.Uint16(blk[0:]))
 				for k := 0; k < 4; k++ {
 					q := le.Uint32(blk[2+4*k:])
-					v[k], v[k+4] = q&0x0f0f0f0f, (q>>4)&0x0f0f0f0f
+					v[k], v[k+4] = subBytes(q&0x0f0f0f0f, q4bias), subBytes((q>>4)&0x0f0f0f0f, q4bias)
 				}
 			default:
 				blk := (*[34]byte)(w[b*34:])
 				d = F16ToF32(le.Uint16(blk[0:]))
 				for k := 0; k < 8; k++ {
-					v[k] = le.Uint32(blk[2+4*k:]) ^ 0x80808080
+					v[k] = le.Uint32(blk[2+4*k:]) ^ q8flip
 				}
 			}
 			le.PutUint32(p[o:], v[0])
@@ -136,6 +150,13 @@ func packPanel(dst []byte, dt format.DType, row func(r int) []byte, n, nb int) {
 	}
 }
 
+// subBytes subtracts b from a byte by byte, each byte wrapping on its own.
+func subBytes(a, b uint32) uint32 {
+	// Borrow-free: set each byte's top bit before subtracting, then put
+	// the true top bit back.
+	return ((a | 0x80808080) - (b &^ 0x80808080)) ^ ((a ^ ^b) & 0x80808080)
+}
+
 // gemmActRows sets out[t·stride + r] to the dot of row(r) with token t's
 // activations for r in [r0, r1): whole panels through ops.PanelAct (the
 // tiles built from the same activations for dt), the rows after the last
@@ -145,7 +166,7 @@ func gemmActRows(ops *Ops, dt format.DType, tiles *ActTiles, acts []Q8Act, row f
 	r := r0
 	for ; r+panelRows <= r1; r += panelRows {
 		base := r
-		packPanel(panel, dt, func(i int) []byte { return row(base + i) }, panelRows, tiles.NB)
+		packPanel(panel, dt, func(i int) []byte { return row(base + i) }, panelRows, tiles.NB, ops.PanelSigned)
 		for k := 0; k < tiles.Tiles(); k++ {
 			ops.PanelAct(panel, tiles, k, &tile)
 			for t := 0; t < min(panelToks, tiles.T-k*panelToks); t++ {
@@ -159,8 +180,9 @@ func gemmActRows(ops *Ops, dt format.DType, tiles *ActTiles, acts []Q8Act, row f
 }
 
 // panelActRef is the reference of PanelAct: out[t·16 + r] = Σ_b d_r,b ·
-// D_t,b · (Σ_i u_r,b,i · q_t,b,i + C_t,b) over the packed panel, the
-// unsigned values u and the tiles' corrections C.
+// D_t,b · (Σ_i u_r,b,i · q_t,b,i + C_t,b) over the packed panel, its
+// values u (unsigned, or signed if the tiles say so) and the tiles'
+// corrections C.
 func panelActRef(panel []byte, a *ActTiles, tile int, out *[panelRows * panelToks]float32) {
 	le := binary.LittleEndian
 	for t := 0; t < panelToks; t++ {
@@ -172,7 +194,11 @@ func panelActRef(panel []byte, a *ActTiles, tile int, out *[panelRows * panelTok
 				q := a.Q[i*format.QK : (i+1)*format.QK]
 				sum := a.C[i]
 				for k := 0; k < format.QK; k++ {
-					sum += int32(p[64*(k/4)+4*r+k%4]) * int32(q[k])
+					u := int32(p[64*(k/4)+4*r+k%4])
+					if a.Signed {
+						u = int32(int8(u))
+					}
+					sum += u * int32(q[k])
 				}
 				s += math.Float32frombits(le.Uint32(p[512+4*r:])) * a.D[i] * float32(sum)
 			}

@@ -31,12 +31,12 @@ func TestPanelActMatchesReference(t *testing.T) {
 				x := randVec(rng, c.T*c.cols)
 				acts := quantizeTokens(nil, ops, x, c.cols, c.T)
 				var tiles ActTiles
-				buildActTiles(&tiles, acts, dt)
+				buildActTiles(&tiles, acts, dt, ops.PanelSigned)
 				nb := c.cols / format.QK
 				panel := make([]byte, nb*panelBlockBytes)
 
 				// The tile against its reference, on the first panel.
-				packPanel(panel, dt, row, min(c.rows, panelRows), nb)
+				packPanel(panel, dt, row, min(c.rows, panelRows), nb, ops.PanelSigned)
 				for k := 0; k < tiles.Tiles(); k++ {
 					var got, want [panelRows * panelToks]float32
 					ops.PanelAct(panel, &tiles, k, &got)
@@ -64,7 +64,42 @@ func TestPanelActMatchesReference(t *testing.T) {
 		}
 	}
 	if !ran {
-		t.Skip("no table of this CPU has the integer GEMM tile (AVX-512 VNNI)")
+		t.Skip("no table of this CPU has the integer GEMM tile (AVX-512 VNNI, arm64 SDOT)")
+	}
+}
+
+// TestPanelLayouts: both panel layouts (unsigned for VPDPBUSD, signed for
+// SDOT) with their tiles give, through panelActRef, the reference dot of
+// every row with every token, on any CPU (the tiles' kernels are checked
+// against panelActRef above where the CPU has them).
+func TestPanelLayouts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const rows, cols, T = 16, 128, 11
+	for _, dt := range []format.DType{format.Q4_0, format.Q8_0} {
+		ops := Generic.Ops(dt)
+		wb, _ := randRow(rng, dt, rows*cols)
+		rb, _ := dt.RowBytes(cols)
+		row := func(r int) []byte { return wb[r*rb : (r+1)*rb] }
+		acts := quantizeTokens(nil, ops, randVec(rng, T*cols), cols, T)
+		nb := cols / format.QK
+		for _, signed := range []bool{false, true} {
+			var tiles ActTiles
+			buildActTiles(&tiles, acts, dt, signed)
+			panel := make([]byte, nb*panelBlockBytes)
+			packPanel(panel, dt, row, rows, nb, signed)
+			for k := 0; k < tiles.Tiles(); k++ {
+				var got [panelRows * panelToks]float32
+				panelActRef(panel, &tiles, k, &got)
+				for tok := k * panelToks; tok < min(T, (k+1)*panelToks); tok++ {
+					for r := 0; r < rows; r++ {
+						want := ops.DotAct(row(r), &acts[tok])
+						if v := got[(tok-k*panelToks)*panelRows+r]; math.Abs(float64(v-want)) > 1e-4*(1+math.Abs(float64(want))) {
+							t.Fatalf("%v signed=%v [t %d, r %d]: %g, reference dot %g", dt, signed, tok, r, v, want)
+						}
+					}
+				}
+			}
+		}
 	}
 }
 
@@ -78,6 +113,6 @@ func BenchmarkPackPanel(b *testing.B) {
 	panel := make([]byte, cols/format.QK*panelBlockBytes)
 	b.SetBytes(int64(len(wb)))
 	for i := 0; i < b.N; i++ {
-		packPanel(panel, format.Q4_0, func(r int) []byte { return wb[r*rb : (r+1)*rb] }, panelRows, cols/format.QK)
+		packPanel(panel, format.Q4_0, func(r int) []byte { return wb[r*rb : (r+1)*rb] }, panelRows, cols/format.QK, false)
 	}
 }

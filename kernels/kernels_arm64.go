@@ -75,10 +75,16 @@ func dot4Q80Q8NEON(w *byte, xq *[4]*int8, xd *[4]*float32, nb int, acc *[16]floa
 func gemm4x6NEON(w *[4]*float32, x *[6]*float32, n int, acc *[24][16]float32)
 
 //go:noescape
+func gemm4x6NEONPanel(w *float32, x *[6]*float32, n int, acc *[24][16]float32)
+
+//go:noescape
 func gemmDown6NEON(acc *float32, accStride int, h *float32, down *float32, ldd int, K int, H int)
 
 //go:noescape
 func dotQ80Q8NEON(w *byte, xq *int8, xd *float32, nb int, acc *[4]float32)
+
+//go:noescape
+func panelQ8SDOT(panel *byte, xq *int8, xd *float32, nb int, out *[128]float32)
 
 // The arm64 table "neon": NEON is part of every arm64 CPU (ASIMD, with its
 // half-precision conversions, is mandatory in ARMv8-A), so the BF16 and F16
@@ -96,8 +102,10 @@ func init() {
 	bf16.Dot4, f16.Dot4 = neonDot4(dot4BF16NEON, dotBF16Ref), neonDot4(dot4F16NEON, dotF16Ref)
 	bf16.GemmDown, f16.GemmDown = nil, nil
 	// The prefill GEMM's register tile (4 rows × 6 tokens, four lanes of
-	// each accumulator) and the FFN's down projection for six tokens.
-	neon.Gemm = &GemmKernel{Tile: gemm4x6NEON, Fold: hsum24Ref, Down: gemmDown6NEON}
+	// each accumulator), the same over rows widened into one packed panel
+	// (one stream for the four rows, as on amd64) and the FFN's down
+	// projection for six tokens.
+	neon.Gemm = &GemmKernel{Tile: gemm4x6NEON, Panel: gemm4x6NEONPanel, Fold: hsum24Ref, Down: gemmDown6NEON}
 	// The decode FFN's fused forms, as on amd64.
 	bf16.Dot2, bf16.Axpy4 = neonDot2(dot2BF16NEON, dotBF16Ref), neonAxpy4(axpy4BF16NEON, axpyBF16Ref)
 	f16.Dot2, f16.Axpy4 = neonDot2(dot2F16NEON, dotF16Ref), neonAxpy4(axpy4F16NEON, axpyF16Ref)
@@ -120,6 +128,10 @@ func init() {
 	q80.Dot2Act, q40.Dot2Act = neonActDot2(dot2Q80Q8NEON), neonActDot2(dot2Q40Q8NEON)
 	// Prefill: a row unpacked once for four tokens.
 	q80.Dot4Act, q40.Dot4Act = neonActDot4(dot4Q80Q8NEON), neonActDot4(dot4Q40Q8NEON)
+	// Long prompts: the integer GEMM tile over panels packed signed (16
+	// rows × 8 tokens, as amd64's VNNI tile).
+	q80.PanelAct, q40.PanelAct = neonPanelAct, neonPanelAct
+	q80.PanelSigned, q40.PanelSigned = true, true
 	register(neon, dp)
 }
 
@@ -160,6 +172,12 @@ func neonActDot4(k func(w *byte, xq *[4]*int8, xd *[4]*float32, nb int, acc *[16
 		}
 		return out
 	}
+}
+
+// neonPanelAct is Ops.PanelAct by panelQ8SDOT.
+func neonPanelAct(panel []byte, a *ActTiles, tile int, out *[panelRows * panelToks]float32) {
+	i := tile * a.NB * panelToks
+	panelQ8SDOT(&panel[0], &a.Q[i*format.QK], &a.D[i], a.NB, out)
 }
 
 // neonBlockDot adapts a block-type NEON float dot over whole blocks.

@@ -183,7 +183,7 @@ func (p *Pool) scratch(n int) []float32 {
 // actTiles lays acts out as tiles for weights of dtype dt, in storage the
 // pool keeps.
 func (p *Pool) actTiles(acts []Q8Act, dt format.DType) *ActTiles {
-	buildActTiles(&p.tiles, acts, dt)
+	buildActTiles(&p.tiles, acts, dt, active.Ops(dt).PanelSigned)
 	return &p.tiles
 }
 

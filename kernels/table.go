@@ -48,6 +48,9 @@ type Ops struct {
 	// block types (gemmact.go): out[t·16 + r] is the dot of row r of a
 	// panel packed by packPanel with token 8·tile + t of the tiles.
 	PanelAct func(panel []byte, tiles *ActTiles, tile int, out *[panelRows * panelToks]float32)
+	// PanelSigned says PanelAct reads a panel of signed values (packPanel's
+	// signed layout, arm64's SDOT) rather than unsigned ones (VPDPBUSD).
+	PanelSigned bool
 	// Dot2Act is Dot2 on the converted activations.
 	Dot2Act func(a, b []byte, act *Q8Act, out *[2]float32, next []byte)
 	// Quad says DotAct/Dot2Act read Q8Act.Quad, so quantising builds it.
