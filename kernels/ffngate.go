@@ -89,14 +89,24 @@ func gateDots(g []float32, keys []uint32, records *recordCursor, ops *Ops, lo, h
 	j := lo
 	if fusedDot2(ops, acts) {
 		for ; j+2 <= hi; j += 2 {
-			for q := j + gateAhead; q < min(j+gateAhead+2, hi); q++ {
-				pf(gateRow(records, q))
+			var next []byte
+			if q := j + gateAhead; q < hi {
+				if qb, qk := records.at(q); qb.Split() {
+					// A split block's gate rows are one run: the fused dots'
+					// own prefetch (three rows' worth from next) covers the
+					// rows to come.
+					next = qb.Gate[qk*qb.GateStride:]
+				} else {
+					for ; q < min(j+gateAhead+2, hi); q++ {
+						pf(gateRow(records, q))
+					}
+				}
 			}
 			a, b := gateRow(records, j), gateRow(records, j+1)
 			if acts != nil {
-				ops.Dot2Act(a, b, &acts[0], &gg, nil)
+				ops.Dot2Act(a, b, &acts[0], &gg, next)
 			} else {
-				ops.Dot2(a, b, x, &gg, nil)
+				ops.Dot2(a, b, x, &gg, next)
 			}
 			g[j], g[j+1] = gg[0], gg[1]
 		}
