@@ -148,3 +148,20 @@ func BenchmarkGateKeys(b *testing.B) {
 		GateKeys(keys, g)
 	}
 }
+
+// BenchmarkTopKeys: the gated FFN's choice of k = 1/4 of 8192 among the
+// keys of a γ0.7 layer's 4710 gate dots after a hybrid's static records
+// (gate values of unit scale).
+func BenchmarkTopKeys(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	g := make([]float32, 4710)
+	for i := range g {
+		g[i] = float32(rng.NormFloat64())
+	}
+	keys, buf := make([]uint32, len(g)), make([]uint32, len(g))
+	GateKeys(keys, g)
+	sel := make([]int32, 0, len(g))
+	for i := 0; i < b.N; i++ {
+		sel = TopKeys(keys, buf, 1024, sel[:0])
+	}
+}
