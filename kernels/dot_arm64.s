@@ -516,6 +516,9 @@ TEXT ·dot4Q80Q8NEON(SB), NOSPLIT, $0-40
 #define LDQ(off, f) FMOVQ off(R11), f
 #define STQ(off, f) FMOVQ f, off(R11)
 
+// LOADX6(r): the six token pointers of the array at r into R4-R9.
+#define LOADX6(r) MOVD 0(r), R4; MOVD 8(r), R5; MOVD 16(r), R6; MOVD 24(r), R7; MOVD 32(r), R8; MOVD 40(r), R9
+
 // func gemm4x6NEON(w *[4]*float32, x *[6]*float32, n int, acc *[24][16]float32)
 TEXT ·gemm4x6NEON(SB), NOSPLIT, $0-32
 	MOVD w+0(FP), R12
@@ -524,12 +527,7 @@ TEXT ·gemm4x6NEON(SB), NOSPLIT, $0-32
 	MOVD 16(R12), R2
 	MOVD 24(R12), R3
 	MOVD x+8(FP), R12
-	MOVD 0(R12), R4
-	MOVD 8(R12), R5
-	MOVD 16(R12), R6
-	MOVD 24(R12), R7
-	MOVD 32(R12), R8
-	MOVD 40(R12), R9
+	LOADX6(R12)
 	MOVD n+16(FP), R10
 	MOVD acc+24(FP), R11
 	ACCIO(LDQ)
@@ -570,12 +568,7 @@ g4done:
 TEXT ·gemm4x6NEONPanel(SB), NOSPLIT, $0-32
 	MOVD w+0(FP), R0
 	MOVD x+8(FP), R12
-	MOVD 0(R12), R4
-	MOVD 8(R12), R5
-	MOVD 16(R12), R6
-	MOVD 24(R12), R7
-	MOVD 32(R12), R8
-	MOVD 40(R12), R9
+	LOADX6(R12)
 	MOVD n+16(FP), R10
 	MOVD acc+24(FP), R11
 	ACCIO(LDQ)
