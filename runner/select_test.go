@@ -79,7 +79,14 @@ func TestKthLargestKey(t *testing.T) {
 
 func greedySession(t *testing.T, m *Model, sel *Selection, prompt []int, n int) ([]int, *Session) {
 	t.Helper()
-	pool := kernels.NewPool(2)
+	return greedyWorkers(t, m, sel, prompt, n, 2)
+}
+
+// greedyWorkers is greedySession on a pool of the given number of workers
+// (one: every sum in one order, the same from run to run).
+func greedyWorkers(t *testing.T, m *Model, sel *Selection, prompt []int, n, workers int) ([]int, *Session) {
+	t.Helper()
+	pool := kernels.NewPool(workers)
 	t.Cleanup(pool.Close)
 	ss, err := m.NewSession(pool, 128, SamplerConfig{TopP: 1, RepetitionPenalty: 1})
 	if err != nil {
@@ -194,6 +201,26 @@ func TestFastAndGenericKernelsAgree(t *testing.T) {
 			restore()
 			if !slices.Equal(fast, generic) {
 				t.Fatalf("selection %+v: table %s %v, generic %v", sel, tb.Name, fast, generic)
+			}
+		}
+	}
+	// The block types' integer path end to end, with a prompt long enough
+	// for the prefill's integer GEMM tile (Ops.PanelAct: AVX-512 VNNI,
+	// arm64 SDOT) where a table has one: the same greedy tokens as the
+	// reference's integer dots. One worker, so neither side's sums depend
+	// on how a pool's workers happened to split the records.
+	qm := loadModel(t, packOf(t, "../testdata/tinyllama", convert.Options{DType: "q4_0", BaseFraction: 0.3}), 0.7)
+	long := slices.Concat(prompt, prompt, prompt)
+	for _, sel := range []*Selection{nil, {Phi: 0.4, Alpha: 0.2, Base: 0.3, Compact: true}} {
+		restore := kernels.Use(kernels.Generic.WithIntegerPath(true))
+		generic, _ := greedyWorkers(t, qm, sel, long, 16, 1)
+		restore()
+		for _, tb := range kernels.Tables()[1:] {
+			restore := kernels.Use(tb.WithIntegerPath(true))
+			fast, _ := greedyWorkers(t, qm, sel, long, 16, 1)
+			restore()
+			if !slices.Equal(fast, generic) {
+				t.Fatalf("q4_0, %d-token prompt, selection %+v: table %s %v, generic %v", len(long), sel, tb.Name, fast, generic)
 			}
 		}
 	}
