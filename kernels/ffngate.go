@@ -32,8 +32,6 @@ func FFNGated(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DType
 	if ops.ActDot {
 		acts = quantizeTokens(p, ops, x, H, 1)
 	}
-	partial := p.scratch(p.Workers() * H)
-	clear(partial)
 	if act != nil {
 		clear(act[:total])
 	}
@@ -47,11 +45,11 @@ func FFNGated(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DType
 		}
 		return static + u - 3*static
 	}
-	p.Run(3*static+total-static, func(lo, hi, worker int) {
+	chunkSums(p, y, H, 3*static+total-static, func(acc []float32, lo, hi int) {
 		records := recordCursor{blocks: blocks, spans: spans}
 		r0, r1 := record(lo), record(hi)
 		if s1 := min(r1, static); r0 < s1 {
-			ffnDecode(partial[worker*H:(worker+1)*H], &records, ops, rowBytes, r0, s1, x, acts, act)
+			ffnDecode(acc, &records, ops, rowBytes, r0, s1, x, acts, act)
 		}
 		if g0 := max(r0, static); g0 < r1 {
 			gateDots(g, keys, &records, ops, g0, r1, x, acts)
@@ -61,11 +59,10 @@ func FFNGated(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DType
 	for i := range sel {
 		sel[i] += int32(static)
 	}
-	p.Run(len(sel), func(lo, hi, worker int) {
+	chunkSums(p, y, H, len(sel), func(acc []float32, lo, hi int) {
 		records := recordCursor{blocks: blocks, spans: spans}
-		upDown(partial[worker*H:(worker+1)*H], &records, ops, sel[lo:hi], g, x, acts, act)
+		upDown(acc, &records, ops, sel[lo:hi], g, x, acts, act)
 	})
-	addPartials(y[:H], partial)
 }
 
 // gateAhead is how many records ahead the gate dots prefetch their rows,

@@ -24,6 +24,7 @@ type Pool struct {
 	fn      func(lo, hi, worker int)
 	n       int
 	chunk   int
+	static  bool         // chunk c is worker c mod workers' (RunStatic)
 	next    atomic.Int64 // the next row to claim
 	pending atomic.Int32 // helpers still on the current job
 	closed  atomic.Bool
@@ -114,8 +115,15 @@ func (p *Pool) await(h *helper, seen uint64) bool {
 	return !p.closed.Load()
 }
 
-// work claims chunks of the current job until none are left.
+// work claims chunks of the current job until none are left (under
+// RunStatic: takes its own chunks, in order).
 func (p *Pool) work(w int) {
+	if p.static {
+		for lo := w * p.chunk; lo < p.n; lo += p.workers * p.chunk {
+			p.fn(lo, min(lo+p.chunk, p.n), w)
+		}
+		return
+	}
 	for {
 		start := int(p.next.Add(int64(p.chunk))) - p.chunk
 		if start >= p.n {
@@ -131,17 +139,43 @@ func (p *Pool) Workers() int { return p.workers }
 // Run calls fn on the n rows, split into chunks that the workers claim
 // one after another (so a worker slowed by a noisy neighbour takes fewer),
 // and waits. fn's worker argument is the caller's index in [0, Workers()).
-func (p *Pool) Run(n int, fn func(lo, hi, worker int)) {
+func (p *Pool) Run(n int, fn func(lo, hi, worker int)) { p.run(n, fn, false) }
+
+// RunStatic is Run with the chunks dealt out, not claimed: chunk c goes to
+// worker c mod Workers(), each worker's in order. For jobs whose workers
+// add into sums of their own (the FFN's partial outputs) the sums are then
+// the same from run to run: under Run which worker took which chunk, and
+// so every float sum's order, changed between two runs of the same prompt,
+// and the logits with them in their last bits (runner's
+// TestRunsAreReproducible).
+func (p *Pool) RunStatic(n int, fn func(lo, hi, worker int)) { p.run(n, fn, true) }
+
+// chunkOf is the rows of each of Run's calls of fn over n rows (the last
+// call may have fewer).
+func (p *Pool) chunkOf(n int) int {
 	if p == nil || p.workers == 1 || n < 2 {
-		fn(0, n, 0)
-		return
+		return max(n, 1)
 	}
 	// About 8 chunks per worker, at least 16 rows each.
 	chunk := max(16, (n+8*p.workers-1)/(8*p.workers))
 	if chunk*2 > n {
 		chunk = (n + 1) / 2
 	}
-	p.fn, p.n, p.chunk = fn, n, chunk
+	return chunk
+}
+
+func (p *Pool) run(n int, fn func(lo, hi, worker int), static bool) {
+	p.runChunks(n, p.chunkOf(n), fn, static)
+}
+
+// runChunks is run in chunks of the given size (one call of fn for all n
+// rows where the pool has one worker or n < 2).
+func (p *Pool) runChunks(n, chunk int, fn func(lo, hi, worker int), static bool) {
+	if p == nil || p.workers == 1 || n < 2 {
+		fn(0, n, 0)
+		return
+	}
+	p.fn, p.n, p.chunk, p.static = fn, n, chunk, static
 	p.next.Store(0)
 	p.pending.Store(int32(len(p.helpers)))
 	p.gen.Add(1) // publishes the fields above to the helpers

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,5 +39,50 @@ func TestPoolCoversEveryRowOnce(t *testing.T) {
 		}
 		p.Close()
 		p.Close() // a second Close is harmless
+	}
+}
+
+// TestRunStaticDealsChunks: RunStatic gives chunk c (Run's chunk size) to
+// worker c mod Workers(), each worker's chunks in order, every row once.
+func TestRunStaticDealsChunks(t *testing.T) {
+	for _, workers := range []int{2, 3} {
+		p := NewPool(workers)
+		for _, n := range []int{2, 17, 100, 1000, 4711} {
+			var mu sync.Mutex
+			seen := make([]int, n)
+			var calls [][3]int // lo, hi, worker in call order per worker
+			p.RunStatic(n, func(lo, hi, w int) {
+				mu.Lock()
+				defer mu.Unlock()
+				calls = append(calls, [3]int{lo, hi, w})
+				for i := lo; i < hi; i++ {
+					seen[i]++
+				}
+			})
+			for i, c := range seen {
+				if c != 1 {
+					t.Fatalf("%d workers, n %d: row %d run %d times", workers, n, i, c)
+				}
+			}
+			chunk := calls[0][1] - calls[0][0]
+			for _, c := range calls {
+				chunk = max(chunk, c[1]-c[0])
+			}
+			last := make([]int, workers)
+			for i := range last {
+				last[i] = -1
+			}
+			for _, c := range calls {
+				lo, w := c[0], c[2]
+				if lo%chunk != 0 || (lo/chunk)%workers != w {
+					t.Fatalf("%d workers, n %d: rows [%d, %d) ran on worker %d (chunk %d)", workers, n, lo, c[1], w, chunk)
+				}
+				if lo <= last[w] {
+					t.Fatalf("%d workers, n %d: worker %d ran %d after %d", workers, n, w, lo, last[w])
+				}
+				last[w] = lo
+			}
+		}
+		p.Close()
 	}
 }

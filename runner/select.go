@@ -255,9 +255,9 @@ func (v *Votes) Add(layer int, act []float32, ranks int) {
 }
 
 // topK adds every token's top-α votes to c, over the pool's threads when
-// there are tokens enough: each worker counts its tokens apart, and the
-// counts are summed after (sums of the same weights: the order does not
-// change them).
+// there are tokens enough: each worker counts its tokens apart (the
+// tokens dealt by RunStatic, so the magnitude methods' float sums are the
+// same from run to run), and the counts are summed after.
 func (v *Votes) topK(act []float32, ranks int, c []float64, signed bool) {
 	T := len(act) / ranks
 	if v.pool == nil || v.pool.Workers() < 2 || T < 8 {
@@ -270,7 +270,7 @@ func (v *Votes) topK(act []float32, ranks int, c []float64, signed bool) {
 	}
 	part := v.part[:W*ranks]
 	clear(part)
-	v.pool.Run(T, func(lo, hi, w int) {
+	v.pool.RunStatic(T, func(lo, hi, w int) {
 		votes(act[lo*ranks:hi*ranks], ranks, v.k, v.w(), part[w*ranks:(w+1)*ranks], v.wscratch[w*2*ranks:(w+1)*2*ranks], signed)
 	})
 	for w := 0; w < W; w++ {
