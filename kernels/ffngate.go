@@ -150,9 +150,9 @@ func gateKeys(keys []uint32, g, silu []float32) {
 	}
 }
 
-// upDown adds, for the selected records sel (ascending), h = g·(up·x) (g
-// holding silu of the gate dots)
-// times their down rows into acc, the up rows two a pass and the down rows
+// upDown adds, for the selected records sel (ascending), h = g·(up·x)
+// times their down rows into acc (g holds silu of the gate dots, as
+// gateDots leaves it), the up rows two a pass and the down rows
 // four a pass where the dtype has the fused kernels. The up and down rows
 // of the record udAhead chosen records ahead are prefetched before each
 // record (the records are scattered).
