@@ -17,7 +17,9 @@ import (
 // multiply-add — against the Dot4Act tile, which unpacks each row for four
 // tokens and spends a permute, a conversion and a multiply-add on every
 // row, token and four blocks. The repacking is paid once per panel and
-// read from cache by every token.
+// read from cache by every token. arm64's SDOT multiplies signed bytes by
+// signed bytes, so its table packs the values signed (Ops.PanelSigned) and
+// takes four values of four rows per SDOT by element.
 
 const (
 	panelRows = 16 // rows of a packed panel (one 512-bit register of int32 lanes)
