@@ -14,13 +14,18 @@ import (
 
 // Options controls Run.
 type Options struct {
-	Threads int       // worker threads, ≥ 1
-	Tokens  int       // decode tokens timed per figure (the figure is 1 / the median step), ≥ 1
-	Rounds  int       // every decode figure is measured this many times, interleaved, ≥ 1
-	Prefill int       // prompt tokens of the prefill figure, ≥ 1
-	Quick   bool      // dense and γ 0.7 × φ 0.4 only
-	Select  string    // the selecting figures' method (runner.Selection.Method; "": the paper's)
-	Log     io.Writer // progress lines; nil: none
+	Threads int  // worker threads, ≥ 1
+	Tokens  int  // decode tokens timed per figure (the figure is 1 / the median step), ≥ 1
+	Rounds  int  // every decode figure is measured this many times, interleaved, ≥ 1
+	Prefill int  // prompt tokens of the prefill figure, ≥ 1
+	Quick   bool // dense and γ 0.7 × φ 0.4 only
+	// Select is the selecting figures' methods (runner.Selection.Method;
+	// none: the paper's). With more than one, every sparse point is
+	// measured once per method in each round, and each figure is also
+	// given against the first method's of the same round (VsFirstSelect):
+	// the comparison issue 20's default rule asks for, in one run.
+	Select []string
+	Log    io.Writer // progress lines; nil: none
 }
 
 // ProbeBytes is the bandwidth probe's buffer: far larger than any L3 this
@@ -66,6 +71,12 @@ type GridPoint struct {
 	// pack (e.g. q4_0 against bf16 with --dtypes bf16,q4_0).
 	SpeedupFirstDense float64 `json:"speedup_vs_first_dense"`
 	BandwidthGBs      float64 `json:"bandwidth_gbs"` // measured beside this figure
+	// Select is the figure's method (empty where every loaded neuron is
+	// computed); VsFirstSelect is its tok/s over the first method's at the
+	// same γ and φ, the median of the rounds' ratios (only with several
+	// methods, and 1 for the first).
+	Select        string  `json:"select,omitempty"`
+	VsFirstSelect float64 `json:"vs_first_select,omitempty"`
 }
 
 // Report is one pack's figures; its JSON is what `sirun bench --json` prints
@@ -98,7 +109,9 @@ type Report struct {
 type benchFigure struct {
 	gamma, phi float64
 	sel        *runner.Selection
-	tokS, bw   []float64 // per round: tok/s, and the bandwidth beside it
+	method     string       // sel's method ("" without sel)
+	firstSel   *benchFigure // the first method's figure at this γ, φ (several methods)
+	tokS, bw   []float64    // per round: tok/s, and the bandwidth beside it
 	bytes      uint64
 }
 
@@ -166,18 +179,33 @@ func runPacks(opt Options, paths []string, pool *kernels.Pool, probe *BandwidthP
 		r.PrefillPeakFrac = r.PrefillGFlops * 1e9 / peak
 		p.Close()
 		pb.figures = []*benchFigure{{gamma: 1, phi: 1}}
+		methods := opt.Select
+		if len(methods) == 0 {
+			methods = []string{"paper"}
+		}
 		for _, g := range gammas {
 			for _, phi := range phis {
 				if phi > g+1e-9 || phi < base-1e-6 {
 					continue
 				}
-				f := &benchFigure{gamma: g, phi: phi, sel: &runner.Selection{Phi: phi, Alpha: 0.2, Base: base, Compact: true, Method: opt.Select}}
-				if phi >= g-1e-9 {
-					f.sel = nil
-				} else if n := m.Config.IntermediateSize; f.sel.Validate(n, format.Count(g, n)) != nil {
-					continue // e.g. "gate" at φ ≤ γ/3
+				if phi >= g-1e-9 { // every loaded neuron: no selection
+					pb.figures = append(pb.figures, &benchFigure{gamma: g, phi: phi})
+					continue
 				}
-				pb.figures = append(pb.figures, f)
+				var first *benchFigure
+				for _, method := range methods {
+					f := &benchFigure{gamma: g, phi: phi, method: method, sel: &runner.Selection{Phi: phi, Alpha: 0.2, Base: base, Compact: true, Method: method}}
+					if n := m.Config.IntermediateSize; f.sel.Validate(n, format.Count(g, n)) != nil {
+						continue // e.g. "gate" at φ ≤ γ/3
+					}
+					if first == nil {
+						first = f
+					}
+					if len(methods) > 1 {
+						f.firstSel = first
+					}
+					pb.figures = append(pb.figures, f)
+				}
 			}
 		}
 		benches = append(benches, pb)
@@ -220,6 +248,9 @@ func (pb *packBench) measureRound(opt Options, pool *kernels.Pool, probe *Bandwi
 		if i > 0 {
 			name = fmt.Sprintf("γ %.1f φ %.1f", f.gamma, f.phi)
 		}
+		if f.method != "" && len(opt.Select) > 1 {
+			name += ", " + f.method
+		}
 		fmt.Fprintf(opt.Log, "sirun bench: %s: %s (round %d of %d)\n", filepath.Base(pb.path), name, round+1, opt.Rounds)
 		before := probe.Measure(3)
 		res, err := Decode(m, pool, f.sel, 16, opt.Tokens, uint64(1+round))
@@ -256,9 +287,13 @@ func (pb *packBench) finish(first *packBench) {
 	r.FirstPack, r.DenseVsFirst = first.path, ratio(dense, first.figures[0])
 	for _, f := range pb.figures[1:] {
 		bw := median(f.bw)
-		r.Grid = append(r.Grid, GridPoint{Gamma: f.gamma, Phi: f.phi, TokS: median(f.tokS), BytesPerToken: f.bytes,
+		g := GridPoint{Gamma: f.gamma, Phi: f.phi, TokS: median(f.tokS), BytesPerToken: f.bytes,
 			BoundTokS: bw / float64(f.bytes), BoundFraction: fraction(f), SpeedupDense: ratio(f, dense),
-			SpeedupFirstDense: ratio(f, first.figures[0]), BandwidthGBs: bw / 1e9})
+			SpeedupFirstDense: ratio(f, first.figures[0]), BandwidthGBs: bw / 1e9, Select: f.method}
+		if f.firstSel != nil {
+			g.VsFirstSelect = ratio(f, f.firstSel)
+		}
+		r.Grid = append(r.Grid, g)
 	}
 	r.PeakRSSBytes = PeakRSS()
 }
@@ -289,14 +324,36 @@ func (r *Report) Markdown(w io.Writer) {
 		head, rule = fmt.Sprintf(" vs %s dense |", filepath.Base(r.FirstPack)), "---:|"
 		denseCross = fmt.Sprintf(" %.2f× |", r.DenseVsFirst)
 	}
+	// Several methods: each figure's method, and its speed against the
+	// first method's at the same γ and φ.
+	var firstSel string
+	for _, g := range r.Grid {
+		if g.VsFirstSelect > 0 && firstSel == "" {
+			firstSel = g.Select
+		}
+	}
+	if firstSel != "" {
+		head, rule = head+fmt.Sprintf(" vs %s |", firstSel), rule+"---:|"
+	}
 	fmt.Fprintf(w, "| run | γ | φ | tok/s | MB read / token | bandwidth GB/s | bound tok/s | of bound | vs dense |%s\n|---|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", head, rule)
+	if firstSel != "" {
+		denseCross += " |"
+	}
 	fmt.Fprintf(w, "| dense decode | 1.0 | 1.0 | %.2f | %.0f | %.1f | %.2f | %.0f %% | 1.00× |%s\n", r.DenseTokS, float64(r.DenseBytesPerToken)/1e6, r.DenseBandwidthGBs, r.DenseBandwidthGBs*1e9/float64(r.DenseBytesPerToken), 100*r.DenseBoundFraction, denseCross)
 	for _, g := range r.Grid {
-		c := ""
+		c, run := "", "decode"
 		if cross {
 			c = fmt.Sprintf(" %.2f× |", g.SpeedupFirstDense)
 		}
-		fmt.Fprintf(w, "| decode | %.1f | %.1f | %.2f | %.0f | %.1f | %.2f | %.0f %% | %.2f× |%s\n", g.Gamma, g.Phi, g.TokS, float64(g.BytesPerToken)/1e6, g.BandwidthGBs, g.BoundTokS, 100*g.BoundFraction, g.SpeedupDense, c)
+		if firstSel != "" {
+			if g.VsFirstSelect > 0 {
+				run += ", " + g.Select
+				c += fmt.Sprintf(" %.3f× |", g.VsFirstSelect)
+			} else {
+				c += " |"
+			}
+		}
+		fmt.Fprintf(w, "| %s | %.1f | %.1f | %.2f | %.0f | %.1f | %.2f | %.0f %% | %.2f× |%s\n", run, g.Gamma, g.Phi, g.TokS, float64(g.BytesPerToken)/1e6, g.BandwidthGBs, g.BoundTokS, 100*g.BoundFraction, g.SpeedupDense, c)
 	}
 	fmt.Fprintf(w, "\nprefill %d tokens: %.1f tok/s (%.1f GFLOP/s, %.0f %% of FMA peak), time to first token %.0f ms\n", r.PrefillTokens, r.PrefillTokS, r.PrefillGFlops, 100*r.PrefillPeakFrac, r.TTFTms)
 }
@@ -321,7 +378,11 @@ func Ops(paths []string, opt Options, w io.Writer) error {
 			}
 			var sel *runner.Selection
 			if f.phi < f.gamma {
-				sel = &runner.Selection{Phi: f.phi, Alpha: 0.2, Base: float64(p.Index.BaseFraction), Compact: true, Method: opt.Select}
+				method := "paper"
+				if len(opt.Select) > 0 {
+					method = opt.Select[0] // --ops: the first method given
+				}
+				sel = &runner.Selection{Phi: f.phi, Alpha: 0.2, Base: float64(p.Index.BaseFraction), Compact: true, Method: method}
 			}
 			b, err := DecodeOps(m, pool, sel, opt.Tokens)
 			p.Close()

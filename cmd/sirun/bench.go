@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -31,7 +32,7 @@ var benchCmd = &cli.Command{
 		&cli.IntFlag{Name: "rounds", Value: 3, Usage: "measure every decode figure this many times, interleaved, and report medians"},
 		&cli.IntFlag{Name: "prefill", Value: 256, Usage: "prompt tokens of the prefill figure (with --quick and not given: 64)"},
 		&cli.BoolFlag{Name: "ops", Usage: "instead of the figures, print where a decode step's time goes: each operation's ms/token, dense and at γ 0.7 φ 0.4"},
-		&cli.StringFlag{Name: "select", Value: "paper", Usage: "how the sparse figures choose their neurons (as sirun's --select: paper, mass, l2, signed, gate or hybrid)"},
+		&cli.StringFlag{Name: "select", Value: "paper", Usage: "how the sparse figures choose their neurons (as sirun's --select: paper, mass, l2, signed, gate or hybrid); a comma list (paper,hybrid) measures each in every round and gives each against the first, round by round"},
 		&cli.BoolFlag{Name: "quick", Usage: "dense and γ 0.7 × φ 0.4 only, shorter prefill unless --prefill is given"},
 		&cli.StringFlag{Name: "cpuprofile", Usage: "write a Go CPU profile of the whole benchmark to `FILE` (go tool pprof)"},
 	},
@@ -43,9 +44,15 @@ var benchCmd = &cli.Command{
 			return err
 		}
 		opt := bench.Options{Threads: c.Int("threads"), Tokens: c.Int("tokens"), Rounds: c.Int("rounds"),
-			Prefill: c.Int("prefill"), Quick: c.Bool("quick"), Select: c.String("select"), Log: os.Stderr}
-		if m := opt.Select; m != "" && !slices.Contains(runner.Methods, m) {
-			return fmt.Errorf("--select must be one of %v, got %q", runner.Methods, m)
+			Prefill: c.Int("prefill"), Quick: c.Bool("quick"), Log: os.Stderr}
+		for _, m := range strings.Split(c.String("select"), ",") {
+			if !slices.Contains(runner.Methods, m) || m == "" {
+				return fmt.Errorf("--select must be one or more of %v, comma-separated, got %q", runner.Methods, c.String("select"))
+			}
+			if slices.Contains(opt.Select, m) {
+				return fmt.Errorf("--select names %q twice", m)
+			}
+			opt.Select = append(opt.Select, m)
 		}
 		if opt.Quick && !c.IsSet("prefill") {
 			opt.Prefill = 64

@@ -286,3 +286,46 @@ func TestBenchRunsOnAPack(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchComparesMethods: `sirun bench --select paper,hybrid` measures
+// both at every sparse point in the same rounds and gives each against the
+// first (1 for the first itself); a method named twice, or unknown, is
+// refused.
+func TestBenchComparesMethods(t *testing.T) {
+	out, errOut, code := run(t, "", "bench", "--quick", "--json", "--select", "paper,hybrid", "--rounds", "2", "--tokens", "2", "--prefill", "8", "--threads", "2", pack)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r struct {
+		Grid []struct {
+			Gamma, Phi float64
+			TokS       float64 `json:"tok_s"`
+			Select     string  `json:"select"`
+			VsFirst    float64 `json:"vs_first_select"`
+		} `json:"grid"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &r); err != nil {
+		t.Fatalf("bench --json output %q: %v", out, err)
+	}
+	if len(r.Grid) != 2 || r.Grid[0].Select != "paper" || r.Grid[1].Select != "hybrid" {
+		t.Fatalf("want a paper and a hybrid figure at γ0.7 φ0.4, got %+v", r.Grid)
+	}
+	for _, g := range r.Grid {
+		if g.Gamma != 0.7 || g.Phi != 0.4 || g.TokS <= 0 || g.VsFirst <= 0 {
+			t.Fatalf("figure %+v", g)
+		}
+	}
+	if r.Grid[0].VsFirst != 1 {
+		t.Fatalf("the first method against itself: %g", r.Grid[0].VsFirst)
+	}
+	// The second against the first: a ratio of two timings (never exactly
+	// 1), near the ratio of their medians.
+	if v, m := r.Grid[1].VsFirst, r.Grid[1].TokS/r.Grid[0].TokS; v == 1 || v < m/2 || v > 2*m {
+		t.Fatalf("hybrid against paper %g, their medians' ratio %g", v, m)
+	}
+	for _, bad := range []string{"paper,paper", "paper,bogus", "paper,"} {
+		if _, errOut, code := run(t, "", "bench", "--quick", "--select", bad, pack); code == 0 || !strings.Contains(errOut, "--select") {
+			t.Errorf("bench --select %s: exit %d, %q", bad, code, errOut)
+		}
+	}
+}
