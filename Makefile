@@ -154,8 +154,8 @@ bench: build
 	$(BIN)/sirun bench --threads 2 --json-out $(BIN)/bench-2t.jsonl $(BENCH_DIR)/synth-1b-bf16.sip $(BENCH_DIR)/synth-1b-f16.sip
 	$(BIN)/sipack plot bench -o $(BIN)/bench-2t.png $(BIN)/bench-2t.jsonl
 	$(BIN)/sirun bench --quick --threads 2 --rounds 5 $(BENCH_DIR)/synth-1b-bf16.sip $(BENCH_DIR)/synth-1b-q4_0.sip $(BENCH_DIR)/synth-1b-q8_0.sip
-	$(BIN)/sirun bench --quick --select gate --threads 2 --rounds 5 $(BENCH_DIR)/synth-1b-bf16.sip $(BENCH_DIR)/synth-1b-q4_0.sip
-	$(BIN)/sirun bench --quick --select hybrid --threads 2 --rounds 5 $(BENCH_DIR)/synth-1b-bf16.sip $(BENCH_DIR)/synth-1b-q4_0.sip
+	$(BIN)/sirun bench --quick --select paper,gate,hybrid --threads 2 --rounds 8 --tokens 16 $(BENCH_DIR)/synth-1b-bf16.sip $(BENCH_DIR)/synth-1b-q4_0.sip
+	$(GO) test -run XXX -bench 'GatedOverPaper|TopKeys' -benchtime 100x ./kernels
 
 # sirun against llama.cpp on the same machine (../shared/llamacpp/compare.sh),
 # with the packs sipack synth writes.
