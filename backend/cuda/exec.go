@@ -24,6 +24,19 @@ func (b *buf) Len() int { return b.n }
 
 func dp(b backend.Buf) uint64 { return b.(*buf).p }
 
+// ptr is b's device address for an operation queued on the stream: b's
+// allocation is kept reachable until the stream is next waited for (Read,
+// Close). The allocations are freed by finalizers when unreachable, and
+// a caller's last use of a buffer can be the call that queues it: without
+// this a collection during the call freed the memory under the operation
+// (TestFFN, under the emulator, read garbage in about one run of four; with
+// GOGC=off never).
+func (e *Exec) ptr(b backend.Buf) uint64 {
+	bb := b.(*buf)
+	e.keep = append(e.keep, bb.mem)
+	return bb.p
+}
+
 // Exec runs one sequence's operations on the device's default stream, in
 // order; Read waits for them. Operations without an error result record
 // the first failure, which Err reports and Embed and Gather return.
@@ -31,6 +44,7 @@ type Exec struct {
 	d    *Device
 	err  error
 	args cudaplan.Args
+	keep []*devMem // allocations the queued operations use (ptr), until Read
 
 	tokens *devMem // int32 token ids of the batch
 	act    *devMem // (T, n) FFN activations h of the last FFN
@@ -230,6 +244,7 @@ func (e *Exec) Read(dst []float32, b backend.Buf) {
 	}
 	if n == 0 {
 		e.flush()
+		e.release()
 		return
 	}
 	defer e.d.enter()()
@@ -239,6 +254,14 @@ func (e *Exec) Read(dst []float32, b backend.Buf) {
 	if err := e.d.drv.dtoh(unsafe.Pointer(&dst[0]), dp(b), 4*n); err != nil {
 		e.fail(fmt.Errorf("cuda: reading %d floats: %w", n, err))
 	}
+	e.release()
+}
+
+// release drops the queued operations' allocations (ptr) once the stream
+// has been waited for.
+func (e *Exec) release() {
+	clear(e.keep)
+	e.keep = e.keep[:0]
 }
 
 // upload copies host bytes into device memory m (grown as needed).
@@ -273,7 +296,7 @@ func (e *Exec) Embed(out backend.Buf, table backend.Matrix, tokens []int) error 
 	if e.graphs && len(ids) == 1 {
 		e.queuing, e.queue = true, e.queue[:0]
 	}
-	e.args.Reset(cudaplan.KEmbed).Ptr(dp(out)).Ptr(w.p).Ptr(tp).Int(w.cols).Int(w.rowB).Int(int(w.dt))
+	e.args.Reset(cudaplan.KEmbed).Ptr(e.ptr(out)).Ptr(w.p).Ptr(tp).Int(w.cols).Int(w.rowB).Int(int(w.dt))
 	e.launch(cudaplan.Embed(w.cols, len(tokens)))
 	return e.err
 }
@@ -281,7 +304,7 @@ func (e *Exec) Embed(out backend.Buf, table backend.Matrix, tokens []int) error 
 func (e *Exec) RMSNorm(out, x backend.Buf, w backend.Vector, eps float32) {
 	v := w.(*vector)
 	defer e.d.enter()()
-	e.args.Reset(cudaplan.KRMSNorm).Ptr(dp(out)).Ptr(dp(x)).Ptr(v.p).Int(v.n).F32(eps)
+	e.args.Reset(cudaplan.KRMSNorm).Ptr(e.ptr(out)).Ptr(e.ptr(x)).Ptr(v.p).Int(v.n).F32(eps)
 	e.launch(cudaplan.RMSNorm(x.Len() / v.n))
 }
 
@@ -291,9 +314,9 @@ func (e *Exec) MatMul(outs []backend.Buf, ws []backend.Matrix, x backend.Buf) {
 		w := wi.(*Matrix)
 		T := x.Len() / w.cols
 		l := cudaplan.MatMul(w.rows, T)
-		e.args.Reset(l.Kernel).Ptr(dp(outs[i])).Ptr(w.p).Ptr(dp(x)).Int(w.rows).Int(w.cols).Int(w.rowB)
+		e.args.Reset(l.Kernel).Ptr(e.ptr(outs[i])).Ptr(w.p).Ptr(e.ptr(x)).Int(w.rows).Int(w.cols).Int(w.rowB)
 		if l.Kernel == cudaplan.KMatVec {
-			e.args.Int(int(w.dt)).Int(b2i(cudaplan.Vec(w.dt, w.cols, w.p, dp(x))))
+			e.args.Int(int(w.dt)).Int(b2i(cudaplan.Vec(w.dt, w.cols, w.p, e.ptr(x))))
 		} else {
 			e.args.Int(T).Int(int(w.dt))
 		}
@@ -311,13 +334,13 @@ func b2i(b bool) int {
 func (e *Exec) AddBias(x backend.Buf, b backend.Vector) {
 	v := b.(*vector)
 	defer e.d.enter()()
-	e.args.Reset(cudaplan.KAddBias).Ptr(dp(x)).Ptr(v.p).Int(v.n).Int(x.Len())
+	e.args.Reset(cudaplan.KAddBias).Ptr(e.ptr(x)).Ptr(v.p).Int(v.n).Int(x.Len())
 	e.launch(cudaplan.Elementwise(cudaplan.KAddBias, x.Len()))
 }
 
 func (e *Exec) Add(x, y backend.Buf) {
 	defer e.d.enter()()
-	e.args.Reset(cudaplan.KAdd).Ptr(dp(x)).Ptr(dp(y)).Int(x.Len())
+	e.args.Reset(cudaplan.KAdd).Ptr(e.ptr(x)).Ptr(e.ptr(y)).Int(x.Len())
 	e.launch(cudaplan.Elementwise(cudaplan.KAdd, x.Len()))
 }
 
@@ -341,7 +364,7 @@ func (e *Exec) RoPE(x backend.Buf, T, headDim, pos int, invFreq []float64) {
 	}
 	n := x.Len() / T
 	pp := e.setPos(pos)
-	e.args.Reset(cudaplan.KRoPE).Ptr(dp(x)).Ptr(e.invFreq.p).Int(n).Int(headDim).Ptr(pp)
+	e.args.Reset(cudaplan.KRoPE).Ptr(e.ptr(x)).Ptr(e.invFreq.p).Int(n).Int(headDim).Ptr(pp)
 	e.launch(cudaplan.RoPE(n/headDim, T))
 }
 
@@ -357,19 +380,20 @@ func (e *Exec) Attention(out, q, k, v backend.Buf, c *backend.KVCache, layer, po
 	defer e.d.enter()()
 	kvDim := c.KVDim
 	layerOff := uint64(4 * layer * c.Ctx * kvDim)
-	kc, vc := dp(c.Keys)+layerOff, dp(c.Values)+layerOff
+	kc, vc := e.ptr(c.Keys)+layerOff, e.ptr(c.Values)+layerOff
 	pp := e.setPos(pos)
-	e.args.Reset(cudaplan.KKVAppend).Ptr(kc).Ptr(vc).Ptr(dp(k)).Ptr(dp(v)).Int(kvDim).Int(T).Ptr(pp)
+	e.args.Reset(cudaplan.KKVAppend).Ptr(kc).Ptr(vc).Ptr(e.ptr(k)).Ptr(e.ptr(v)).Int(kvDim).Int(T).Ptr(pp)
 	e.launch(cudaplan.KVAppend(T, kvDim))
 	group := c.Heads / (kvDim / c.HeadDim)
 	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
-	e.args.Reset(cudaplan.KAttention).Ptr(dp(out)).Ptr(dp(q)).Ptr(kc).Ptr(vc).
+	e.args.Reset(cudaplan.KAttention).Ptr(e.ptr(out)).Ptr(e.ptr(q)).Ptr(kc).Ptr(vc).
 		Ptr(pp).Int(c.Heads).Int(c.HeadDim).Int(kvDim).Int(group).F32(scale)
 	e.launch(cudaplan.Attention(c.Heads, T))
 }
 
 func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {
 	r := recs.(*records)
+	e.keep = append(e.keep, r.mem) // its table, until Read
 	H, n := r.hidden, r.Len()
 	T := x.Len() / H
 	defer e.d.enter()()
@@ -377,7 +401,7 @@ func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {
 	if n == 0 {
 		e.flush()
 		if e.err == nil {
-			if err := e.d.drv.memset0(dp(out), 4*out.Len()); err != nil {
+			if err := e.d.drv.memset0(e.ptr(out), 4*out.Len()); err != nil {
 				e.fail(fmt.Errorf("cuda: clearing the FFN output: %w", err))
 			}
 		}
@@ -390,9 +414,9 @@ func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {
 	e.actT, e.actN = T, n
 	// h = silu(gate·x) ⊙ (up·x) over the table's records.
 	l := cudaplan.FFNGateUp(n, T)
-	e.args.Reset(l.Kernel).Ptr(h).Ptr(r.table).Ptr(dp(x)).Int(n).Int(H).Int(r.rowBytes)
+	e.args.Reset(l.Kernel).Ptr(h).Ptr(r.table).Ptr(e.ptr(x)).Int(n).Int(H).Int(r.rowBytes)
 	if l.Kernel == cudaplan.KFFNGateUp {
-		e.args.Int(int(r.dt)).Int(b2i(r.vec && cudaplan.Vec(r.dt, H, dp(x))))
+		e.args.Int(int(r.dt)).Int(b2i(r.vec && cudaplan.Vec(r.dt, H, e.ptr(x))))
 	} else {
 		e.args.Int(T).Int(int(r.dt))
 	}
@@ -402,7 +426,7 @@ func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {
 	if T == 1 {
 		e.downDecode(out, r, r.table, h, n)
 	} else {
-		e.args.Reset(cudaplan.KFFNDownTiled).Ptr(dp(out)).Ptr(r.table).Ptr(h).Int(n).Int(H).Int(r.rowBytes).Int(T).Int(int(r.dt))
+		e.args.Reset(cudaplan.KFFNDownTiled).Ptr(e.ptr(out)).Ptr(r.table).Ptr(h).Int(n).Int(H).Int(r.rowBytes).Int(T).Int(int(r.dt))
 		e.launch(cudaplan.FFNDownTiled(H, T))
 	}
 	if act != nil && e.err == nil {
@@ -426,7 +450,7 @@ func (e *Exec) downDecode(out backend.Buf, r *records, table, h uint64, n int) {
 	e.args.Reset(cudaplan.KFFNDownPartial).Ptr(p).Ptr(table).Ptr(h).Int(n).Int(H).Int(r.rowBytes).
 		Int(dn.Chunk).Int(int(r.dt)).Int(b2i(r.vec))
 	e.launch(dn.Partial)
-	e.args.Reset(cudaplan.KReduceSplits).Ptr(dp(out)).Ptr(p).Int(H).Int(dn.Splits)
+	e.args.Reset(cudaplan.KReduceSplits).Ptr(e.ptr(out)).Ptr(p).Int(H).Int(dn.Splits)
 	e.launch(dn.Reduce)
 }
 
@@ -440,6 +464,7 @@ func (e *Exec) downDecode(out backend.Buf, r *records, table, h uint64, n int) {
 // over the table as FFN's. One token; a batch computes every record (FFN).
 func (e *Exec) FFNGated(out, x backend.Buf, recs backend.Records, static, k int, act []float32) {
 	r := recs.(*records)
+	e.keep = append(e.keep, r.mem) // its table, until Read
 	H, n := r.hidden, r.Len()
 	if x.Len() != H {
 		e.fail(fmt.Errorf("cuda backend: the gated FFN takes one token, got %d values for hidden size %d", x.Len(), H))
@@ -448,7 +473,7 @@ func (e *Exec) FFNGated(out, x backend.Buf, recs backend.Records, static, k int,
 	static = max(0, min(static, n))
 	k = max(0, min(k, n-static))
 	rest := n - static
-	vec := b2i(r.vec && cudaplan.Vec(r.dt, H, dp(x)))
+	vec := b2i(r.vec && cudaplan.Vec(r.dt, H, e.ptr(x)))
 	defer e.d.enter()()
 	e.flush() // the choice needs the gate dots on the host
 	e.actT, e.actN = 1, 0
@@ -456,7 +481,7 @@ func (e *Exec) FFNGated(out, x backend.Buf, recs backend.Records, static, k int,
 		if e.gates = e.grow(e.gates, 4*rest); e.gates == nil {
 			return
 		}
-		e.args.Reset(cudaplan.KFFNGate).Ptr(e.gates.p).Ptr(r.table + 8*uint64(static)).Ptr(dp(x)).Int(rest).Int(H).Int(int(r.dt)).Int(vec)
+		e.args.Reset(cudaplan.KFFNGate).Ptr(e.gates.p).Ptr(r.table + 8*uint64(static)).Ptr(e.ptr(x)).Int(rest).Int(H).Int(int(r.dt)).Int(vec)
 		e.launch(cudaplan.FFNGate(rest))
 		e.hostG = growF(e.hostG, rest)
 		if e.err == nil {
@@ -482,7 +507,7 @@ func (e *Exec) FFNGated(out, x backend.Buf, recs backend.Records, static, k int,
 		e.hostGS = append(e.hostGS, e.hostG[j])
 	}
 	if m == 0 {
-		if err := e.d.drv.memset0(dp(out), 4*H); err != nil {
+		if err := e.d.drv.memset0(e.ptr(out), 4*H); err != nil {
 			e.fail(fmt.Errorf("cuda: clearing the FFN output: %w", err))
 		}
 		if act != nil {
@@ -496,12 +521,12 @@ func (e *Exec) FFNGated(out, x backend.Buf, recs backend.Records, static, k int,
 	}
 	h := e.act.p
 	if static > 0 {
-		e.args.Reset(cudaplan.KFFNGateUp).Ptr(h).Ptr(table).Ptr(dp(x)).Int(static).Int(H).Int(r.rowBytes).Int(int(r.dt)).Int(vec)
+		e.args.Reset(cudaplan.KFFNGateUp).Ptr(h).Ptr(table).Ptr(e.ptr(x)).Int(static).Int(H).Int(r.rowBytes).Int(int(r.dt)).Int(vec)
 		e.launch(cudaplan.FFNGateUp(static, 1))
 	}
 	if len(e.hostSel) > 0 {
 		gs := e.upload(&e.gsel, unsafe.Pointer(&e.hostGS[0]), 4*len(e.hostGS))
-		e.args.Reset(cudaplan.KFFNUp).Ptr(h + 4*uint64(static)).Ptr(table + 8*uint64(static)).Ptr(gs).Ptr(dp(x)).
+		e.args.Reset(cudaplan.KFFNUp).Ptr(h + 4*uint64(static)).Ptr(table + 8*uint64(static)).Ptr(gs).Ptr(e.ptr(x)).
 			Int(len(e.hostSel)).Int(H).Int(r.rowBytes).Int(int(r.dt)).Int(vec)
 		e.launch(cudaplan.FFNUp(len(e.hostSel)))
 	}
@@ -579,6 +604,7 @@ func (e *Exec) Close() {
 		e.graph = 0
 	}
 	done()
+	e.release()
 	for _, m := range []*devMem{e.tokens, e.act, e.partial, e.invFreq, e.counts, e.posBuf, e.gates, e.gtable, e.gsel} {
 		if m != nil {
 			m.free()
