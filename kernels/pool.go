@@ -104,15 +104,24 @@ func (p *Pool) await(h *helper, seen uint64) bool {
 	// reordered (the store still in the host's store buffer), so neither
 	// side saw the other and the helper slept through a job (make
 	// test-arm64 hung); a read-modify-write is a full barrier there too.
-	h.parked.Swap(true)
-	if p.gen.Load() != seen || p.closed.Load() {
-		if !h.parked.CompareAndSwap(true, false) {
-			<-h.wake // Post took the flag: consume its token
+	for {
+		h.parked.Swap(true)
+		if p.gen.Load() != seen || p.closed.Load() {
+			if !h.parked.CompareAndSwap(true, false) {
+				<-h.wake // Post took the flag: consume its token
+			}
+			return !p.closed.Load()
 		}
-		return !p.closed.Load()
+		<-h.wake
+		// A token is only a hint: return only on a job posted after seen
+		// (or the close). Taken as a job, a stale one made the helper run
+		// and count the current job twice, the caller's count of helpers
+		// still working went below zero, and every worker waited for ever
+		// (under load, about one in twenty runs of the FFN tests).
+		if p.gen.Load() != seen || p.closed.Load() {
+			return !p.closed.Load()
+		}
 	}
-	<-h.wake
-	return !p.closed.Load()
 }
 
 // work claims chunks of the current job until none are left (under
