@@ -154,8 +154,6 @@ func FFNRecords(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DTy
 	addPartials(y, partial)
 }
 
-// addPartials adds the workers' partial outputs (len(partial)/len(y) of
-// them, one after the other) into y.
 // chunkSums runs fn over n units in decodeChunks chunks a worker, claimed
 // as workers come free; each chunk adds into a partial of its own (H
 // floats, cleared first), and the partials are added into y in chunk order,
@@ -192,6 +190,8 @@ func chunkSums(p *Pool, y []float32, H, n int, fn func(acc []float32, lo, hi int
 // 1.03-1.12×: a worker that starts late is not helped.
 const decodeChunks = 4
 
+// addPartials adds the workers' partial outputs (len(partial)/len(y) of
+// them, one after the other) into y.
 func addPartials(y, partial []float32) {
 	for w := 0; w+len(y) <= len(partial); w += len(y) {
 		for i, v := range partial[w : w+len(y)] {
