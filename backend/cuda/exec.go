@@ -316,7 +316,7 @@ func (e *Exec) MatMul(outs []backend.Buf, ws []backend.Matrix, x backend.Buf) {
 		l := cudaplan.MatMul(w.rows, T)
 		e.args.Reset(l.Kernel).Ptr(e.ptr(outs[i])).Ptr(w.p).Ptr(e.ptr(x)).Int(w.rows).Int(w.cols).Int(w.rowB)
 		if l.Kernel == cudaplan.KMatVec {
-			e.args.Int(int(w.dt)).Int(b2i(cudaplan.Vec(w.dt, w.cols, w.p, e.ptr(x))))
+			e.args.Int(int(w.dt)).Int(b2i(cudaplan.Vec(w.dt, w.cols, w.p, dp(x))))
 		} else {
 			e.args.Int(T).Int(int(w.dt))
 		}
@@ -416,7 +416,7 @@ func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {
 	l := cudaplan.FFNGateUp(n, T)
 	e.args.Reset(l.Kernel).Ptr(h).Ptr(r.table).Ptr(e.ptr(x)).Int(n).Int(H).Int(r.rowBytes)
 	if l.Kernel == cudaplan.KFFNGateUp {
-		e.args.Int(int(r.dt)).Int(b2i(r.vec && cudaplan.Vec(r.dt, H, e.ptr(x))))
+		e.args.Int(int(r.dt)).Int(b2i(r.vec && cudaplan.Vec(r.dt, H, dp(x))))
 	} else {
 		e.args.Int(T).Int(int(r.dt))
 	}
@@ -473,7 +473,7 @@ func (e *Exec) FFNGated(out, x backend.Buf, recs backend.Records, static, k int,
 	static = max(0, min(static, n))
 	k = max(0, min(k, n-static))
 	rest := n - static
-	vec := b2i(r.vec && cudaplan.Vec(r.dt, H, e.ptr(x)))
+	vec := b2i(r.vec && cudaplan.Vec(r.dt, H, dp(x)))
 	defer e.d.enter()()
 	e.flush() // the choice needs the gate dots on the host
 	e.actT, e.actN = 1, 0
