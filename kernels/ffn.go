@@ -277,27 +277,35 @@ const prefetchAhead = 4
 
 // ffnDecode is FFNRecords for one token over records [lo, hi): the gate and
 // up dots per record, then the down axpys, four records at a time where
-// the dtype has a four-row axpy (y loaded and stored once per four).
+// the dtype has a four-row axpy (y loaded and stored once per four), eight
+// on the integer path where it has the int8 down projection (Axpy8Act).
 func ffnDecode(acc []float32, records *recordCursor, ops *Ops, rowBytes, lo, hi int, x []float32, acts []Q8Act, act []float32) {
-	axpy4, dot2, dot2q := ops.Axpy4, ops.Dot2, ops.Dot2Act
+	axpy4, axpy8, dot2, dot2q := ops.Axpy4, ops.Axpy8Act, ops.Dot2, ops.Dot2Act
+	if acts == nil {
+		axpy8 = nil // the float path stays exact
+	}
+	group := 4
+	if axpy8 != nil {
+		group = 8
+	}
 	pf := active.PrefetchL2
-	var h, gs, us [4]float32
+	var h, gs, us [8]float32
 	var gu [2]float32
-	var down [4][]byte
-	for j0 := lo; j0 < hi; j0 += 4 {
-		n := min(4, hi-j0)
-		if a := j0 + prefetchAhead; a < hi {
-			// A split record's gate row lies apart from its up and down rows
-			// (which the dots prefetch): the next group's gate rows, one run
-			// within a block, one call for the four (a call per record cost
-			// Q4_0 decode 5 %).
-			if ab, ak := records.at(a); ab.Split() {
-				m := min(4, hi-a, ab.N-ak)
-				pf(ab.Gate[ak*ab.GateStride : (ak+m)*ab.GateStride])
-			}
-		}
+	var down [8][]byte
+	for j0 := lo; j0 < hi; j0 += group {
+		n := min(group, hi-j0)
 		for q := 0; q < n; q++ {
 			j := j0 + q
+			if a := j + prefetchAhead; q%4 == 0 && a < hi {
+				// A split record's gate row lies apart from its up and down rows
+				// (which the dots prefetch): the next group's gate rows, one run
+				// within a block, one call for the four (a call per record cost
+				// Q4_0 decode 5 %).
+				if ab, ak := records.at(a); ab.Split() {
+					m := min(4, hi-a, ab.N-ak)
+					pf(ab.Gate[ak*ab.GateStride : (ak+m)*ab.GateStride])
+				}
+			}
 			blk, k := records.at(j)
 			// The fused dots prefetch the record four ahead into L2
 			// (PREFETCHT2: docs/bench.md, sixth session, "Decode FFN prefetch into L2"), the next
@@ -329,20 +337,27 @@ func ffnDecode(acc []float32, records *recordCursor, ops *Ops, rowBytes, lo, hi 
 			gs[q], us[q] = g, u
 			down[q] = blk.DownRow(k)
 		}
-		// SiLU after the group's dots: four independent exp chains
-		// overlap instead of each one stalling before the next record's dots.
+		// SiLU after the group's dots: independent exp chains overlap
+		// instead of each one stalling before the next record's dots.
 		for q := 0; q < n; q++ {
 			h[q] = SiLU(gs[q]) * us[q]
 			if act != nil {
 				act[j0+q] = h[q]
 			}
 		}
-		if n == 4 && axpy4 != nil {
-			axpy4(acc, &h, &down)
-			continue
-		}
-		for q := 0; q < n; q++ {
-			ops.Axpy(acc, h[q], down[q])
+		switch {
+		case n == 8 && axpy8 != nil:
+			axpy8(acc, &h, &down)
+		case n == 4 && axpy4 != nil:
+			axpy4(acc, (*[4]float32)(h[:4]), (*[4][]byte)(down[:4]))
+		default:
+			q := 0
+			for ; axpy4 != nil && q+4 <= n; q += 4 {
+				axpy4(acc, (*[4]float32)(h[q:q+4]), (*[4][]byte)(down[q:q+4]))
+			}
+			for ; q < n; q++ {
+				ops.Axpy(acc, h[q], down[q])
+			}
 		}
 	}
 }

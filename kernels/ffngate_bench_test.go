@@ -165,3 +165,56 @@ func BenchmarkTopKeys(b *testing.B) {
 		sel = TopKeys(keys, buf, 1024, sel[:0])
 	}
 }
+
+// BenchmarkInt8DownOverFloat: one decode token's FFN of a 1B-shape Q4_0
+// layer from memory (all N records, version 2 bands, 2 threads) on the
+// integer path, with the down projection's coefficients rounded to int8
+// (Axpy8Act) and in float (WithExactDown), timed back to back in turn
+// (order alternating); reports the median of the per-pair ratios
+// (int8 ÷ float time) and the read bandwidth of a plain pass over the
+// same bytes between pairs, the VM's regime at the time.
+func BenchmarkInt8DownOverFloat(b *testing.B) {
+	const H, N, B = 2048, 8192, 64
+	dt := format.Q4_0
+	int8Table := Active().WithIntegerPath(true)
+	if int8Table.Ops(dt).Axpy8Act == nil {
+		b.Skipf("table %s has no int8 down projection", int8Table.Name)
+	}
+	floatTable := int8Table.WithExactDown()
+	copies, x := gatedLayers(dt, H, N, B, N)
+	y := make([]float32, H)
+	p := NewPool(2)
+	defer p.Close()
+	R, _ := dt.RowBytes(H)
+	bytes := float64(N * 3 * R)
+	ratios := make([]float64, 0, b.N)
+	var ti, tf, tr time.Duration
+	for i := 0; i < b.N; i++ {
+		var d [2]time.Duration
+		for o := range 2 {
+			which := (i + o) % 2 // 0: float, 1: int8
+			restore := Use([]*Table{floatTable, int8Table}[which])
+			blocks := copies[(2*i+o)%len(copies)].v2
+			t0 := time.Now()
+			FFNRecords(p, y, blocks, dt, H, x, nil)
+			d[which] = time.Since(t0)
+			restore()
+		}
+		blocks := copies[(2*i+2)%len(copies)].v2
+		t0 := time.Now()
+		p.Run(len(blocks), func(lo, hi, _ int) {
+			for _, blk := range blocks[lo:hi] {
+				SumBytes(blk.Gate[:blk.N*R])
+				SumBytes(blk.UD[:2*blk.N*R])
+			}
+		})
+		tr += time.Since(t0)
+		tf, ti = tf+d[0], ti+d[1]
+		ratios = append(ratios, float64(d[1])/float64(d[0]))
+	}
+	slices.Sort(ratios)
+	b.ReportMetric(ratios[len(ratios)/2], "ratio")
+	b.ReportMetric(bytes*float64(b.N)/tf.Seconds()/1e9, "float-GB/s")
+	b.ReportMetric(bytes*float64(b.N)/ti.Seconds()/1e9, "int8-GB/s")
+	b.ReportMetric(bytes*float64(b.N)/tr.Seconds()/1e9, "read-GB/s")
+}

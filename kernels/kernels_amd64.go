@@ -137,6 +137,12 @@ func gemmDown6AVX512(acc *float32, accStride int, h *float32, down *float32, ldd
 //go:noescape
 func dotBF16DP(w *uint16, xb *uint16, n int) float32
 
+// axpy8Q40ActVNNI is axpy8Q40ActRef for nb a multiple of 16 (AVX-512 VNNI
+// and VBMI).
+//
+//go:noescape
+func axpy8Q40ActVNNI(y *float32, a *[8]float32, w *[8]*byte, nb int)
+
 //go:noescape
 func dot4Q40Q8VNNI(w *byte, x *[4]*int8, d *[4]*float32, nb int, out *[4]float32)
 
@@ -352,6 +358,20 @@ func avx512Table(avx2 *Table) *Table {
 		}
 		out[0] += q40Tail(a, act, full)
 		out[1] += q40Tail(b, act, full)
+	}
+	if cpu.X86.HasAVX512VBMI {
+		// The down projection eight records at a time in integers
+		// (VPERMB transposes four rows' quant bytes): docs/bench.md,
+		// eleventh session.
+		q40.Axpy8Act = func(y []float32, a *[8]float32, w *[8][]byte) {
+			nb := len(y) / format.QK
+			if nb == 0 || nb%16 != 0 {
+				axpy8Q40ActRef(y, a, w)
+				return
+			}
+			p := [8]*byte{&w[0][0], &w[1][0], &w[2][0], &w[3][0], &w[4][0], &w[5][0], &w[6][0], &w[7][0]}
+			axpy8Q40ActVNNI(&y[0], a, &p, nb)
+		}
 	}
 	q40.Dot4Act = func(w []byte, a0, a1, a2, a3 *Q8Act) (out [4]float32) {
 		a := [4]*Q8Act{a0, a1, a2, a3}

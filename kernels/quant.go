@@ -161,6 +161,51 @@ func axpy4Q80Ref(y []float32, a *[4]float32, w *[4][]byte) {
 	}
 }
 
+// axpy8Q40ActRef is the decode FFN's down projection of eight Q4_0 rows
+// on the integer path, y += Σ_r a[r]·w[r], with the products rounded as
+// llama.cpp rounds the down projection's input to Q8: per block k, the
+// eight coefficients c_r = a[r]·d_{r,k} share one scale s = m/127 (m the
+// largest |c_r|, at least the smallest normal float32), each is rounded to
+// q_r = round(c_r·127/m) (ties to even), and the block's 32 outputs take
+// s·Σ_r q_r·(w_{r,i} − 8), the sum in integers. Float32 throughout, as
+// axpy8Q40ActVNNI computes it; the error against the exact axpy is at most
+// s/2 per unit of |w − 8| per row.
+func axpy8Q40ActRef(y []float32, a *[8]float32, w *[8][]byte) {
+	const smallest = 0x1p-126
+	for b := 0; b < len(y)/format.QK; b++ {
+		var c [8]float32
+		m := float32(smallest)
+		for r := range w {
+			c[r] = F16ToF32(binary.LittleEndian.Uint16(w[r][b*18:])) * a[r]
+			m = max(m, float32(math.Abs(float64(c[r]))))
+		}
+		inv, s := 127/m, m/127
+		var q [8]int32
+		off := int32(0)
+		for r := range c {
+			q[r] = int32(math.RoundToEven(float64(c[r] * inv)))
+			off -= 8 * q[r]
+		}
+		ys := y[b*format.QK : (b+1)*format.QK]
+		for j := 0; j < format.QK/2; j++ {
+			lo, hi := off, off
+			for r := range w {
+				v := w[r][b*18+2+j]
+				lo += q[r] * int32(v&15)
+				hi += q[r] * int32(v>>4)
+			}
+			ys[j] = fma32(float32(lo), s, ys[j])
+			ys[j+format.QK/2] = fma32(float32(hi), s, ys[j+format.QK/2])
+		}
+	}
+}
+
+// fma32 is x·y + z as VFMADD231PS computes it, up to double rounding: the
+// product of two float32 is exact in float64, the sum is rounded to float64
+// and then to float32, which can differ from one rounding in the last bit
+// (rarely; the tests allow it).
+func fma32(x, y, z float32) float32 { return float32(float64(x)*float64(y) + float64(z)) }
+
 // Q8Act is an activation vector quantised to Q8 per block of 32, for the
 // integer dot products against quantised weights.
 type Q8Act struct {

@@ -369,3 +369,80 @@ func benchQuantize(b *testing.B, quad bool) {
 		quantizeAct(&a, x, quad)
 	}
 }
+
+// TestAxpy8ActMatchesReference: every table's int8 down projection
+// (Ops.Axpy8Act) computes axpy8Q40ActRef's arithmetic (up to the last bit
+// of a fused multiply-add), over whole chunks, a tail of blocks, and rows
+// whose coefficients span orders of magnitude (the small ones round
+// coarsest) or are zero.
+func TestAxpy8ActMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	coefs := [][8]float32{
+		{0.5, -1.25, 3, -0.01, 0.7, -0.2, 1e-3, 2},
+		{1e-4, -3e-6, 40, 0, -0.5, 1, 1e-9, -8},
+		{},
+	}
+	tested := 0
+	for _, tb := range Tables() {
+		axpy8 := tb.Ops(format.Q4_0).Axpy8Act
+		if axpy8 == nil {
+			continue
+		}
+		tested++
+		for _, nb := range []int{1, 16, 64, 80} {
+			n := nb * format.QK
+			var w [8][]byte
+			for r := range w {
+				w[r], _ = randRow(rng, format.Q4_0, n)
+			}
+			for _, a := range coefs {
+				y1 := randVec(rng, n)
+				y2 := append([]float32(nil), y1...)
+				axpy8(y1, &a, &w)
+				axpy8Q40ActRef(y2, &a, &w)
+				for i := range y1 {
+					if y1[i] != y2[i] && math.Abs(float64(y1[i]-y2[i])) > 1e-7*math.Abs(float64(y2[i])) {
+						t.Fatalf("%s nb=%d a=%v [%d]: %g vs reference %g", tb.Name, nb, a, i, y1[i], y2[i])
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d table(s) with an int8 down projection", tested)
+}
+
+// TestAxpy8ActRefBound: the reference stays within the rounding it states
+// of the exact sum Σ_r a[r]·w[r]: per block, half its scale s = max_r
+// |a[r]·d_r|/127 per unit of |q − 8| per row.
+func TestAxpy8ActRefBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	const nb = 8
+	n := nb * format.QK
+	var w [8][]byte
+	var wf [8][]float32
+	for r := range w {
+		w[r], wf[r] = randRow(rng, format.Q4_0, n)
+	}
+	a := [8]float32{0.5, -1.25, 3, -0.01, 0.7, -0.2, 1e-3, 2}
+	y := make([]float32, n)
+	axpy8Q40ActRef(y, &a, &w)
+	for b := 0; b < nb; b++ {
+		m := 0.0
+		for r := range w {
+			d := float64(F16ToF32(uint16(w[r][b*18]) | uint16(w[r][b*18+1])<<8))
+			m = max(m, math.Abs(float64(a[r])*d))
+		}
+		s := m / 127
+		for i := b * format.QK; i < (b+1)*format.QK; i++ {
+			exact, bound := 0.0, 1e-6*math.Abs(float64(y[i]))
+			for r := range w {
+				exact += float64(a[r]) * float64(wf[r][i])
+				d := float64(F16ToF32(uint16(w[r][b*18]) | uint16(w[r][b*18+1])<<8))
+				bound += s / 2 * math.Abs(float64(wf[r][i])/d)
+			}
+			if diff := math.Abs(float64(y[i]) - exact); diff > bound {
+				t.Fatalf("[%d]: %g, exact %g: off by %g, bound %g", i, y[i], exact, diff, bound)
+			}
+		}
+	}
+}

@@ -51,6 +51,12 @@ type Ops struct {
 	// PanelSigned says PanelAct reads a panel of signed values (packPanel's
 	// signed layout, arm64's SDOT) rather than unsigned ones (VPDPBUSD).
 	PanelSigned bool
+	// Axpy8Act, where present, is the decode FFN's down projection of
+	// eight rows on the integer path (taken only while ActDot is set):
+	// y += Σ_r a[r]·w[r] with the coefficients a[r]·d rounded to int8 per
+	// block, as llama.cpp rounds the down projection's input to Q8
+	// (axpy8Q40ActRef states the arithmetic). The float path stays exact.
+	Axpy8Act func(y []float32, a *[8]float32, w *[8][]byte)
 	// Dot2Act is Dot2 on the converted activations.
 	Dot2Act func(a, b []byte, act *Q8Act, out *[2]float32, next []byte)
 	// Quad says DotAct/Dot2Act read Q8Act.Quad, so quantising builds it.
@@ -141,7 +147,9 @@ func Use(t *Table) (restore func()) {
 // register appends the architecture's tables (in order of preference) and
 // activates the best, or the one SIPACK_KERNELS names. SIPACK_QDOT=int or
 // =float then forces the integer or the float path for the block types in
-// every table (the active one included), and SIPACK_BF16DOT the BF16 path:
+// every table (the active one included), SIPACK_QDOWN=exact keeps the
+// integer path's down projection in float (no int8 rounding of its
+// coefficients: WithExactDown), and SIPACK_BF16DOT the BF16 path:
 // exact (no rounding), prefill (the prefill GEMM rounds activations to BF16,
 // decode exact: the default where the CPU has AVX512_BF16) or round (both).
 func register(ts ...*Table) {
@@ -166,6 +174,9 @@ func register(ts ...*Table) {
 	if q := os.Getenv("SIPACK_QDOT"); q == "int" || q == "float" {
 		swap(func(t *Table) *Table { return t.WithIntegerPath(q == "int") })
 	}
+	if os.Getenv("SIPACK_QDOWN") == "exact" {
+		swap(func(t *Table) *Table { return t.WithExactDown() })
+	}
 	switch q := os.Getenv("SIPACK_BF16DOT"); q {
 	case "round", "exact":
 		swap(func(t *Table) *Table { return t.WithBF16Rounding(q == "round").WithBF16Prefill(q == "round") })
@@ -184,6 +195,35 @@ func (t *Table) WithIntegerPath(on bool) *Table {
 	c.Name += map[bool]string{true: "+int", false: "+float"}[on]
 	return &c
 }
+
+// WithExactDown returns a copy of t whose integer path computes the decode
+// FFN's down projection in float (Axpy4) instead of rounding its
+// coefficients to int8 (Axpy8Act).
+func (t *Table) WithExactDown() *Table {
+	c := *t
+	for dt := range c.ops {
+		c.ops[dt].Axpy8Act = nil
+	}
+	c.Name += "+exactdown"
+	return &c
+}
+
+// IntegerReference is the reference of t's integer path: Generic with the
+// block types' integer dots, and the int8 down projection (Axpy8Act) where
+// t has one, so a table and its reference do the same arithmetic.
+func (t *Table) IntegerReference() *Table {
+	c := Generic.WithIntegerPath(true)
+	for _, dt := range []format.DType{format.Q8_0, format.Q4_0} {
+		if t.ops[dt].Axpy8Act != nil {
+			c.ops[dt].Axpy8Act = axpy8Ref[dt]
+		}
+	}
+	c.Name = "generic+int" + map[bool]string{true: "+int8down", false: ""}[t.ops[format.Q4_0].Axpy8Act != nil]
+	return c
+}
+
+// axpy8Ref is the reference of Axpy8Act per block type.
+var axpy8Ref = map[format.DType]func([]float32, *[8]float32, *[8][]byte){format.Q4_0: axpy8Q40ActRef}
 
 // WithBF16Rounding returns a copy of t whose BF16 decode dots round the
 // activations to BF16 (on, where the table has VDPBF16PS kernels) or take

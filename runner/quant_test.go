@@ -93,3 +93,55 @@ func TestBF16RoundedActivations(t *testing.T) {
 		t.Errorf("only %d of %d prompts keep the golden greedy tokens with rounded activations", matched, len(cases))
 	}
 }
+
+// TestInt8Down: the integer path's int8 down projection (Ops.Axpy8Act: the
+// coefficients h·d rounded to int8 per block, as llama.cpp rounds the down
+// projection's input to Q8) against the same path with the down projection
+// in float, on the golden prompts with a Q4_0 pack: greedy tokens for 32
+// steps and the largest logit difference of the first decode step,
+// reported; the rounding must keep at least as many prompts on the
+// golden's first 16 greedy tokens as the float down projection does.
+func TestInt8Down(t *testing.T) {
+	int8Table := kernels.Active().WithIntegerPath(true)
+	if int8Table.Ops(format.Q4_0).Axpy8Act == nil {
+		t.Logf("table %s has no int8 down projection: nothing to compare", int8Table.Name)
+		return
+	}
+	exactTable := int8Table.WithExactDown()
+	cases := readGolden(t, "../testdata/tinyllama/golden.json")
+	pool := kernels.NewPool(2)
+	defer pool.Close()
+	m := loadModel(t, packOf(t, "../testdata/tinyllama", convert.Options{DType: "q4_0"}), 1)
+	matched, matchedExact, same32, maxDiff := 0, 0, 0, 0.0
+	for _, g := range cases {
+		var toks [2][]int
+		var logits [2][]float32
+		for i, tb := range []*kernels.Table{exactTable, int8Table} {
+			restore := kernels.Use(tb)
+			toks[i] = greedy(t, m, pool, g.InputIDs, 32)
+			s, _ := m.NewState(pool, len(g.InputIDs)+2)
+			s.ForwardBatch(g.InputIDs, 0, Pass{})
+			l, _ := s.Forward(g.Greedy32[0], len(g.InputIDs))
+			logits[i] = slices.Clone(l)
+			restore()
+		}
+		maxDiff = max(maxDiff, maxAbsDiff(logits[0], logits[1]))
+		if slices.Equal(toks[1][:16], g.Greedy32[:16]) {
+			matched++
+		}
+		if slices.Equal(toks[0][:16], g.Greedy32[:16]) {
+			matchedExact++
+		}
+		if slices.Equal(toks[0], toks[1]) {
+			same32++
+		}
+	}
+	t.Logf("int8 down projection (%s): %d of %d golden prompts keep 16 greedy tokens (float down %d), %d of %d equal the float down for 32; first decode step max |Δ logit| %.3g",
+		int8Table.Name, matched, len(cases), matchedExact, same32, len(cases), maxDiff)
+	if matched < matchedExact {
+		t.Errorf("the int8 down projection keeps %d golden prompts, the float one %d", matched, matchedExact)
+	}
+	if maxDiff == 0 {
+		t.Errorf("the int8 and float down projections gave the same logits: the int8 one did not run")
+	}
+}

@@ -1,0 +1,187 @@
+#include "textflag.h"
+#include "avx512_scales.h"
+
+// The decode FFN's down projection on the integer path (AVX-512 VNNI +
+// VBMI): eight Q4_0 rows (down columns of eight records) into one y, their
+// coefficients rounded to int8 per block, as llama.cpp rounds the down
+// projection's input to Q8 before its integer dots. axpy8Q40ActRef states
+// the arithmetic, which this reproduces exactly.
+//
+// Per chunk of 16 blocks: the eight rows' block scales times their
+// factors (c_r), one int8 scale per block from their largest |c_r|, the
+// eight q_r packed as two dwords per block (rows 0-3, rows 4-7) and
+// −8·Σ_r q_r (the nibbles' offset) on the stack. Per block: the four rows'
+// 16 quant bytes side by side, transposed by VPERMB so dword i holds byte i
+// of each row, split into low and high nibbles (elements i and 16+i), and
+// VPDPBUSD against the broadcast dword of their q_r sums the eight rows of
+// each element in integers: then one conversion and one multiply-add per
+// 16 outputs, where the float kernel (axpy4Q40AVX512) spends a widening, a
+// table lookup and a multiply-add per row. Registers: Z2 0x0f bytes, Z20
+// the transpose, Z21 the abs mask, Z22 127.0, Z23 the smallest normal,
+// Z25 0xff dwords; Z26-Z31 and K2/K3 are SCALES16Q4's.
+
+// t4x16: byte 4i+r of the output takes byte 16r+i of the input.
+#define T4(i) DATA t4x16<>+4*i(SB)/4, $(i | (16+i)<<8 | (32+i)<<16 | (48+i)<<24)
+T4(0)
+T4(1)
+T4(2)
+T4(3)
+T4(4)
+T4(5)
+T4(6)
+T4(7)
+T4(8)
+T4(9)
+T4(10)
+T4(11)
+T4(12)
+T4(13)
+T4(14)
+T4(15)
+GLOBL t4x16<>(SB), RODATA|NOPTR, $64
+
+// ROWC(base, r, z): row r's 16 block scales at base times a[r] (4r(R9)).
+#define ROWC(base, r, z) SCALES16Q4(base, z); VBROADCASTSS r*4(R9), Z6; VMULPS Z6, z, z
+
+// ROUNDQ(z): z = round-half-even(z · inv) as int32 (inv in Z19).
+#define ROUNDQ(z) VMULPS Z19, z, z; VCVTPS2DQ z, z
+
+// PACK4(z0, z1, z2, z3): the low bytes of four int32 vectors as the bytes
+// of one dword per lane, into z0 (Z25 = 0xff dwords).
+#define PACK4(z0, z1, z2, z3) VPANDD Z25, z0, z0; VPSLLD $24, z1, z1; VPSRLD $16, z1, z1; VPSLLD $24, z2, z2; VPSRLD $8, z2, z2; VPSLLD $24, z3, z3; VPTERNLOGD $0xfe, z1, z2, z0; VPORD z3, z0, z0
+
+// Q4T(off, r0, r1, r2, r3, xl, zl, zh): the quant bytes of the blocks at
+// off(r0..r3) transposed (dword i: byte i of each row) and split into
+// low (zl) and high (zh) nibbles.
+#define Q4T(off, r0, r1, r2, r3, xl, zl, zh) VMOVDQU off(r0), xl; VINSERTI32X4 $1, off(r1), zl, zl; VINSERTI32X4 $2, off(r2), zl, zl; VINSERTI32X4 $3, off(r3), zl, zl; VPERMB zl, Z20, zl; VPSRLW $4, zl, zh; VPANDD Z2, zl, zl; VPANDD Z2, zh, zh
+
+// AX8BLK(k): block k of the eight rows into y[32k, 32k+32).
+#define AX8BLK(k) \
+	Q4T(k*18+2, SI, BX, DX, R8, X4, Z4, Z5); \
+	Q4T(k*18+2, R10, R11, R12, R13, X6, Z6, Z7); \
+	VPBROADCASTD 128+k*4(SP), Z8; \
+	VMOVDQA32 Z8, Z9; \
+	VPDPBUSD.BCST k*4(SP), Z4, Z8; \
+	VPDPBUSD.BCST k*4(SP), Z5, Z9; \
+	VPDPBUSD.BCST 64+k*4(SP), Z6, Z8; \
+	VPDPBUSD.BCST 64+k*4(SP), Z7, Z9; \
+	VCVTDQ2PS Z8, Z8; \
+	VCVTDQ2PS Z9, Z9; \
+	VMOVUPS k*128(DI), Z10; \
+	VMOVUPS k*128+64(DI), Z24; \
+	VFMADD231PS.BCST 192+k*4(SP), Z8, Z10; \
+	VFMADD231PS.BCST 192+k*4(SP), Z9, Z24; \
+	VMOVUPS Z10, k*128(DI); \
+	VMOVUPS Z24, k*128+64(DI)
+
+// func axpy8Q40ActVNNI(y *float32, a *[8]float32, w *[8]*byte, nb int)
+TEXT ·axpy8Q40ActVNNI(SB), NOSPLIT, $256-32
+	MOVQ y+0(FP), DI
+	MOVQ a+8(FP), R9
+	MOVQ w+16(FP), AX
+	MOVQ 0(AX), SI
+	MOVQ 8(AX), BX
+	MOVQ 16(AX), DX
+	MOVQ 24(AX), R8
+	MOVQ 32(AX), R10
+	MOVQ 40(AX), R11
+	MOVQ 48(AX), R12
+	MOVQ 56(AX), R13
+	MOVQ nb+24(FP), CX
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z2
+	MOVL $0x7fffffff, AX
+	VPBROADCASTD AX, Z21
+	MOVL $0x42fe0000, AX // 127.0
+	VPBROADCASTD AX, Z22
+	MOVL $0x00800000, AX // the smallest normal float32
+	VPBROADCASTD AX, Z23
+	MOVL $0xff, AX
+	VPBROADCASTD AX, Z25
+	VMOVDQU32 t4x16<>(SB), Z20
+	Q4SCALESETUP
+a8q4chunk:
+	CMPQ CX, $16
+	JL   a8q4done
+	ROWC(SI, 0, Z3)
+	ROWC(BX, 1, Z11)
+	ROWC(DX, 2, Z12)
+	ROWC(R8, 3, Z13)
+	ROWC(R10, 4, Z14)
+	ROWC(R11, 5, Z15)
+	ROWC(R12, 6, Z16)
+	ROWC(R13, 7, Z17)
+	// m = max(max_r |c_r|, FLT_MIN); inv = 127/m; s = m/127.
+	VANDPS Z21, Z3, Z18
+	VANDPS Z21, Z11, Z19
+	VMAXPS Z19, Z18, Z18
+	VANDPS Z21, Z12, Z19
+	VMAXPS Z19, Z18, Z18
+	VANDPS Z21, Z13, Z19
+	VMAXPS Z19, Z18, Z18
+	VANDPS Z21, Z14, Z19
+	VMAXPS Z19, Z18, Z18
+	VANDPS Z21, Z15, Z19
+	VMAXPS Z19, Z18, Z18
+	VANDPS Z21, Z16, Z19
+	VMAXPS Z19, Z18, Z18
+	VANDPS Z21, Z17, Z19
+	VMAXPS Z19, Z18, Z18
+	VMAXPS Z23, Z18, Z18
+	VDIVPS Z18, Z22, Z19
+	VDIVPS Z22, Z18, Z18
+	VMOVUPS Z18, 192(SP)
+	ROUNDQ(Z3)
+	ROUNDQ(Z11)
+	ROUNDQ(Z12)
+	ROUNDQ(Z13)
+	ROUNDQ(Z14)
+	ROUNDQ(Z15)
+	ROUNDQ(Z16)
+	ROUNDQ(Z17)
+	// −8·Σ_r q_r per block.
+	VPADDD Z11, Z3, Z18
+	VPADDD Z12, Z18, Z18
+	VPADDD Z13, Z18, Z18
+	VPADDD Z14, Z18, Z18
+	VPADDD Z15, Z18, Z18
+	VPADDD Z16, Z18, Z18
+	VPADDD Z17, Z18, Z18
+	VPSLLD $3, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPSUBD Z18, Z19, Z18
+	VMOVDQU32 Z18, 128(SP)
+	PACK4(Z3, Z11, Z12, Z13)
+	VMOVDQU32 Z3, 0(SP)
+	PACK4(Z14, Z15, Z16, Z17)
+	VMOVDQU32 Z14, 64(SP)
+	AX8BLK(0)
+	AX8BLK(1)
+	AX8BLK(2)
+	AX8BLK(3)
+	AX8BLK(4)
+	AX8BLK(5)
+	AX8BLK(6)
+	AX8BLK(7)
+	AX8BLK(8)
+	AX8BLK(9)
+	AX8BLK(10)
+	AX8BLK(11)
+	AX8BLK(12)
+	AX8BLK(13)
+	AX8BLK(14)
+	AX8BLK(15)
+	ADDQ $288, SI
+	ADDQ $288, BX
+	ADDQ $288, DX
+	ADDQ $288, R8
+	ADDQ $288, R10
+	ADDQ $288, R11
+	ADDQ $288, R12
+	ADDQ $288, R13
+	ADDQ $2048, DI
+	SUBQ $16, CX
+	JMP  a8q4chunk
+a8q4done:
+	VZEROUPPER
+	RET
