@@ -275,12 +275,162 @@ func (c *recordCursor) at(j int) (*format.RecordBlock, int) {
 // prefetchAhead is how many records ahead the fused decode dots prefetch.
 const prefetchAhead = 4
 
-// ffnDecode is FFNRecords for one token over records [lo, hi): the gate and
-// up dots per record, then the down axpys, four records at a time where
-// the dtype has a four-row axpy (y loaded and stored once per four), eight
-// on the integer path where it has the int8 down projection (Axpy8Act).
+// ffnDecode is FFNRecords for one token over records [lo, hi), a block's
+// run of them at a time: split blocks (version 2) in two passes
+// (ffnDecodeSplit), interleaved ones record by record (ffnDecodeRecords).
 func ffnDecode(acc []float32, records *recordCursor, ops *Ops, rowBytes, lo, hi int, x []float32, acts []Q8Act, act []float32) {
-	axpy4, axpy8, dot2, dot2q := ops.Axpy4, ops.Axpy8Act, ops.Dot2, ops.Dot2Act
+	for j := lo; j < hi; {
+		blk, k := records.at(j)
+		m := min(hi-j, blk.N-k)
+		if blk.Split() && m > 1 {
+			// The next run's first gate rows, prefetched as this one ends
+			// (another block lies megabytes away, where no hardware
+			// prefetcher looks).
+			var then []byte
+			if j+m < hi {
+				nb, nk := records.at(j + m)
+				then = nb.Gate[nk*nb.GateStride : (nk+min(prefetchAhead, nb.N-nk))*nb.GateStride]
+			}
+			ffnDecodeSplit(acc, blk, k, m, ops, x, acts, actFrom(act, j), then)
+		} else {
+			ffnDecodeRecords(acc, records, ops, j, j+m, hi, x, acts, act)
+		}
+		j += m
+	}
+}
+
+// actFrom is act from record j on (nil stays nil).
+func actFrom(act []float32, j int) []float32 {
+	if act == nil {
+		return nil
+	}
+	return act[j:]
+}
+
+// splitRun is how many records of a split block ffnDecodeSplit takes per
+// pair of passes (their gate values wait on the stack between them).
+const splitRun = 64
+
+// ffnDecodeSplit is the decode FFN over records [k, k+m) of a split block:
+// the gate rows first, one ascending run, then the up | down pairs, another
+// (up dots, then the down axpys of a group). A layer's records so read are
+// one stream a worker at a time; read record by record, the gate rows and
+// the up | down pairs were two, and the records streamed slower
+// (docs/bench.md, eleventh session).
+func ffnDecodeSplit(acc []float32, blk *format.RecordBlock, k, m int, ops *Ops, x []float32, acts []Q8Act, act []float32, then []byte) {
+	axpy4, axpy8 := ops.Axpy4, ops.Axpy8Act
+	if acts == nil {
+		axpy8 = nil // the float path stays exact
+	}
+	group := 4
+	if axpy8 != nil {
+		group = 8
+	}
+	// The block types' pairs of up dots prefetch the second record's down
+	// row too (the pair kernel's own prefetch covers three rows): Q4_0
+	// 1.07× in the paired benchmark; BF16 0.97×, so not the 16-bit types.
+	pf, pfDown := active.PrefetchL2, acts != nil && !ops.ActBF16
+	var g [splitRun]float32
+	var h, u [8]float32
+	var gu [2]float32
+	var down [8][]byte
+	for s := 0; s < m; s += splitRun {
+		e := min(m, s+splitRun)
+		for q := s; q < e; q += 2 {
+			a := blk.GateRow(k + q)
+			if q+1 == e {
+				// Alone through the pair kernel too: each row's result
+				// is the same whichever row it is paired with, not the
+				// same as the single-row kernel's in its last bits.
+				pairDot(ops, a, a, x, acts, nil, &gu)
+				g[q-s] = gu[0]
+				continue
+			}
+			// Prefetch the gate rows ahead, and near the end of the run
+			// the first up | down pairs the second pass reads.
+			var next []byte
+			if q+prefetchAhead < e {
+				next = blk.GateRow(k + q + prefetchAhead)
+			} else if r := s + q + prefetchAhead - e; r < e {
+				next = blk.Ahead(k + r)
+			}
+			pairDot(ops, a, blk.GateRow(k+q+1), x, acts, next, &gu)
+			g[q-s], g[q-s+1] = gu[0], gu[1]
+		}
+		for q0 := s; q0 < e; q0 += group {
+			n := min(group, e-q0)
+			for q := 0; q < n; q += 2 {
+				r := k + q0 + q
+				if q+1 == n {
+					pairDot(ops, blk.UpRow(r), blk.UpRow(r), x, acts, nil, &gu)
+					u[q] = gu[0]
+					continue
+				}
+				var next []byte
+				if r+prefetchAhead < k+m {
+					next = blk.Ahead(r + prefetchAhead)
+				}
+				pairDot(ops, blk.UpRow(r), blk.UpRow(r+1), x, acts, next, &gu)
+				u[q], u[q+1] = gu[0], gu[1]
+				if next != nil && pfDown && r+prefetchAhead+1 < k+m {
+					pf(blk.DownRow(r + prefetchAhead + 1))
+				}
+			}
+			for q := 0; q < n; q++ {
+				h[q] = SiLU(g[q0-s+q]) * u[q]
+				if act != nil {
+					act[q0+q] = h[q]
+				}
+				down[q] = blk.DownRow(k + q0 + q)
+			}
+			if then != nil && q0+n == m {
+				pf(then)
+			}
+			addDowns(acc, ops, axpy4, axpy8, &h, &down, n)
+		}
+	}
+}
+
+// pairDot sets out to two rows' dots with the token, through the fused
+// two-row kernel where the dtype has one (prefetching next into L2). out
+// is the caller's: passed to a kernel through a func value it escapes, and
+// one a call was an allocation a call.
+func pairDot(ops *Ops, a, b []byte, x []float32, acts []Q8Act, next []byte, out *[2]float32) {
+	switch {
+	case acts != nil && ops.Dot2Act != nil:
+		ops.Dot2Act(a, b, &acts[0], out, next)
+	case acts != nil:
+		out[0], out[1] = ops.DotAct(a, &acts[0]), ops.DotAct(b, &acts[0])
+	case ops.Dot2 != nil:
+		ops.Dot2(a, b, x, out, next)
+	default:
+		out[0], out[1] = ops.Dot(a, x), ops.Dot(b, x)
+	}
+}
+
+// addDowns adds Σ_{q<n} h[q]·down[q] into acc: eight rows by axpy8 (the
+// integer path's int8 down projection) or four by axpy4 where present.
+func addDowns(acc []float32, ops *Ops, axpy4 func([]float32, *[4]float32, *[4][]byte), axpy8 func([]float32, *[8]float32, *[8][]byte), h *[8]float32, down *[8][]byte, n int) {
+	if n == 8 && axpy8 != nil {
+		axpy8(acc, h, down)
+		return
+	}
+	q := 0
+	for ; axpy4 != nil && q+4 <= n; q += 4 {
+		axpy4(acc, (*[4]float32)(h[q:q+4]), (*[4][]byte)(down[q:q+4]))
+	}
+	for ; q < n; q++ {
+		ops.Axpy(acc, h[q], down[q])
+	}
+}
+
+// ffnDecodeRecords is the decode FFN over records [lo, hi) read record by
+// record (prefetching up to record end): the gate and up dots per record, then the down axpys, four
+// records at a time where the dtype has a four-row axpy (y loaded and
+// stored once per four), eight on the integer path where it has the int8
+// down projection (Axpy8Act).
+func ffnDecodeRecords(acc []float32, records *recordCursor, ops *Ops, lo, hi, end int, x []float32, acts []Q8Act, act []float32) {
+	axpy4, axpy8 := ops.Axpy4, ops.Axpy8Act
 	if acts == nil {
 		axpy8 = nil // the float path stays exact
 	}
@@ -296,13 +446,13 @@ func ffnDecode(acc []float32, records *recordCursor, ops *Ops, rowBytes, lo, hi 
 		n := min(group, hi-j0)
 		for q := 0; q < n; q++ {
 			j := j0 + q
-			if a := j + prefetchAhead; q%4 == 0 && a < hi {
+			if a := j + prefetchAhead; q%4 == 0 && a < end {
 				// A split record's gate row lies apart from its up and down rows
 				// (which the dots prefetch): the next group's gate rows, one run
 				// within a block, one call for the four (a call per record cost
 				// Q4_0 decode 5 %).
 				if ab, ak := records.at(a); ab.Split() {
-					m := min(4, hi-a, ab.N-ak)
+					m := min(4, end-a, ab.N-ak)
 					pf(ab.Gate[ak*ab.GateStride : (ak+m)*ab.GateStride])
 				}
 			}
@@ -316,25 +466,12 @@ func ffnDecode(acc []float32, records *recordCursor, ops *Ops, rowBytes, lo, hi 
 			// than two. (An earlier session measured two ahead better than
 			// one at 60-80 GB/s.)
 			var ahead []byte
-			if j+prefetchAhead < hi {
+			if j+prefetchAhead < end {
 				ab, ak := records.at(j + prefetchAhead)
 				ahead = ab.Ahead(ak)
 			}
-			gate, up := blk.GateRow(k), blk.UpRow(k)
-			var g, u float32
-			switch {
-			case acts != nil && dot2q != nil:
-				dot2q(gate, up, &acts[0], &gu, ahead)
-				g, u = gu[0], gu[1]
-			case acts != nil:
-				g, u = ops.DotAct(gate, &acts[0]), ops.DotAct(up, &acts[0])
-			case dot2 != nil:
-				dot2(gate, up, x, &gu, ahead)
-				g, u = gu[0], gu[1]
-			default:
-				g, u = ops.Dot(gate, x), ops.Dot(up, x)
-			}
-			gs[q], us[q] = g, u
+			pairDot(ops, blk.GateRow(k), blk.UpRow(k), x, acts, ahead, &gu)
+			gs[q], us[q] = gu[0], gu[1]
 			down[q] = blk.DownRow(k)
 		}
 		// SiLU after the group's dots: independent exp chains overlap
@@ -345,19 +482,6 @@ func ffnDecode(acc []float32, records *recordCursor, ops *Ops, rowBytes, lo, hi 
 				act[j0+q] = h[q]
 			}
 		}
-		switch {
-		case n == 8 && axpy8 != nil:
-			axpy8(acc, &h, &down)
-		case n == 4 && axpy4 != nil:
-			axpy4(acc, (*[4]float32)(h[:4]), (*[4][]byte)(down[:4]))
-		default:
-			q := 0
-			for ; axpy4 != nil && q+4 <= n; q += 4 {
-				axpy4(acc, (*[4]float32)(h[q:q+4]), (*[4][]byte)(down[q:q+4]))
-			}
-			for ; q < n; q++ {
-				ops.Axpy(acc, h[q], down[q])
-			}
-		}
+		addDowns(acc, ops, axpy4, axpy8, &h, &down, n)
 	}
 }
