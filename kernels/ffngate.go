@@ -153,17 +153,26 @@ func gateKeys(keys []uint32, g, silu []float32) {
 // upDown adds, for the selected records sel (ascending), h = g·(up·x)
 // times their down rows into acc (g holds silu of the gate dots, as
 // gateDots leaves it), the up rows two a pass and the down rows
-// four a pass where the dtype has the fused kernels. The up and down rows
+// four a pass where the dtype has the fused kernels (eight by the int8
+// down projection on the integer path, as ffnDecode). The up and down rows
 // of the record udAhead chosen records ahead are prefetched before each
 // record (the records are scattered).
 func upDown(acc []float32, records *recordCursor, ops *Ops, sel []int32, g, x []float32, acts []Q8Act, act []float32) {
 	dot2 := fusedDot2(ops, acts)
 	pf := active.PrefetchL2
-	var h [4]float32
-	var down [4][]byte
+	axpy4, axpy8 := ops.Axpy4, ops.Axpy8Act
+	if acts == nil {
+		axpy8 = nil // the float path stays exact
+	}
+	group := 4
+	if axpy8 != nil {
+		group = 8
+	}
+	var h [8]float32
+	var down [8][]byte
 	var uu [2]float32
-	for q0 := 0; q0 < len(sel); q0 += 4 {
-		n := min(4, len(sel)-q0)
+	for q0 := 0; q0 < len(sel); q0 += group {
+		n := min(group, len(sel)-q0)
 		for q := 0; q < n; q++ {
 			prefetchUD(records, sel, q0+q+udAhead, pf)
 			j := int(sel[q0+q])
@@ -197,13 +206,7 @@ func upDown(acc []float32, records *recordCursor, ops *Ops, sel []int32, g, x []
 				act[sel[q0+q]] = h[q]
 			}
 		}
-		if n == 4 && ops.Axpy4 != nil {
-			ops.Axpy4(acc, &h, &down)
-			continue
-		}
-		for q := 0; q < n; q++ {
-			ops.Axpy(acc, h[q], down[q])
-		}
+		addDowns(acc, ops, axpy4, axpy8, &h, &down, n)
 	}
 }
 
