@@ -18,6 +18,10 @@ import "github.com/sipack/sipack/format"
 func Attention(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, pos, T int, scale float32) {
 	g := active.Gemm
 	group := heads / kvHeads
+	if T == 1 && active.AttnScores != nil && active.AttnValues != nil && hd%64 == 0 && pos+1 >= attnDecodeMin {
+		attentionDecode(p, out, q, keys, values, heads, kvHeads, hd, pos, scale)
+		return
+	}
 	if g == nil || hd%32 != 0 || hd < gemmRows || T*group < gemmMinT || pos+T < gemmRows {
 		attentionLoop(p, out, q, keys, values, heads, kvHeads, hd, pos, T, scale)
 		return
@@ -86,6 +90,63 @@ func Attention(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, pos,
 	})
 }
 
+// attnDecodeMin is the fewest keys a decode token's attention takes the
+// grouped path for (attentionDecode); below it the plain loop.
+const attnDecodeMin = 16
+
+// attentionDecode is Attention for one token (T = 1) where the table has
+// AttnScores and AttnValues: per key/value head, its group's query heads
+// four at a time (a last group of fewer padded with zero queries and
+// weights) against every key, softmax per head, then the values weighted
+// for the four, so each key and value row is read once per four heads and
+// each kernel call covers every position. The plain loop called a dot and
+// an axpy per key and head: at 2048 cached positions of a 1B-shape layer
+// 3.2× the time (BenchmarkAttentionDecode; docs/bench.md, eleventh
+// session).
+func attentionDecode(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, pos int, scale float32) {
+	group := heads / kvHeads
+	kvDim := kvHeads * hd
+	n := pos + 1
+	m := (group + 3) &^ 3 // query heads in fours
+	per := m*n + n + 4*hd + 4*64
+	scratch := p.gemmScratch(p.Workers() * per)
+	p.Run(kvHeads, func(lo, hi, worker int) {
+		s := scratch[worker*per : (worker+1)*per]
+		sc, spare, q4, o4 := s[:m*n], s[m*n:m*n+n], s[m*n+n:m*n+n+4*hd], s[m*n+n+4*hd:]
+		for kv := lo; kv < hi; kv++ {
+			for h0 := 0; h0 < group; h0 += 4 {
+				var rows [4][]float32
+				qs := q[(kv*group+h0)*hd:]
+				if h0+4 > group { // pad: zero queries, scores to a spare row
+					clear(q4)
+					copy(q4, q[(kv*group+h0)*hd:(kv+1)*group*hd])
+					qs = q4
+				}
+				for j := range rows {
+					rows[j] = spare
+					if h0+j < group {
+						rows[j] = sc[(h0+j)*n : (h0+j+1)*n]
+					}
+				}
+				active.AttnScores(&rows, qs, keys[kv*hd:], kvDim, hd, n, scale)
+				for j := 0; j < min(4, group-h0); j++ {
+					Softmax(rows[j])
+				}
+				if h0+4 > group {
+					clear(spare) // zero weights for the padding
+				}
+				for d0 := 0; d0 < hd; d0 += 64 {
+					active.AttnValues(o4, &rows, values[kv*hd+d0:], kvDim, n)
+					for j := 0; j < min(4, group-h0); j++ {
+						h := kv*group + h0 + j
+						copy(out[h*hd+d0:h*hd+d0+64], o4[j*64:(j+1)*64])
+					}
+				}
+			}
+		}
+	})
+}
+
 // attnBlock is the tokens one work unit of Attention takes: with
 // four query heads a key/value head, 128 queries against the keys.
 const attnBlock = 32
@@ -117,4 +178,34 @@ func attentionLoop(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, 
 			}
 		}
 	})
+}
+
+// attnValues4Ref is Table.AttnValues' reference: out[h·64 + d] =
+// Σ_{i<n} p[h][i]·v[i·vstride + d] for h < 4, d < 64.
+func attnValues4Ref(out []float32, p *[4][]float32, v []float32, vstride, n int) {
+	clear(out[:4*64])
+	for i := 0; i < n; i++ {
+		row := v[i*vstride : i*vstride+64]
+		for h := 0; h < 4; h++ {
+			o := out[h*64 : (h+1)*64]
+			for d, x := range row {
+				o[d] += p[h][i] * x
+			}
+		}
+	}
+}
+
+// attnScores4Ref is Table.AttnScores' reference: sc[h][i] =
+// scale·Σ_{d<hd} q[h·hd + d]·k[i·kstride + d] for h < 4, i < n.
+func attnScores4Ref(sc *[4][]float32, q, k []float32, kstride, hd, n int, scale float32) {
+	for i := 0; i < n; i++ {
+		row := k[i*kstride : i*kstride+hd]
+		for h := 0; h < 4; h++ {
+			var s float32
+			for d, x := range row {
+				s += q[h*hd+d] * x
+			}
+			sc[h][i] = s * scale
+		}
+	}
 }

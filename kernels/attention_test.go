@@ -7,7 +7,8 @@ import (
 )
 
 // TestAttention: causal attention through the GEMM (every table
-// with one) against a float64 computation, for grouped heads, a cache
+// with one; one token through attentionDecode) against a float64
+// computation, for grouped heads, a cache
 // holding earlier positions, token counts below and above the GEMM's
 // threshold and not multiples of its blocks, and 1, 2 and 3 workers.
 func TestAttention(t *testing.T) {
@@ -15,6 +16,10 @@ func TestAttention(t *testing.T) {
 		rng := rand.New(rand.NewPCG(91, 92))
 		for _, c := range []struct{ heads, kvHeads, hd, pos, T int }{
 			{8, 2, 64, 0, 37}, {8, 2, 32, 5, 70}, {4, 4, 64, 3, 30}, {8, 2, 64, 0, 3}, {2, 1, 64, 40, 1}, {8, 8, 64, 0, 25},
+			// One token (attentionDecode where the table has AttnValues):
+			// a 1B model's heads, eight heads a group over a 128-wide head,
+			// a group of three (padded to four), and below attnDecodeMin.
+			{32, 8, 64, 300, 1}, {8, 1, 128, 21, 1}, {6, 2, 64, 17, 1}, {8, 2, 64, 5, 1},
 		} {
 			qDim, kvDim, group := c.heads*c.hd, c.kvHeads*c.hd, c.heads/c.kvHeads
 			n := c.pos + c.T
@@ -59,4 +64,69 @@ func TestAttention(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestAttnValues: every table's AttnValues against attnValues4Ref, over
+// strided value rows and position counts of 0, 1 and more.
+func TestAttnValues(t *testing.T) {
+	rng := rand.New(rand.NewPCG(93, 94))
+	tested := 0
+	for _, tb := range Tables() {
+		if tb.AttnValues == nil {
+			continue
+		}
+		tested++
+		for _, n := range []int{0, 1, 7, 300} {
+			const vstride = 512
+			v := randVec(rng, max(n, 1)*vstride)
+			var p [4][]float32
+			for h := range p {
+				p[h] = randVec(rng, max(n, 1))
+			}
+			got, want := randVec(rng, 256), make([]float32, 256)
+			tb.AttnValues(got, &p, v[64:], vstride, n)
+			attnValues4Ref(want, &p, v[64:], vstride, n)
+			for i := range want {
+				if d := math.Abs(float64(got[i] - want[i])); d > 1e-4*(1+math.Abs(float64(want[i]))) {
+					t.Fatalf("%s n=%d [%d]: %g, reference %g", tb.Name, n, i, got[i], want[i])
+				}
+			}
+		}
+	}
+	t.Logf("%d table(s) with AttnValues", tested)
+}
+
+// TestAttnScores: every table's AttnScores against attnScores4Ref, for
+// head widths of 64 and 128 over strided key rows.
+func TestAttnScores(t *testing.T) {
+	rng := rand.New(rand.NewPCG(95, 96))
+	tested := 0
+	for _, tb := range Tables() {
+		if tb.AttnScores == nil {
+			continue
+		}
+		tested++
+		for _, hd := range []int{64, 128} {
+			for _, n := range []int{0, 1, 5, 300} {
+				kstride := 4*hd + 64
+				k := randVec(rng, max(n, 1)*kstride)
+				q := randVec(rng, 4*hd)
+				var got, want [4][]float32
+				for h := range got {
+					got[h], want[h] = randVec(rng, max(n, 1)), make([]float32, max(n, 1))
+					copy(want[h], got[h]) // n = 0 leaves both alone
+				}
+				tb.AttnScores(&got, q, k[hd:], kstride, hd, n, 0.125)
+				attnScores4Ref(&want, q, k[hd:], kstride, hd, n, 0.125)
+				for h := range got {
+					for i := range want[h] {
+						if d := math.Abs(float64(got[h][i] - want[h][i])); d > 1e-4*(1+math.Abs(float64(want[h][i]))) {
+							t.Fatalf("%s hd=%d n=%d [h %d, i %d]: %g, reference %g", tb.Name, hd, n, h, i, got[h][i], want[h][i])
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d table(s) with AttnScores", tested)
 }

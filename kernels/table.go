@@ -86,6 +86,16 @@ type Table struct {
 	// ExpSubSum sets x[i] = e^(x[i] − m) and returns their sum (the
 	// softmax of attention; see expSubSumRef).
 	ExpSubSum func(x []float32, m float32) float32
+	// AttnValues, where present, is the decode attention's weighted sum of
+	// values for four query heads over a 64-wide slice of the head
+	// dimension: out[h·64 + d] = Σ_{i<n} p[h][i]·v[i·vstride + d] for h < 4,
+	// d < 64 (attnValues4Ref), each value row read once for the four.
+	AttnValues func(out []float32, p *[4][]float32, v []float32, vstride, n int)
+	// AttnScores, where present, is the decode attention's scores of four
+	// query heads (q: four rows of hd, hd a multiple of 64) against n keys:
+	// sc[h][i] = scale·Σ_d q[h·hd + d]·k[i·kstride + d] (attnScores4Ref),
+	// each key row read once for the four.
+	AttnScores func(sc *[4][]float32, q, k []float32, kstride, hd, n int, scale float32)
 	// Quantize quantises whole blocks of activations to Q8 (see
 	// quantizeBlocksRef): a decode step quantises about fifty vectors.
 	Quantize func(q []int8, d []float32, s []int32, x []float32)
