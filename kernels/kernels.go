@@ -247,16 +247,39 @@ func matMulInteger(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 	for i, w := range ws {
 		starts[i+1] = starts[i] + w.Rows
 	}
+	pairs := T == 1 && ops.Dot2Act != nil
 	p.Run(starts[len(ws)], func(lo, hi, _ int) {
+		var o [2]float32
 		for i, w := range ws {
 			// This weight's rows within [lo, hi).
 			r0, r1 := max(lo, starts[i])-starts[i], min(hi, starts[i+1])-starts[i]
-			for r := r0; r < r1; r++ {
+			r := r0
+			if pairs {
+				// One token: rows two at a time through the FFN's pair
+				// dot (the activations loaded once for both), prefetching
+				// into L2 three rows from eight ahead. Paired against the
+				// row dots on a 151 MB Q4_0 matrix, median speed ratios:
+				// 8 ahead 1.03-1.07 (2 threads) and 1.03 (1), 16 ahead
+				// 1.03-1.06, 4 ahead 0.97-1.00; without a prefetch 0.4.
+				for ; r+2 <= r1; r += 2 {
+					var next []byte
+					if r+matPairAhead < r1 {
+						next = w.Data[(r+matPairAhead)*rb : (r+matPairAhead+1)*rb]
+					}
+					ops.Dot2Act(w.Data[r*rb:(r+1)*rb], w.Data[(r+1)*rb:(r+2)*rb], &acts[0], &o, next)
+					outs[i][r], outs[i][r+1] = o[0], o[1]
+				}
+			}
+			for ; r < r1; r++ {
 				dotActTokens(ops, w.Data[r*rb:(r+1)*rb], acts, outs[i][r:], w.Rows)
 			}
 		}
 	})
 }
+
+// matPairAhead is how many rows ahead the one-token integer matvec's pair
+// dots prefetch.
+const matPairAhead = 8
 
 // quantizeTokens quantises each of T rows of x to Q8 activations for
 // weights taking ops' integer path, in storage the pool keeps for the next call (a
