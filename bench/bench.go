@@ -14,11 +14,15 @@ import (
 
 // Options controls Run.
 type Options struct {
-	Threads int  // worker threads, ≥ 1
-	Tokens  int  // decode tokens timed per figure (the figure is 1 / the median step), ≥ 1
-	Rounds  int  // every decode figure is measured this many times, interleaved, ≥ 1
-	Prefill int  // prompt tokens of the prefill figure, ≥ 1
-	Quick   bool // dense and γ 0.7 × φ 0.4 only
+	Threads int // worker threads, ≥ 1
+	Tokens  int // decode tokens timed per figure (the figure is 1 / the median step), ≥ 1
+	Rounds  int // every decode figure is measured this many times, interleaved, ≥ 1
+	Prefill int // prompt tokens of the prefill figure, ≥ 1
+	// Depth is the prompt every decode figure is timed after (its tokens
+	// vote, and the decode attends to them): 0 means 16 tokens; more
+	// measures decode deep in a context, as llama-bench -d does.
+	Depth int
+	Quick bool // dense and γ 0.7 × φ 0.4 only
 	// Select is the selecting figures' methods (runner.Selection.Method;
 	// none: the paper's). With more than one, every sparse point is
 	// measured once per method in each round, and each figure is also
@@ -26,6 +30,14 @@ type Options struct {
 	// the comparison issue 20's default rule asks for, in one run.
 	Select []string
 	Log    io.Writer // progress lines; nil: none
+}
+
+// decodeDepth is the prompt length the decode figures follow.
+func (opt Options) decodeDepth() int {
+	if opt.Depth > 0 {
+		return opt.Depth
+	}
+	return 16
 }
 
 // ProbeBytes is the bandwidth probe's buffer: far larger than any L3 this
@@ -46,6 +58,8 @@ func Run(paths []string, opt Options) ([]*Report, error) {
 		return nil, fmt.Errorf("rounds and tokens must be ≥ 1, got %d and %d", opt.Rounds, opt.Tokens)
 	case opt.Prefill < 1:
 		return nil, fmt.Errorf("prefill tokens must be ≥ 1, got %d", opt.Prefill)
+	case opt.Depth < 0:
+		return nil, fmt.Errorf("depth must be ≥ 0, got %d", opt.Depth)
 	}
 	if opt.Log == nil {
 		opt.Log = io.Discard
@@ -93,6 +107,7 @@ type Report struct {
 	DenseBytesPerToken uint64      `json:"dense_bytes_per_token"`
 	DenseBoundFraction float64     `json:"dense_bound_fraction"`
 	PrefillTokens      int         `json:"prefill_tokens"`
+	DecodeDepth        int         `json:"decode_depth"` // the prompt tokens every decode figure follows
 	PrefillTokS        float64     `json:"prefill_tok_s"`
 	PrefillGFlops      float64     `json:"prefill_gflops"`
 	PrefillPeakFrac    float64     `json:"prefill_peak_fraction"`
@@ -150,10 +165,14 @@ func runPacks(opt Options, paths []string, pool *kernels.Pool, probe *BandwidthP
 	}
 	var benches []*packBench
 	for _, path := range paths {
-		pb := &packBench{path: path, r: &Report{Pack: path, Kernels: kernels.Active().Name, Threads: pool.Workers(), FMAPeakGFlops: peak / 1e9, Rounds: opt.Rounds}}
+		pb := &packBench{path: path, r: &Report{Pack: path, Kernels: kernels.Active().Name, Threads: pool.Workers(), FMAPeakGFlops: peak / 1e9, Rounds: opt.Rounds, DecodeDepth: opt.decodeDepth()}}
 		p, m, err := openModel(path, 1)
 		if err != nil {
 			return nil, err
+		}
+		if need, max := opt.decodeDepth()+opt.Tokens+2, m.Config.MaxPositionEmbeddings; need > max {
+			p.Close()
+			return nil, fmt.Errorf("%s: a %d-token prompt and %d decode tokens need a context of %d, the model has %d", path, opt.decodeDepth(), opt.Tokens, need, max)
 		}
 		pb.r.DType = p.Index.RecordDType.String()
 		base := 0.3
@@ -253,7 +272,7 @@ func (pb *packBench) measureRound(opt Options, pool *kernels.Pool, probe *Bandwi
 		}
 		fmt.Fprintf(opt.Log, "sirun bench: %s: %s (round %d of %d)\n", filepath.Base(pb.path), name, round+1, opt.Rounds)
 		before := probe.Measure(3)
-		res, err := Decode(m, pool, f.sel, 16, opt.Tokens, uint64(1+round))
+		res, err := Decode(m, pool, f.sel, opt.decodeDepth(), opt.Tokens, uint64(1+round))
 		if err != nil {
 			return fmt.Errorf("%s: %w", pb.path, err)
 		}
@@ -316,7 +335,7 @@ func (r *Report) Markdown(w io.Writer) {
 		threads = "1 thread"
 	}
 	fmt.Fprintf(w, "\n### %s (%s, kernels %s, %s)\n\n", filepath.Base(r.Pack), r.DType, r.Kernels, threads)
-	fmt.Fprintf(w, "read bandwidth measured before and after every decode figure, up to %.2f GB/s; medians of %d interleaved rounds; FMA peak %.1f GFLOP/s; peak RSS %s (with the %d MiB probe buffer)\n\n", r.BandwidthGBs, r.Rounds, r.FMAPeakGFlops, humanBytes(r.PeakRSSBytes), ProbeBytes>>20)
+	fmt.Fprintf(w, "decode timed after a %d-token prompt; read bandwidth measured before and after every decode figure, up to %.2f GB/s; medians of %d interleaved rounds; FMA peak %.1f GFLOP/s; peak RSS %s (with the %d MiB probe buffer)\n\n", r.DecodeDepth, r.BandwidthGBs, r.Rounds, r.FMAPeakGFlops, humanBytes(r.PeakRSSBytes), ProbeBytes>>20)
 	// Against the first pack's dense decode too, when this is another pack.
 	cross := r.FirstPack != r.Pack
 	head, rule, denseCross := "", "", ""

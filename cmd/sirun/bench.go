@@ -31,6 +31,7 @@ var benchCmd = &cli.Command{
 		&cli.IntFlag{Name: "tokens", Value: 8, Usage: "decode tokens timed per figure (the figure is 1 / the median step)"},
 		&cli.IntFlag{Name: "rounds", Value: 3, Usage: "measure every decode figure this many times, interleaved, and report medians"},
 		&cli.IntFlag{Name: "prefill", Value: 256, Usage: "prompt tokens of the prefill figure (with --quick and not given: 64)"},
+		&cli.IntFlag{Name: "depth", Value: 0, Usage: "time every decode figure after a prompt of this many tokens (0: 16), to measure decode deep in a context as llama-bench -d does"},
 		&cli.BoolFlag{Name: "ops", Usage: "instead of the figures, print where a decode step's time goes: each operation's ms/token, dense and at γ 0.7 φ 0.4"},
 		&cli.StringFlag{Name: "select", Value: "paper", Usage: "how the sparse figures choose their neurons (as sirun's --select: paper, mass, l2, signed, gate or hybrid); a comma list (paper,hybrid) measures each in every round and gives each against the first, round by round"},
 		&cli.BoolFlag{Name: "quick", Usage: "dense and γ 0.7 × φ 0.4 only, shorter prefill unless --prefill is given"},
@@ -44,7 +45,7 @@ var benchCmd = &cli.Command{
 			return err
 		}
 		opt := bench.Options{Threads: c.Int("threads"), Tokens: c.Int("tokens"), Rounds: c.Int("rounds"),
-			Prefill: c.Int("prefill"), Quick: c.Bool("quick"), Log: os.Stderr}
+			Prefill: c.Int("prefill"), Depth: c.Int("depth"), Quick: c.Bool("quick"), Log: os.Stderr}
 		for _, m := range strings.Split(c.String("select"), ",") {
 			if !slices.Contains(runner.Methods, m) || m == "" {
 				return fmt.Errorf("--select must be one or more of %v, comma-separated, got %q", runner.Methods, c.String("select"))

@@ -251,6 +251,7 @@ func TestBenchRunsOnAPack(t *testing.T) {
 		DenseBytes         uint64  `json:"dense_bytes_per_token"`
 		PrefillTokS        float64 `json:"prefill_tok_s"`
 		PrefillTokens      int     `json:"prefill_tokens"`
+		DecodeDepth        int     `json:"decode_depth"`
 		DType              string  `json:"dtype"`
 		Rounds             int     `json:"rounds"`
 		Grid               []struct {
@@ -267,6 +268,9 @@ func TestBenchRunsOnAPack(t *testing.T) {
 	if r.Threads != 2 || r.Rounds != 2 || r.BandwidthGBs <= 0 || r.DenseTokS <= 0 || r.DenseBoundFraction <= 0 || r.PrefillTokS <= 0 {
 		t.Fatalf("implausible report: %+v", r)
 	}
+	if r.DecodeDepth != 16 {
+		t.Fatalf("decode after a %d-token prompt, want 16 by default", r.DecodeDepth)
+	}
 	if r.PrefillTokens != 72 || r.DType != "bf16" {
 		t.Fatalf("prefill of %d tokens (want the 72 asked for), dtype %q", r.PrefillTokens, r.DType)
 	}
@@ -280,7 +284,16 @@ func TestBenchRunsOnAPack(t *testing.T) {
 	if _, errOut, code := run(t, "", "bench", "--quick"); code == 0 || !strings.Contains(errOut, "sipack synth") {
 		t.Errorf("bench without a pack: exit %d, %q", code, errOut)
 	}
-	for _, bad := range [][]string{{"--rounds", "0"}, {"--tokens", "0"}, {"--threads", "0"}, {"--prefill", "0"}} {
+	// --depth: the decode figures follow a prompt of that many tokens;
+	// beyond the model's context it is refused, naming both.
+	out, errOut, code = run(t, "", "bench", "--quick", "--json", "--rounds", "1", "--tokens", "2", "--prefill", "8", "--depth", "100", "--threads", "2", pack)
+	if code != 0 || !strings.Contains(out, `"decode_depth":100`) {
+		t.Fatalf("bench --depth 100: exit %d, %q, %s", code, out, errOut)
+	}
+	if _, errOut, code := run(t, "", "bench", "--quick", "--depth", "1000000", pack); code == 0 || !strings.Contains(errOut, "context") {
+		t.Errorf("bench --depth 1000000: exit %d, %q", code, errOut)
+	}
+	for _, bad := range [][]string{{"--rounds", "0"}, {"--tokens", "0"}, {"--threads", "0"}, {"--prefill", "0"}, {"--depth", "-1"}} {
 		if _, errOut, code := run(t, "", append([]string{"bench", "--quick"}, append(bad, pack)...)...); code == 0 || !strings.Contains(errOut, strings.TrimPrefix(bad[0], "--")) {
 			t.Errorf("bench %v: exit %d, %q", bad, code, errOut)
 		}
