@@ -135,7 +135,9 @@ func CanGate(e Exec) bool {
 }
 
 // KVCache is one sequence's key and value cache: Layers × Ctx positions of
-// KVDim floats each, for keys and for values.
+// KVDim floats each, for keys and for values, laid out as the backend
+// chooses within a layer (the CPU's is head-major: each key/value head's
+// Ctx rows together).
 type KVCache struct {
 	Layers, Ctx, KVDim int
 	Heads, HeadDim     int // query heads and head size, for Attention

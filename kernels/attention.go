@@ -6,7 +6,9 @@ import "github.com/sipack/sipack/format"
 // pos..pos+T−1 over a cache that already holds their keys and values:
 // out[t, h·hd : (h+1)·hd] = Σ_{i ≤ pos+t} softmax_i(scale · q_{t,h}·k_i) v_i,
 // query head h reading key/value head h / (heads/kvHeads). q and out are
-// (T, heads·hd); keys and values are (positions, kvHeads·hd).
+// (T, heads·hd); key/value head g's row at position i starts at
+// g·headStride + i·rowStride of keys and of values (positions-major: hd and
+// kvHeads·hd; head-major, each head's rows together: ctx·hd and hd).
 //
 // On a table with a GEMM it takes the micro-kernel twice per key/value
 // head, over that head's group of query heads: the scores of every
@@ -15,18 +17,18 @@ import "github.com/sipack/sipack/format"
 // the output as the rows of Vᵀ against the softmax weights (zero-padded
 // to 32 positions). Elsewhere, and when the shapes do not fit, it is the
 // plain loop: a dot per key, softmax, an axpy per value.
-func Attention(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, pos, T int, scale float32) {
+func Attention(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, headStride, rowStride, pos, T int, scale float32) {
 	g := active.Gemm
 	group := heads / kvHeads
 	if T == 1 && active.AttnScores != nil && active.AttnValues != nil && hd%64 == 0 && pos+1 >= attnDecodeMin {
-		attentionDecode(p, out, q, keys, values, heads, kvHeads, hd, pos, scale)
+		attentionDecode(p, out, q, keys, values, heads, kvHeads, hd, headStride, rowStride, pos, scale)
 		return
 	}
 	if g == nil || hd%32 != 0 || hd < gemmRows || T*group < gemmMinT || pos+T < gemmRows {
-		attentionLoop(p, out, q, keys, values, heads, kvHeads, hd, pos, T, scale)
+		attentionLoop(p, out, q, keys, values, heads, kvHeads, hd, headStride, rowStride, pos, T, scale)
 		return
 	}
-	qDim, kvDim := heads*hd, kvHeads*hd
+	qDim := heads * hd
 	// Work units: a key/value head × a block of attnBlock tokens, whose
 	// queries see the keys up to the block's last position.
 	blocks := (T + attnBlock - 1) / attnBlock
@@ -50,7 +52,7 @@ func Attention(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, pos,
 				src := (t0+t)*qDim + kv*group*hd
 				copy(qs[t*group*hd:(t+1)*group*hd], q[src:src+group*hd])
 			}
-			key := func(r int) []byte { return f32Bytes(keys[r*kvDim+kv*hd : r*kvDim+(kv+1)*hd]) }
+			key := func(r int) []byte { return f32Bytes(keys[kv*headStride+r*rowStride : kv*headStride+r*rowStride+hd]) }
 			quads := n / gemmRows
 			gemmRowsOf(g, ops, format.F32, key, 0, quads, hd, qs, nil, m, block, func(r0, i0 int, o *[24]float32) {
 				for i := 0; i < min(gemmToks, m-i0); i++ {
@@ -60,7 +62,7 @@ func Attention(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, pos,
 				}
 			})
 			for r := quads * gemmRows; r < n; r++ {
-				k := keys[r*kvDim+kv*hd : r*kvDim+(kv+1)*hd]
+				k := keys[kv*headStride+r*rowStride : kv*headStride+r*rowStride+hd]
 				for i := 0; i < m; i++ {
 					sc[i*np+r] = DotF32(k, qs[i*hd:(i+1)*hd]) * scale
 				}
@@ -74,7 +76,7 @@ func Attention(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, pos,
 			// Vᵀ, zero-padded to np positions.
 			clear(vt[:hd*np])
 			for i := 0; i < n; i++ {
-				v := values[i*kvDim+kv*hd : i*kvDim+(kv+1)*hd]
+				v := values[kv*headStride+i*rowStride : kv*headStride+i*rowStride+hd]
 				for d, x := range v {
 					vt[d*np+i] = x
 				}
@@ -103,9 +105,8 @@ const attnDecodeMin = 16
 // an axpy per key and head: at 2048 cached positions of a 1B-shape layer
 // 3.2× the time (BenchmarkAttentionDecode; docs/bench.md, eleventh
 // session).
-func attentionDecode(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, pos int, scale float32) {
+func attentionDecode(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, headStride, rowStride, pos int, scale float32) {
 	group := heads / kvHeads
-	kvDim := kvHeads * hd
 	n := pos + 1
 	m := (group + 3) &^ 3 // query heads in fours
 	per := m*n + n + 4*hd + 4*64
@@ -128,7 +129,7 @@ func attentionDecode(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd
 						rows[j] = sc[(h0+j)*n : (h0+j+1)*n]
 					}
 				}
-				active.AttnScores(&rows, qs, keys[kv*hd:], kvDim, hd, n, scale)
+				active.AttnScores(&rows, qs, keys[kv*headStride:], rowStride, hd, n, scale)
 				for j := 0; j < min(4, group-h0); j++ {
 					Softmax(rows[j])
 				}
@@ -136,7 +137,7 @@ func attentionDecode(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd
 					clear(spare) // zero weights for the padding
 				}
 				for d0 := 0; d0 < hd; d0 += 64 {
-					active.AttnValues(o4, &rows, values[kv*hd+d0:], kvDim, n)
+					active.AttnValues(o4, &rows, values[kv*headStride+d0:], rowStride, n)
 					for j := 0; j < min(4, group-h0); j++ {
 						h := kv*group + h0 + j
 						copy(out[h*hd+d0:h*hd+d0+64], o4[j*64:(j+1)*64])
@@ -153,8 +154,8 @@ const attnBlock = 32
 
 // attentionLoop is Attention without the GEMM: per (token, head),
 // a dot per key, softmax, an axpy per value.
-func attentionLoop(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, pos, T int, scale float32) {
-	qDim, kvDim, group := heads*hd, kvHeads*hd, heads/kvHeads
+func attentionLoop(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, headStride, rowStride, pos, T int, scale float32) {
+	qDim, group := heads*hd, heads/kvHeads
 	n := pos + T
 	if w := p.Workers() * n; len(p.att) < w {
 		p.att = make([]float32, 2*w) // decode grows n by one a step: no allocation each
@@ -165,16 +166,16 @@ func attentionLoop(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, 
 			t, h := th/heads, th%heads
 			seen := pos + t + 1
 			qv := q[t*qDim+h*hd : t*qDim+(h+1)*hd]
-			kvh := (h / group) * hd
+			kvh := (h / group) * headStride
 			att := scores[:seen]
 			for i := range att {
-				att[i] = DotF32(qv, keys[i*kvDim+kvh:i*kvDim+kvh+hd]) * scale
+				att[i] = DotF32(qv, keys[kvh+i*rowStride:kvh+i*rowStride+hd]) * scale
 			}
 			Softmax(att)
 			ov := out[t*qDim+h*hd : t*qDim+(h+1)*hd]
 			clear(ov)
 			for i, a := range att {
-				AxpyF32(ov, a, values[i*kvDim+kvh:i*kvDim+kvh+hd])
+				AxpyF32(ov, a, values[kvh+i*rowStride:kvh+i*rowStride+hd])
 			}
 		}
 	})

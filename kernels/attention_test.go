@@ -26,10 +26,29 @@ func TestAttention(t *testing.T) {
 			q := randVec(rng, c.T*qDim)
 			keys, values := randVec(rng, n*kvDim), randVec(rng, n*kvDim)
 			scale := float32(1 / math.Sqrt(float64(c.hd)))
-			for _, threads := range []int{1, 2, 3} {
+			// The same cache head-major (each key/value head's rows
+			// together, room for three more positions), as the CPU
+			// backend keeps it.
+			ctx := n + 3
+			hk, hv := make([]float32, c.kvHeads*ctx*c.hd), make([]float32, c.kvHeads*ctx*c.hd)
+			for i := 0; i < n; i++ {
+				for g := 0; g < c.kvHeads; g++ {
+					copy(hk[g*ctx*c.hd+i*c.hd:], keys[i*kvDim+g*c.hd:i*kvDim+(g+1)*c.hd])
+					copy(hv[g*ctx*c.hd+i*c.hd:], values[i*kvDim+g*c.hd:i*kvDim+(g+1)*c.hd])
+				}
+			}
+			for _, run := range []struct {
+				threads   int
+				headMajor bool
+			}{{1, false}, {2, false}, {3, false}, {1, true}, {2, true}} {
+				threads := run.threads
 				p := NewPool(threads)
 				out := randVec(rng, c.T*qDim) // stale values must be overwritten
-				Attention(p, out, q, keys, values, c.heads, c.kvHeads, c.hd, c.pos, c.T, scale)
+				if run.headMajor {
+					Attention(p, out, q, hk, hv, c.heads, c.kvHeads, c.hd, ctx*c.hd, c.hd, c.pos, c.T, scale)
+				} else {
+					Attention(p, out, q, keys, values, c.heads, c.kvHeads, c.hd, c.hd, kvDim, c.pos, c.T, scale)
+				}
 				p.Close()
 				for tok := 0; tok < c.T; tok++ {
 					for h := 0; h < c.heads; h++ {
@@ -56,7 +75,7 @@ func TestAttention(t *testing.T) {
 							}
 							got := out[tok*qDim+h*c.hd+d]
 							if math.Abs(float64(got)-want) > 2e-5 {
-								t.Fatalf("%+v threads %d [t %d, h %d, d %d]: %g, want %g", c, threads, tok, h, d, got, want)
+								t.Fatalf("%+v %+v [t %d, h %d, d %d]: %g, want %g", c, run, tok, h, d, got, want)
 							}
 						}
 					}

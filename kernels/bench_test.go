@@ -157,9 +157,9 @@ func BenchmarkAttentionDecode(b *testing.B) {
 				b.SetBytes(int64(2 * n * kv * hd * 4))
 				for i := 0; i < b.N; i++ {
 					if loop {
-						attentionLoop(p, out, q, keys, vals, heads, kv, hd, n-1, 1, 0.125)
+						attentionLoop(p, out, q, keys, vals, heads, kv, hd, n*hd, hd, n-1, 1, 0.125)
 					} else {
-						Attention(p, out, q, keys, vals, heads, kv, hd, n-1, 1, 0.125)
+						Attention(p, out, q, keys, vals, heads, kv, hd, n*hd, hd, n-1, 1, 0.125)
 					}
 				}
 			})

@@ -218,13 +218,25 @@ func (e *Exec) ropeAngles(pos int, invFreq []float64) {
 }
 
 func (e *Exec) Attention(out, q, k, v backend.Buf, c *backend.KVCache, layer, pos, T int) {
+	// The cache is head-major within a layer: key/value head g's rows at
+	// positions 0..Ctx−1 lie together, so a decode token's attention
+	// reads each head's keys and values as one run (positions-major, a
+	// head's rows were kvDim apart and the eight heads' passes each
+	// touched an eighth of every row of the cache).
 	hd, kvDim := c.HeadDim, c.KVDim
+	kvHeads := kvDim / hd
 	kc := F32(c.Keys)[layer*c.Ctx*kvDim : (layer+1)*c.Ctx*kvDim]
 	vc := F32(c.Values)[layer*c.Ctx*kvDim : (layer+1)*c.Ctx*kvDim]
-	copy(kc[pos*kvDim:], F32(k)[:T*kvDim])
-	copy(vc[pos*kvDim:], F32(v)[:T*kvDim])
+	kf, vf := F32(k), F32(v)
+	for t := 0; t < T; t++ {
+		for g := 0; g < kvHeads; g++ {
+			at := g*c.Ctx*hd + (pos+t)*hd
+			copy(kc[at:at+hd], kf[t*kvDim+g*hd:t*kvDim+(g+1)*hd])
+			copy(vc[at:at+hd], vf[t*kvDim+g*hd:t*kvDim+(g+1)*hd])
+		}
+	}
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	kernels.Attention(e.pool, F32(out), F32(q), kc[:(pos+T)*kvDim], vc[:(pos+T)*kvDim], c.Heads, kvDim/hd, hd, pos, T, scale)
+	kernels.Attention(e.pool, F32(out), F32(q), kc, vc, c.Heads, kvHeads, hd, c.Ctx*hd, hd, pos, T, scale)
 }
 
 func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {
