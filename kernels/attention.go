@@ -20,7 +20,7 @@ import "github.com/sipack/sipack/format"
 func Attention(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, headStride, rowStride, pos, T int, scale float32) {
 	g := active.Gemm
 	group := heads / kvHeads
-	if T == 1 && active.AttnScores != nil && active.AttnValues != nil && hd%64 == 0 && pos+1 >= attnDecodeMin {
+	if T == 1 && active.AttnValues != nil && (active.AttnScores != nil || g != nil) && hd%64 == 0 && pos+1 >= attnDecodeMin {
 		attentionDecode(p, out, q, keys, values, heads, kvHeads, hd, headStride, rowStride, pos, scale)
 		return
 	}
@@ -97,7 +97,8 @@ func Attention(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, head
 const attnDecodeMin = 16
 
 // attentionDecode is Attention for one token (T = 1) where the table has
-// AttnScores and AttnValues: per key/value head, its group's query heads
+// AttnValues and AttnScores (else the scores through the GEMM
+// micro-kernel): per key/value head, its group's query heads
 // four at a time (a last group of fewer padded with zero queries and
 // weights) against every key, softmax per head, then the values weighted
 // for the four, so each key and value row is read once per four heads and
@@ -109,12 +110,22 @@ func attentionDecode(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd
 	group := heads / kvHeads
 	n := pos + 1
 	m := (group + 3) &^ 3 // query heads in fours
+	scores := active.AttnScores
 	per := m*n + n + 4*hd + 4*64
+	if scores == nil {
+		per += gemmBlock(group, 0)
+	}
 	scratch := p.gemmScratch(p.Workers() * per)
 	p.Run(kvHeads, func(lo, hi, worker int) {
 		s := scratch[worker*per : (worker+1)*per]
-		sc, spare, q4, o4 := s[:m*n], s[m*n:m*n+n], s[m*n+n:m*n+n+4*hd], s[m*n+n+4*hd:]
+		sc, spare, q4, o4 := s[:m*n], s[m*n:m*n+n], s[m*n+n:m*n+n+4*hd], s[m*n+n+4*hd:m*n+n+4*hd+4*64]
+		block := s[m*n+n+4*hd+4*64:]
 		for kv := lo; kv < hi; kv++ {
+			if scores == nil {
+				// No scores kernel: the group's queries against the keys
+				// through the GEMM micro-kernel (the keys as rows).
+				attnScoresGEMM(sc, q[kv*group*hd:(kv+1)*group*hd], keys[kv*headStride:], rowStride, hd, n, group, block, scale)
+			}
 			for h0 := 0; h0 < group; h0 += 4 {
 				var rows [4][]float32
 				qs := q[(kv*group+h0)*hd:]
@@ -129,7 +140,9 @@ func attentionDecode(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd
 						rows[j] = sc[(h0+j)*n : (h0+j+1)*n]
 					}
 				}
-				active.AttnScores(&rows, qs, keys[kv*headStride:], rowStride, hd, n, scale)
+				if scores != nil {
+					scores(&rows, qs, keys[kv*headStride:], rowStride, hd, n, scale)
+				}
 				for j := 0; j < min(4, group-h0); j++ {
 					Softmax(rows[j])
 				}
@@ -146,6 +159,28 @@ func attentionDecode(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd
 			}
 		}
 	})
+}
+
+// attnScoresGEMM sets sc[i·n + r] = scale·q_i·k_r for the m queries of qs
+// (rows of hd) and n keys (rows rowStride apart from keys[0]) through the
+// table's GEMM micro-kernel, the keys as rows; the keys past the last
+// whole four by the row dot.
+func attnScoresGEMM(sc, qs, keys []float32, rowStride, hd, n, m int, block []float32, scale float32) {
+	key := func(r int) []byte { return f32Bytes(keys[r*rowStride : r*rowStride+hd]) }
+	quads := n / gemmRows
+	gemmRowsOf(active.Gemm, active.Ops(format.F32), format.F32, key, 0, quads, hd, qs, nil, m, block, func(r0, i0 int, o *[24]float32) {
+		for i := 0; i < min(gemmToks, m-i0); i++ {
+			for r := 0; r < gemmRows; r++ {
+				sc[(i0+i)*n+r0+r] = o[i*gemmRows+r] * scale
+			}
+		}
+	})
+	for r := quads * gemmRows; r < n; r++ {
+		k := keys[r*rowStride : r*rowStride+hd]
+		for i := 0; i < m; i++ {
+			sc[i*n+r] = DotF32(k, qs[i*hd:(i+1)*hd]) * scale
+		}
+	}
 }
 
 // attnBlock is the tokens one work unit of Attention takes: with

@@ -149,3 +149,35 @@ func TestAttnScores(t *testing.T) {
 	}
 	t.Logf("%d table(s) with AttnScores", tested)
 }
+
+// TestAttentionDecodeGEMMScores: a table with AttnValues but no AttnScores
+// (arm64's) scores a decode token through the GEMM micro-kernel; the
+// result matches the plain loop's.
+func TestAttentionDecodeGEMMScores(t *testing.T) {
+	tested := 0
+	for _, tb := range Tables() {
+		if tb.AttnValues == nil || tb.Gemm == nil {
+			continue
+		}
+		tested++
+		c := *tb
+		c.AttnScores = nil
+		restore := Use(&c)
+		rng := rand.New(rand.NewPCG(97, 98))
+		const heads, kvHeads, hd, n = 12, 2, 64, 45 // a group of six: one four and one padded
+		q := randVec(rng, heads*hd)
+		keys, values := randVec(rng, kvHeads*n*hd), randVec(rng, kvHeads*n*hd)
+		p := NewPool(2)
+		got, want := make([]float32, heads*hd), make([]float32, heads*hd)
+		Attention(p, got, q, keys, values, heads, kvHeads, hd, n*hd, hd, n-1, 1, 0.125)
+		attentionLoop(p, want, q, keys, values, heads, kvHeads, hd, n*hd, hd, n-1, 1, 0.125)
+		p.Close()
+		restore()
+		for i := range want {
+			if d := math.Abs(float64(got[i] - want[i])); d > 1e-5 {
+				t.Fatalf("%s without AttnScores [%d]: %g, loop %g", tb.Name, i, got[i], want[i])
+			}
+		}
+	}
+	t.Logf("%d table(s) with AttnValues and a GEMM", tested)
+}

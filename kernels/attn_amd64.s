@@ -177,3 +177,141 @@ as4chunk:
 as4done:
 	VZEROUPPER
 	RET
+
+// attnValues4AVX2 is a 16-wide slice of the AVX-512 kernel's work in AVX2
+// registers: out[h·64 + d] = Σ_{i<n} p_h[i]·v[i·vstride + d] for h < 4 and
+// d < 16 (eight accumulators); the caller moves v and out along the 64.
+
+// func attnValues4AVX2(out *float32, p *[4]*float32, v *float32, vstride int, n int)
+TEXT ·attnValues4AVX2(SB), NOSPLIT, $0-40
+	MOVQ out+0(FP), DI
+	MOVQ p+8(FP), AX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R9
+	MOVQ 16(AX), R10
+	MOVQ 24(AX), R11
+	MOVQ v+16(FP), SI
+	MOVQ vstride+24(FP), DX
+	SHLQ $2, DX
+	MOVQ n+32(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	TESTQ CX, CX
+	JZ    av2done
+av2loop:
+	VMOVUPS 0(SI), Y8
+	VMOVUPS 32(SI), Y9
+	VBROADCASTSS 0(R8), Y10
+	VBROADCASTSS 0(R9), Y11
+	VBROADCASTSS 0(R10), Y12
+	VBROADCASTSS 0(R11), Y13
+	VFMADD231PS Y8, Y10, Y0
+	VFMADD231PS Y9, Y10, Y1
+	VFMADD231PS Y8, Y11, Y2
+	VFMADD231PS Y9, Y11, Y3
+	VFMADD231PS Y8, Y12, Y4
+	VFMADD231PS Y9, Y12, Y5
+	VFMADD231PS Y8, Y13, Y6
+	VFMADD231PS Y9, Y13, Y7
+	ADDQ $4, R8
+	ADDQ $4, R9
+	ADDQ $4, R10
+	ADDQ $4, R11
+	ADDQ DX, SI
+	DECQ CX
+	JNZ  av2loop
+av2done:
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 256(DI)
+	VMOVUPS Y3, 288(DI)
+	VMOVUPS Y4, 512(DI)
+	VMOVUPS Y5, 544(DI)
+	VMOVUPS Y6, 768(DI)
+	VMOVUPS Y7, 800(DI)
+	VZEROUPPER
+	RET
+
+// attnScores4AVX2 is attnScores4AVX512 in AVX2 registers: per key, the four
+// heads' products over 32 floats a step into four 8-lane sums, reduced
+// together as there.
+
+// func attnScores4AVX2(sc *[4]*float32, q *float32, k *float32, kstride, hd, n int, scale float32)
+TEXT ·attnScores4AVX2(SB), NOSPLIT, $0-52
+	MOVQ sc+0(FP), AX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R9
+	MOVQ 16(AX), R10
+	MOVQ 24(AX), R11
+	MOVQ q+8(FP), DI
+	MOVQ k+16(FP), SI
+	MOVQ kstride+24(FP), DX
+	SHLQ $2, DX
+	MOVQ hd+32(FP), R13
+	MOVQ R13, AX
+	SHRQ $5, AX // 32-wide steps
+	SHLQ $2, R13
+	LEAQ (R13)(R13*2), BX
+	MOVQ n+40(FP), CX
+	VBROADCASTSS scale+48(FP), X15
+	TESTQ CX, CX
+	JZ    as2done
+as2key:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ SI, R15
+	MOVQ DI, R12
+	MOVQ AX, R14
+as2chunk:
+	VMOVUPS 0(R15), Y4
+	VMOVUPS 32(R15), Y5
+	VMOVUPS 64(R15), Y6
+	VMOVUPS 96(R15), Y7
+	VFMADD231PS 0(R12), Y4, Y0
+	VFMADD231PS 0(R12)(R13*1), Y4, Y1
+	VFMADD231PS 0(R12)(R13*2), Y4, Y2
+	VFMADD231PS 0(R12)(BX*1), Y4, Y3
+	VFMADD231PS 32(R12), Y5, Y0
+	VFMADD231PS 32(R12)(R13*1), Y5, Y1
+	VFMADD231PS 32(R12)(R13*2), Y5, Y2
+	VFMADD231PS 32(R12)(BX*1), Y5, Y3
+	VFMADD231PS 64(R12), Y6, Y0
+	VFMADD231PS 64(R12)(R13*1), Y6, Y1
+	VFMADD231PS 64(R12)(R13*2), Y6, Y2
+	VFMADD231PS 64(R12)(BX*1), Y6, Y3
+	VFMADD231PS 96(R12), Y7, Y0
+	VFMADD231PS 96(R12)(R13*1), Y7, Y1
+	VFMADD231PS 96(R12)(R13*2), Y7, Y2
+	VFMADD231PS 96(R12)(BX*1), Y7, Y3
+	ADDQ $128, R15
+	ADDQ $128, R12
+	DECQ R14
+	JNZ  as2chunk
+	VHADDPS Y1, Y0, Y0
+	VHADDPS Y3, Y2, Y2
+	VHADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMULPS X15, X0, X0
+	VMOVSS X0, 0(R8)
+	VEXTRACTPS $1, X0, 0(R9)
+	VEXTRACTPS $2, X0, 0(R10)
+	VEXTRACTPS $3, X0, 0(R11)
+	ADDQ $4, R8
+	ADDQ $4, R9
+	ADDQ $4, R10
+	ADDQ $4, R11
+	ADDQ DX, SI
+	DECQ CX
+	JNZ  as2key
+as2done:
+	VZEROUPPER
+	RET

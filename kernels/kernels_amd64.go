@@ -143,6 +143,18 @@ func dotBF16DP(w *uint16, xb *uint16, n int) float32
 //go:noescape
 func axpy8Q40ActVNNI(y *float32, a *[8]float32, w *[8]*byte, nb int)
 
+// attnScores4AVX2 is attnScores4Ref (kstride in float32s, hd a multiple
+// of 32).
+//
+//go:noescape
+func attnScores4AVX2(sc *[4]*float32, q, k *float32, kstride, hd, n int, scale float32)
+
+// attnValues4AVX2 is attnValues4Ref for d < 16 (out keeps its 64-float
+// head stride; the caller steps v and out by 16).
+//
+//go:noescape
+func attnValues4AVX2(out *float32, p *[4]*float32, v *float32, vstride, n int)
+
 // attnScores4AVX512 is attnScores4Ref (kstride in float32s, hd a multiple
 // of 64).
 //
@@ -251,6 +263,29 @@ func avx2Table() *Table {
 	f16.Dot, f16.Axpy = rowDot(dotF16AVX2, dotF16Ref, 7), rowAxpy(axpyF16AVX2, axpyF16Ref, 7)
 	f16.Dot4 = dot4Of(dot4F16AVX2, dotF16Ref)
 	f16.Dot2, f16.Axpy4 = dot2Of(dot2F16AVX2, dotF16Ref), axpy4Of(axpy4F16AVX2, axpyF16Ref)
+	// The decode attention's scores, and its weighted values 16 of the
+	// 64 a call.
+	t.AttnScores = func(sc *[4][]float32, q, k []float32, kstride, hd, n int, scale float32) {
+		if n == 0 {
+			return
+		}
+		_ = q[4*hd-1]
+		_ = k[(n-1)*kstride+hd-1]
+		ps := [4]*float32{&sc[0][:n][0], &sc[1][:n][0], &sc[2][:n][0], &sc[3][:n][0]}
+		attnScores4AVX2(&ps, &q[0], &k[0], kstride, hd, n, scale)
+	}
+	t.AttnValues = func(out []float32, p *[4][]float32, v []float32, vstride, n int) {
+		if n == 0 {
+			clear(out[:4*64])
+			return
+		}
+		_ = out[4*64-1]
+		_ = v[(n-1)*vstride+63]
+		ps := [4]*float32{&p[0][:n][0], &p[1][:n][0], &p[2][:n][0], &p[3][:n][0]}
+		for d0 := 0; d0 < 64; d0 += 16 {
+			attnValues4AVX2(&out[d0], &ps, &v[d0], vstride, n)
+		}
+	}
 	f16.GemmDown = gemmDownOf(gemmDownF16AVX2, gemmDownF16Ref)
 	f32.Dot = func(w []byte, x []float32) float32 {
 		n := len(x) &^ 7
