@@ -71,6 +71,12 @@ func dot4Q40Q8NEON(w *byte, xq *[4]*int8, xd *[4]*float32, nb int, acc *[16]floa
 //go:noescape
 func dot4Q80Q8NEON(w *byte, xq *[4]*int8, xd *[4]*float32, nb int, acc *[16]float32)
 
+// attnValues4NEON is attnValues4Ref for d < 16 (out keeps its 64-float
+// head stride; the caller steps v and out by 16).
+//
+//go:noescape
+func attnValues4NEON(out *float32, p *[4]*float32, v *float32, vstride, n int)
+
 //go:noescape
 func gemm4x6NEON(w *[4]*float32, x *[6]*float32, n int, acc *[24][16]float32)
 
@@ -106,6 +112,20 @@ func init() {
 	// (one stream for the four rows, as on amd64) and the FFN's down
 	// projection for six tokens.
 	neon.Gemm = &GemmKernel{Tile: gemm4x6NEON, Panel: gemm4x6NEONPanel, Fold: hsum24Ref, Down: gemmDown6NEON}
+	// A decode token's attention by key/value head (attentionDecode): the
+	// scores through that tile, the weighted values 16 of 64 a call.
+	neon.AttnValues = func(out []float32, p *[4][]float32, v []float32, vstride, n int) {
+		if n == 0 {
+			clear(out[:4*64])
+			return
+		}
+		_ = out[4*64-1]
+		_ = v[(n-1)*vstride+63]
+		ps := [4]*float32{&p[0][:n][0], &p[1][:n][0], &p[2][:n][0], &p[3][:n][0]}
+		for d0 := 0; d0 < 64; d0 += 16 {
+			attnValues4NEON(&out[d0], &ps, &v[d0], vstride, n)
+		}
+	}
 	// The decode FFN's fused forms, as on amd64.
 	bf16.Dot2, bf16.Axpy4 = neonDot2(dot2BF16NEON, dotBF16Ref), neonAxpy4(axpy4BF16NEON, axpyBF16Ref)
 	f16.Dot2, f16.Axpy4 = neonDot2(dot2F16NEON, dotF16Ref), neonAxpy4(axpy4F16NEON, axpyF16Ref)
