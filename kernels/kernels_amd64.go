@@ -599,8 +599,11 @@ func prefetchFrom(next []byte) *byte {
 	return &prefetchIdle[0]
 }
 
-// prefetchIdle is what the fused dots prefetch when nothing is to come.
-var prefetchIdle [4096]byte
+// prefetchIdle is what the fused dots prefetch when nothing is to come:
+// as long as the farthest they reach from next (a 2048-wide BF16 pair dot
+// covers 12 KiB), so an idle prefetch re-reads its own cached lines rather
+// than whatever memory lies after a shorter buffer.
+var prefetchIdle [16384]byte
 
 // dot2Of adapts a two-row dot over a multiple of 32 elements, finishing
 // the ragged tail with the row reference.
