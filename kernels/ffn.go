@@ -318,14 +318,7 @@ const splitRun = 64
 // the up | down pairs were two, and the records streamed slower
 // (docs/bench.md, eleventh session).
 func ffnDecodeSplit(acc []float32, blk *format.RecordBlock, k, m int, ops *Ops, x []float32, acts []Q8Act, act []float32, then []byte) {
-	axpy4, axpy8 := ops.Axpy4, ops.Axpy8Act
-	if acts == nil {
-		axpy8 = nil // the float path stays exact
-	}
-	group := 4
-	if axpy8 != nil {
-		group = 8
-	}
+	axpy4, axpy8, group := downForms(ops, acts)
 	// The block types' pairs of up dots prefetch the second record's down
 	// row too (the pair kernel's own prefetch covers three rows): Q4_0
 	// 1.07× in the paired benchmark; BF16 0.97×, so not the 16-bit types.
@@ -408,6 +401,20 @@ func pairDot(ops *Ops, a, b []byte, x []float32, acts []Q8Act, next []byte, out 
 	}
 }
 
+// downForms is the down projection's kernels for a decode group and the
+// group's size: the four-row axpy, and on the integer path the int8 one
+// (eight rows; the float path stays exact).
+func downForms(ops *Ops, acts []Q8Act) (axpy4 func([]float32, *[4]float32, *[4][]byte), axpy8 func([]float32, *[8]float32, *[8][]byte), group int) {
+	axpy4, axpy8, group = ops.Axpy4, ops.Axpy8Act, 4
+	if acts == nil {
+		axpy8 = nil
+	}
+	if axpy8 != nil {
+		group = 8
+	}
+	return axpy4, axpy8, group
+}
+
 // addDowns adds Σ_{q<n} h[q]·down[q] into acc: eight rows by axpy8 (the
 // integer path's int8 down projection) or four by axpy4 where present.
 func addDowns(acc []float32, ops *Ops, axpy4 func([]float32, *[4]float32, *[4][]byte), axpy8 func([]float32, *[8]float32, *[8][]byte), h *[8]float32, down *[8][]byte, n int) {
@@ -430,14 +437,7 @@ func addDowns(acc []float32, ops *Ops, axpy4 func([]float32, *[4]float32, *[4][]
 // stored once per four), eight on the integer path where it has the int8
 // down projection (Axpy8Act).
 func ffnDecodeRecords(acc []float32, records *recordCursor, ops *Ops, lo, hi, end int, x []float32, acts []Q8Act, act []float32) {
-	axpy4, axpy8 := ops.Axpy4, ops.Axpy8Act
-	if acts == nil {
-		axpy8 = nil // the float path stays exact
-	}
-	group := 4
-	if axpy8 != nil {
-		group = 8
-	}
+	axpy4, axpy8, group := downForms(ops, acts)
 	pf := active.PrefetchL2
 	var h, gs, us [8]float32
 	var gu [2]float32

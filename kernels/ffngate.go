@@ -160,14 +160,7 @@ func gateKeys(keys []uint32, g, silu []float32) {
 func upDown(acc []float32, records *recordCursor, ops *Ops, sel []int32, g, x []float32, acts []Q8Act, act []float32) {
 	dot2 := fusedDot2(ops, acts)
 	pf := active.PrefetchL2
-	axpy4, axpy8 := ops.Axpy4, ops.Axpy8Act
-	if acts == nil {
-		axpy8 = nil // the float path stays exact
-	}
-	group := 4
-	if axpy8 != nil {
-		group = 8
-	}
+	axpy4, axpy8, group := downForms(ops, acts)
 	var h [8]float32
 	var down [8][]byte
 	var uu [2]float32

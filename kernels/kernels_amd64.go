@@ -265,27 +265,7 @@ func avx2Table() *Table {
 	f16.Dot2, f16.Axpy4 = dot2Of(dot2F16AVX2, dotF16Ref), axpy4Of(axpy4F16AVX2, axpyF16Ref)
 	// The decode attention's scores, and its weighted values 16 of the
 	// 64 a call.
-	t.AttnScores = func(sc *[4][]float32, q, k []float32, kstride, hd, n int, scale float32) {
-		if n == 0 {
-			return
-		}
-		_ = q[4*hd-1]
-		_ = k[(n-1)*kstride+hd-1]
-		ps := [4]*float32{&sc[0][:n][0], &sc[1][:n][0], &sc[2][:n][0], &sc[3][:n][0]}
-		attnScores4AVX2(&ps, &q[0], &k[0], kstride, hd, n, scale)
-	}
-	t.AttnValues = func(out []float32, p *[4][]float32, v []float32, vstride, n int) {
-		if n == 0 {
-			clear(out[:4*64])
-			return
-		}
-		_ = out[4*64-1]
-		_ = v[(n-1)*vstride+63]
-		ps := [4]*float32{&p[0][:n][0], &p[1][:n][0], &p[2][:n][0], &p[3][:n][0]}
-		for d0 := 0; d0 < 64; d0 += 16 {
-			attnValues4AVX2(&out[d0], &ps, &v[d0], vstride, n)
-		}
-	}
+	t.AttnScores, t.AttnValues = attnScoresOf(attnScores4AVX2), attnValuesOf(attnValues4AVX2, 16)
 	f16.GemmDown = gemmDownOf(gemmDownF16AVX2, gemmDownF16Ref)
 	f32.Dot = func(w []byte, x []float32) float32 {
 		n := len(x) &^ 7
@@ -354,25 +334,8 @@ func avx512Table(avx2 *Table) *Table {
 		}
 		return s + expSubSumRef(x[n:], m)
 	}
-	t.AttnValues = func(out []float32, p *[4][]float32, v []float32, vstride, n int) {
-		if n == 0 {
-			clear(out[:4*64])
-			return
-		}
-		_ = out[4*64-1]
-		_ = v[(n-1)*vstride+63]
-		ps := [4]*float32{&p[0][:n][0], &p[1][:n][0], &p[2][:n][0], &p[3][:n][0]}
-		attnValues4AVX512(&out[0], &ps, &v[0], vstride, n)
-	}
-	t.AttnScores = func(sc *[4][]float32, q, k []float32, kstride, hd, n int, scale float32) {
-		if n == 0 {
-			return
-		}
-		_ = q[4*hd-1]
-		_ = k[(n-1)*kstride+hd-1]
-		ps := [4]*float32{&sc[0][:n][0], &sc[1][:n][0], &sc[2][:n][0], &sc[3][:n][0]}
-		attnScores4AVX512(&ps, &q[0], &k[0], kstride, hd, n, scale)
-	}
+	// The decode attention by key/value head (attentionDecode).
+	t.AttnScores, t.AttnValues = attnScoresOf(attnScores4AVX512), attnValuesOf(attnValues4AVX512, 64)
 	// 2048 activations: 10 µs in Go, under 2 in AVX-512 (BenchmarkQuantize).
 	t.Quantize = func(q []int8, d []float32, s []int32, x []float32) {
 		if len(d) > 0 {

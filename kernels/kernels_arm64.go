@@ -114,18 +114,7 @@ func init() {
 	neon.Gemm = &GemmKernel{Tile: gemm4x6NEON, Panel: gemm4x6NEONPanel, Fold: hsum24Ref, Down: gemmDown6NEON}
 	// A decode token's attention by key/value head (attentionDecode): the
 	// scores through that tile, the weighted values 16 of 64 a call.
-	neon.AttnValues = func(out []float32, p *[4][]float32, v []float32, vstride, n int) {
-		if n == 0 {
-			clear(out[:4*64])
-			return
-		}
-		_ = out[4*64-1]
-		_ = v[(n-1)*vstride+63]
-		ps := [4]*float32{&p[0][:n][0], &p[1][:n][0], &p[2][:n][0], &p[3][:n][0]}
-		for d0 := 0; d0 < 64; d0 += 16 {
-			attnValues4NEON(&out[d0], &ps, &v[d0], vstride, n)
-		}
-	}
+	neon.AttnValues = attnValuesOf(attnValues4NEON, 16)
 	// The decode FFN's fused forms, as on amd64.
 	bf16.Dot2, bf16.Axpy4 = neonDot2(dot2BF16NEON, dotBF16Ref), neonAxpy4(axpy4BF16NEON, axpyBF16Ref)
 	f16.Dot2, f16.Axpy4 = neonDot2(dot2F16NEON, dotF16Ref), neonAxpy4(axpy4F16NEON, axpyF16Ref)

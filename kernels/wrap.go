@@ -48,3 +48,35 @@ func q8ActDot(k func(w *byte, xq *int8, xd *float32, nb int) float32) func([]byt
 		return k(&w[0], &a.Q[0], &a.D[0], len(a.D))
 	}
 }
+
+// attnScoresOf adapts a decode attention scores kernel for four heads
+// (kstride in float32s; attnScores4Ref states it).
+func attnScoresOf(k func(sc *[4]*float32, q, keys *float32, kstride, hd, n int, scale float32)) func(*[4][]float32, []float32, []float32, int, int, int, float32) {
+	return func(sc *[4][]float32, q, keys []float32, kstride, hd, n int, scale float32) {
+		if n == 0 {
+			return
+		}
+		_ = q[4*hd-1]
+		_ = keys[(n-1)*kstride+hd-1]
+		ps := [4]*float32{&sc[0][:n][0], &sc[1][:n][0], &sc[2][:n][0], &sc[3][:n][0]}
+		k(&ps, &q[0], &keys[0], kstride, hd, n, scale)
+	}
+}
+
+// attnValuesOf adapts a decode attention values kernel for four heads that
+// covers width of the 64 outputs a head a call (16 or 64; out keeps its
+// 64-float head stride, and the adapter steps v and out by width).
+func attnValuesOf(k func(out *float32, p *[4]*float32, v *float32, vstride, n int), width int) func([]float32, *[4][]float32, []float32, int, int) {
+	return func(out []float32, p *[4][]float32, v []float32, vstride, n int) {
+		if n == 0 {
+			clear(out[:4*64])
+			return
+		}
+		_ = out[4*64-1]
+		_ = v[(n-1)*vstride+63]
+		ps := [4]*float32{&p[0][:n][0], &p[1][:n][0], &p[2][:n][0], &p[3][:n][0]}
+		for d0 := 0; d0 < 64; d0 += width {
+			k(&out[d0], &ps, &v[d0], vstride, n)
+		}
+	}
+}
