@@ -382,10 +382,13 @@ func humanBytes(n uint64) string { return format.HumanBytes(n) }
 
 // Ops prints, for every pack, where a decode step's time goes: each
 // operation's milliseconds per token and share of the step, dense (γ 1)
-// and at γ 0.7 φ 0.4, over opt.Tokens steps.
+// and at γ 0.7 φ 0.4, over opt.Tokens steps after opt.Depth's prompt.
 func Ops(paths []string, opt Options, w io.Writer) error {
 	if opt.Threads < 1 || opt.Tokens < 1 {
 		return fmt.Errorf("threads and tokens must be ≥ 1, got %d and %d", opt.Threads, opt.Tokens)
+	}
+	if opt.Depth < 0 {
+		return fmt.Errorf("depth must be ≥ 0, got %d", opt.Depth)
 	}
 	pool := kernels.NewPool(opt.Threads)
 	defer pool.Close()
@@ -403,13 +406,13 @@ func Ops(paths []string, opt Options, w io.Writer) error {
 				}
 				sel = &runner.Selection{Phi: f.phi, Alpha: 0.2, Base: float64(p.Index.BaseFraction), Compact: true, Method: method}
 			}
-			b, err := DecodeOps(m, pool, sel, opt.Tokens)
+			b, err := DecodeOps(m, pool, sel, opt.decodeDepth(), opt.Tokens)
 			p.Close()
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(w, "\n%s, γ %.1f φ %.1f, %d threads, kernels %s: %.2f ms a step (%.2f tok/s)\n\n| operation | ms/token | share |\n|---|---:|---:|\n",
-				filepath.Base(path), f.gamma, f.phi, opt.Threads, kernels.Active().Name, ms(b.Step), 1/b.Step.Seconds())
+			fmt.Fprintf(w, "\n%s, γ %.1f φ %.1f, %d threads, kernels %s, after a %d-token prompt: %.2f ms a step (%.2f tok/s)\n\n| operation | ms/token | share |\n|---|---:|---:|\n",
+				filepath.Base(path), f.gamma, f.phi, opt.Threads, kernels.Active().Name, opt.decodeDepth(), ms(b.Step), 1/b.Step.Seconds())
 			names := make([]string, 0, len(b.Ops))
 			var sum time.Duration
 			for op, d := range b.Ops {

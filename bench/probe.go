@@ -151,17 +151,17 @@ type OpBreakdown struct {
 	Ops  map[string]time.Duration // mean time per step in each operation
 }
 
-// DecodeOps runs tokens decode steps (after a 16-token prompt and a warm-up
-// step) with every operation timed (backend.Timed): where a step's time
-// goes. The operations' sum is less than the step by what is outside them
-// (sampling, the plan lookup, the Go runtime).
-func DecodeOps(m *runner.Model, pool *kernels.Pool, sel *runner.Selection, tokens int) (*OpBreakdown, error) {
-	ss, err := m.NewSession(pool, 16+tokens+2, runner.SamplerConfig{TopP: 1, RepetitionPenalty: 1})
+// DecodeOps runs tokens decode steps (after a promptLen-token prompt and a
+// warm-up step) with every operation timed (backend.Timed): where a step's
+// time goes. The operations' sum is less than the step by what is outside
+// them (sampling, the plan lookup, the Go runtime).
+func DecodeOps(m *runner.Model, pool *kernels.Pool, sel *runner.Selection, promptLen, tokens int) (*OpBreakdown, error) {
+	ss, err := m.NewSession(pool, promptLen+tokens+2, runner.SamplerConfig{TopP: 1, RepetitionPenalty: 1})
 	if err != nil {
 		return nil, err
 	}
 	ss.Sel = sel
-	prompt := make([]int, 16)
+	prompt := make([]int, promptLen)
 	for i := range prompt {
 		prompt[i] = (7919 * (i + 1)) % m.Config.VocabSize
 	}
