@@ -566,3 +566,60 @@ exps16:
 	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// The softmax's other two passes: the largest of x[0:n) and x[i] *= s,
+// n a multiple of 16 (four accumulators for the maximum).
+// func maxAVX512(x *float32, n int) float32
+TEXT ·maxAVX512(SB), NOSPLIT, $0-20
+	MOVQ x+0(FP), DI
+	MOVQ n+8(FP), CX
+	VMOVUPS 0(DI), Z0
+	VMOVAPS Z0, Z1
+	VMOVAPS Z0, Z2
+	VMOVAPS Z0, Z3
+max64:
+	CMPQ CX, $64
+	JL   max16
+	VMAXPS 0(DI), Z0, Z0
+	VMAXPS 64(DI), Z1, Z1
+	VMAXPS 128(DI), Z2, Z2
+	VMAXPS 192(DI), Z3, Z3
+	ADDQ $256, DI
+	SUBQ $64, CX
+	JMP  max64
+max16:
+	TESTQ CX, CX
+	JZ    maxdone
+	VMAXPS 0(DI), Z0, Z0
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JMP  max16
+maxdone:
+	VMAXPS Z1, Z0, Z0
+	VMAXPS Z3, Z2, Z2
+	VMAXPS Z2, Z0, Z0
+	VEXTRACTF64X4 $1, Z0, Y1
+	VMAXPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS X1, X0, X0
+	VPERMILPS $0x4e, X0, X1
+	VMAXPS X1, X0, X0
+	VPERMILPS $0xb1, X0, X1
+	VMAXPS X1, X0, X0
+	VMOVSS X0, ret+16(FP)
+	VZEROUPPER
+	RET
+
+// func scaleAVX512(x *float32, n int, s float32)
+TEXT ·scaleAVX512(SB), NOSPLIT, $0-20
+	MOVQ x+0(FP), DI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS s+16(FP), Z1
+scale16:
+	VMULPS 0(DI), Z1, Z0
+	VMOVUPS Z0, 0(DI)
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JNZ  scale16
+	VZEROUPPER
+	RET

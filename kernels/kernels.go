@@ -394,14 +394,24 @@ func Softmax(x []float32) {
 	if len(x) == 0 {
 		return
 	}
+	m := active.Max(x)
+	sum := active.ExpSubSum(x, m)
+	active.Scale(x, 1/sum)
+}
+
+// maxRef is the largest of x (len(x) ≥ 1).
+func maxRef(x []float32) float32 {
 	m := x[0]
 	for _, v := range x[1:] {
 		m = max(m, v)
 	}
-	sum := active.ExpSubSum(x, m)
-	inv := 1 / sum
+	return m
+}
+
+// scaleRef sets x[i] *= s.
+func scaleRef(x []float32, s float32) {
 	for i := range x {
-		x[i] *= inv
+		x[i] *= s
 	}
 }
 

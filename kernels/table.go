@@ -86,6 +86,10 @@ type Table struct {
 	// ExpSubSum sets x[i] = e^(x[i] − m) and returns their sum (the
 	// softmax of attention; see expSubSumRef).
 	ExpSubSum func(x []float32, m float32) float32
+	// Max is the largest of x (len(x) ≥ 1), Scale sets x[i] *= s: the
+	// softmax's other two passes (maxRef, scaleRef).
+	Max   func(x []float32) float32
+	Scale func(x []float32, s float32)
 	// AttnValues, where present, is the decode attention's weighted sum of
 	// values for four query heads over a 64-wide slice of the head
 	// dimension: out[h·64 + d] = Σ_{i<n} p[h][i]·v[i·vstride + d] for h < 4,
@@ -118,6 +122,8 @@ var Generic = Table{
 	SiLUMul:   siluMulRef,
 	Quantize:  quantizeBlocksRef,
 	ExpSubSum: expSubSumRef,
+	Max:       maxRef,
+	Scale:     scaleRef,
 	ops: [format.Q4_0 + 1]Ops{
 		format.F32:  {Dot: dotF32Ref, Axpy: axpyF32Ref},
 		format.F16:  {Dot: dotF16Ref, Axpy: axpyF16Ref, Dot4: dot4F16Ref, GemmDown: gemmDownF16Ref},

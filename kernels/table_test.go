@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -252,5 +253,32 @@ func TestSoftmax(t *testing.T) {
 			}
 		}
 		restore()
+	}
+}
+
+// TestMaxScale: every table's Max and Scale against maxRef and scaleRef,
+// over lengths around the kernels' 16 and 64 and the largest value placed
+// first, last and in a tail.
+func TestMaxScale(t *testing.T) {
+	rng := rand.New(rand.NewPCG(97, 98))
+	for _, tb := range Tables() {
+		for _, n := range []int{1, 15, 16, 17, 63, 64, 65, 300} {
+			for _, at := range []int{0, n - 1, n / 2} {
+				x := make([]float32, n)
+				for i := range x {
+					x[i] = float32(rng.NormFloat64()*10 - 50)
+				}
+				x[at] = 7
+				if got := tb.Max(x); got != 7 {
+					t.Fatalf("%s n=%d max at %d: %g, want 7", tb.Name, n, at, got)
+				}
+				y := slices.Clone(x)
+				tb.Scale(x, 0.37)
+				scaleRef(y, 0.37)
+				if !slices.Equal(x, y) {
+					t.Fatalf("%s n=%d: Scale differs from scaleRef", tb.Name, n)
+				}
+			}
+		}
 	}
 }
