@@ -49,7 +49,7 @@ func FFNRecords(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DTy
 	if T == 1 {
 		chunkSums(p, y, H, total, func(acc []float32, lo, hi int) {
 			records := recordCursor{blocks: blocks, spans: spans}
-			ffnDecode(acc, &records, ops, rowBytes, lo, hi, x, acts, act)
+			ffnDecode(acc, &records, ops, lo, hi, x, acts, act)
 		})
 		return
 	}
@@ -278,7 +278,7 @@ const prefetchAhead = 4
 // ffnDecode is FFNRecords for one token over records [lo, hi), a block's
 // run of them at a time: split blocks (version 2) in two passes
 // (ffnDecodeSplit), interleaved ones record by record (ffnDecodeRecords).
-func ffnDecode(acc []float32, records *recordCursor, ops *Ops, rowBytes, lo, hi int, x []float32, acts []Q8Act, act []float32) {
+func ffnDecode(acc []float32, records *recordCursor, ops *Ops, lo, hi int, x []float32, acts []Q8Act, act []float32) {
 	for j := lo; j < hi; {
 		blk, k := records.at(j)
 		m := min(hi-j, blk.N-k)

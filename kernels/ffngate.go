@@ -27,7 +27,6 @@ func FFNGated(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DType
 	static = max(0, min(static, total))
 	k = max(0, min(k, total-static))
 	ops := active.Ops(dt)
-	rowBytes, _ := dt.RowBytes(H)
 	var acts []Q8Act
 	if ops.ActDot {
 		acts = quantizeTokens(p, ops, x, H, 1)
@@ -49,7 +48,7 @@ func FFNGated(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DType
 		records := recordCursor{blocks: blocks, spans: spans}
 		r0, r1 := record(lo), record(hi)
 		if s1 := min(r1, static); r0 < s1 {
-			ffnDecode(acc, &records, ops, rowBytes, r0, s1, x, acts, act)
+			ffnDecode(acc, &records, ops, r0, s1, x, acts, act)
 		}
 		if g0 := max(r0, static); g0 < r1 {
 			gateDots(g, keys, &records, ops, g0, r1, x, acts)
