@@ -423,7 +423,10 @@ func avx512Table(avx2 *Table) *Table {
 				axpy8Q40ActRef(y, a, w)
 				return
 			}
-			p := [8]*byte{&w[0][0], &w[1][0], &w[2][0], &w[3][0], &w[4][0], &w[5][0], &w[6][0], &w[7][0]}
+			var p [8]*byte
+			for r := range p {
+				p[r] = &w[r][:nb*18][0] // every row holds nb blocks
+			}
 			axpy8Q40ActVNNI(&y[0], a, &p, nb)
 		}
 	}
