@@ -52,21 +52,7 @@ func Attention(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, head
 				src := (t0+t)*qDim + kv*group*hd
 				copy(qs[t*group*hd:(t+1)*group*hd], q[src:src+group*hd])
 			}
-			key := func(r int) []byte { return f32Bytes(keys[kv*headStride+r*rowStride : kv*headStride+r*rowStride+hd]) }
-			quads := n / gemmRows
-			gemmRowsOf(g, ops, format.F32, key, 0, quads, hd, qs, nil, m, block, func(r0, i0 int, o *[24]float32) {
-				for i := 0; i < min(gemmToks, m-i0); i++ {
-					for r := 0; r < gemmRows; r++ {
-						sc[(i0+i)*np+r0+r] = o[i*gemmRows+r] * scale
-					}
-				}
-			})
-			for r := quads * gemmRows; r < n; r++ {
-				k := keys[kv*headStride+r*rowStride : kv*headStride+r*rowStride+hd]
-				for i := 0; i < m; i++ {
-					sc[i*np+r] = DotF32(k, qs[i*hd:(i+1)*hd]) * scale
-				}
-			}
+			attnScoresGEMM(sc, np, qs, keys[kv*headStride:], rowStride, hd, n, m, block, scale)
 			for i := 0; i < m; i++ {
 				row := sc[i*np : (i+1)*np]
 				seen := pos + t0 + i/group + 1
@@ -124,23 +110,23 @@ func attentionDecode(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd
 			if scores == nil {
 				// No scores kernel: the group's queries against the keys
 				// through the GEMM micro-kernel (the keys as rows).
-				attnScoresGEMM(sc, q[kv*group*hd:(kv+1)*group*hd], keys[kv*headStride:], rowStride, hd, n, group, block, scale)
+				attnScoresGEMM(sc, n, q[kv*group*hd:(kv+1)*group*hd], keys[kv*headStride:], rowStride, hd, n, group, block, scale)
 			}
 			for h0 := 0; h0 < group; h0 += 4 {
 				var rows [4][]float32
-				qs := q[(kv*group+h0)*hd:]
-				if h0+4 > group { // pad: zero queries, scores to a spare row
-					clear(q4)
-					copy(q4, q[(kv*group+h0)*hd:(kv+1)*group*hd])
-					qs = q4
-				}
 				for j := range rows {
-					rows[j] = spare
+					rows[j] = spare // padding: scores to a spare row, zero weights below
 					if h0+j < group {
 						rows[j] = sc[(h0+j)*n : (h0+j+1)*n]
 					}
 				}
 				if scores != nil {
+					qs := q[(kv*group+h0)*hd:]
+					if h0+4 > group { // pad with zero queries
+						clear(q4)
+						copy(q4, q[(kv*group+h0)*hd:(kv+1)*group*hd])
+						qs = q4
+					}
 					scores(&rows, qs, keys[kv*headStride:], rowStride, hd, n, scale)
 				}
 				for j := 0; j < min(4, group-h0); j++ {
@@ -161,24 +147,25 @@ func attentionDecode(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd
 	})
 }
 
-// attnScoresGEMM sets sc[i·n + r] = scale·q_i·k_r for the m queries of qs
+// attnScoresGEMM sets sc[i·ld + r] = scale·q_i·k_r for the m queries of qs
 // (rows of hd) and n keys (rows rowStride apart from keys[0]) through the
 // table's GEMM micro-kernel, the keys as rows; the keys past the last
-// whole four by the row dot.
-func attnScoresGEMM(sc, qs, keys []float32, rowStride, hd, n, m int, block []float32, scale float32) {
+// whole four by the row dot. A prompt's attention and a decode token's
+// without a scores kernel both take it.
+func attnScoresGEMM(sc []float32, ld int, qs, keys []float32, rowStride, hd, n, m int, block []float32, scale float32) {
 	key := func(r int) []byte { return f32Bytes(keys[r*rowStride : r*rowStride+hd]) }
 	quads := n / gemmRows
 	gemmRowsOf(active.Gemm, active.Ops(format.F32), format.F32, key, 0, quads, hd, qs, nil, m, block, func(r0, i0 int, o *[24]float32) {
 		for i := 0; i < min(gemmToks, m-i0); i++ {
 			for r := 0; r < gemmRows; r++ {
-				sc[(i0+i)*n+r0+r] = o[i*gemmRows+r] * scale
+				sc[(i0+i)*ld+r0+r] = o[i*gemmRows+r] * scale
 			}
 		}
 	})
 	for r := quads * gemmRows; r < n; r++ {
 		k := keys[r*rowStride : r*rowStride+hd]
 		for i := 0; i < m; i++ {
-			sc[i*n+r] = DotF32(k, qs[i*hd:(i+1)*hd]) * scale
+			sc[i*ld+r] = DotF32(k, qs[i*hd:(i+1)*hd]) * scale
 		}
 	}
 }

@@ -432,10 +432,10 @@ func addDowns(acc []float32, ops *Ops, axpy4 func([]float32, *[4]float32, *[4][]
 }
 
 // ffnDecodeRecords is the decode FFN over records [lo, hi) read record by
-// record (prefetching up to record end): the gate and up dots per record, then the down axpys, four
-// records at a time where the dtype has a four-row axpy (y loaded and
-// stored once per four), eight on the integer path where it has the int8
-// down projection (Axpy8Act).
+// record, prefetching up to record end: the gate and up dots per record,
+// then the down axpys, four records at a time where the dtype has a
+// four-row axpy (y loaded and stored once per four), eight on the integer
+// path where it has the int8 down projection (Axpy8Act).
 func ffnDecodeRecords(acc []float32, records *recordCursor, ops *Ops, lo, hi, end int, x []float32, acts []Q8Act, act []float32) {
 	axpy4, axpy8, group := downForms(ops, acts)
 	pf := active.PrefetchL2

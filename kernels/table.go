@@ -229,17 +229,12 @@ func (t *Table) WithExactDown() *Table {
 // t has one, so a table and its reference do the same arithmetic.
 func (t *Table) IntegerReference() *Table {
 	c := Generic.WithIntegerPath(true)
-	for _, dt := range []format.DType{format.Q8_0, format.Q4_0} {
-		if t.ops[dt].Axpy8Act != nil {
-			c.ops[dt].Axpy8Act = axpy8Ref[dt]
-		}
+	if t.ops[format.Q4_0].Axpy8Act != nil { // only Q4_0 has one
+		c.ops[format.Q4_0].Axpy8Act = axpy8Q40ActRef
+		c.Name += "+int8down"
 	}
-	c.Name = "generic+int" + map[bool]string{true: "+int8down", false: ""}[t.ops[format.Q4_0].Axpy8Act != nil]
 	return c
 }
-
-// axpy8Ref is the reference of Axpy8Act per block type.
-var axpy8Ref = map[format.DType]func([]float32, *[8]float32, *[8][]byte){format.Q4_0: axpy8Q40ActRef}
 
 // WithBF16Rounding returns a copy of t whose BF16 decode dots round the
 // activations to BF16 (on, where the table has VDPBF16PS kernels) or take
