@@ -170,9 +170,9 @@ func runPacks(opt Options, paths []string, pool *kernels.Pool, probe *BandwidthP
 		if err != nil {
 			return nil, err
 		}
-		if need, max := opt.decodeDepth()+opt.Tokens+2, m.Config.MaxPositionEmbeddings; need > max {
+		if need, ctx := opt.decodeDepth()+opt.Tokens+2, m.Config.MaxPositionEmbeddings; need > ctx {
 			p.Close()
-			return nil, fmt.Errorf("%s: a %d-token prompt and %d decode tokens need a context of %d, the model has %d", path, opt.decodeDepth(), opt.Tokens, need, max)
+			return nil, fmt.Errorf("%s: a %d-token prompt and %d decode tokens need a context of %d, the model has %d", path, opt.decodeDepth(), opt.Tokens, need, ctx)
 		}
 		pb.r.DType = p.Index.RecordDType.String()
 		base := 0.3
