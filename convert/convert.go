@@ -45,7 +45,7 @@ type Options struct {
 	// DenseDType, if set, is the dtype of the dense section's matrices
 	// (attention, embeddings, lm_head); DType then applies to the FFN.
 	DenseDType  string
-	BandNeurons int    // neurons per band, default 64
+	BandNeurons int    // neurons per band; 0: DefaultBand of the FFN size
 	DenseLayers []int  // layers whose FFN stays dense (in the dense section)
 	Order       *Order // nil: original neuron order
 	// BaseFraction is δ, the static fraction, for orders that do not set
@@ -314,6 +314,25 @@ func (m *Model) SourceHash() [format.HashSize]byte {
 	return out
 }
 
+// DefaultBand is the band size B a pack of FFN size n gets unless told:
+// n/32 rounded down to a power of two, within [64, 256] and at most n — so
+// a band is about 3 % of the ranks or less (γ's granularity) where n allows,
+// and from n = 8192 on 256 records. A decode FFN reads a layer's block of each band as one run, and
+// the layer's next block lies a band of every other layer further on; the
+// longer the runs, the faster the stream: a 1B-shape layer's whole FFN
+// from memory in a version 2 band layout, timed in turn against B = 64 (2
+// threads, medians of the per-turn ratios over three runs, Q4_0 and BF16):
+// B = 128 1.09-1.18×, 256 1.15-1.23×, 512 1.20-1.29× (`go test -bench
+// FFNBandSize ./kernels`; docs/bench.md, twelfth session). Past 256 the
+// gain is small and γ's steps coarse.
+func DefaultBand(n int) int {
+	b := 64
+	for b < 256 && 2*b <= n/32 {
+		b *= 2
+	}
+	return max(1, min(b, n))
+}
+
 // Convert writes the pack described by opt.
 func Convert(ctx context.Context, opt Options) (*Result, error) {
 	m, err := OpenModel(opt.ModelDir)
@@ -347,7 +366,7 @@ func (m *Model) WritePack(ctx context.Context, opt Options) (*Result, error) {
 		}
 	}
 	if opt.BandNeurons == 0 {
-		opt.BandNeurons = 64
+		opt.BandNeurons = DefaultBand(c.IntermediateSize)
 	}
 	if opt.BandNeurons < 1 || opt.BandNeurons > c.IntermediateSize {
 		return nil, fmt.Errorf("band size %d out of range [1, %d] (intermediate_size)", opt.BandNeurons, c.IntermediateSize)

@@ -142,6 +142,21 @@ func TestRoundTripTinyllama(t *testing.T) {
 	}
 }
 
+func TestDefaultBand(t *testing.T) {
+	for _, c := range []struct{ n, want int }{
+		{8, 8}, {64, 64}, {768, 64}, {4095, 64}, {4096, 128}, {8191, 128}, {8192, 256}, {14336, 256}, {1 << 20, 256},
+	} {
+		if got := DefaultBand(c.n); got != c.want {
+			t.Errorf("DefaultBand(%d) = %d, want %d", c.n, got, c.want)
+		}
+	}
+	// A conversion that names no band size takes the default.
+	p, _ := convertTo(t, tinyDir, Options{})
+	if n := p.Index.Config.IntermediateSize; p.Index.BandNeurons != DefaultBand(n) {
+		t.Errorf("band size %d, want DefaultBand(%d) = %d", p.Index.BandNeurons, n, DefaultBand(n))
+	}
+}
+
 func TestConvertIsDeterministic(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"a.sip", "b.sip"} {

@@ -1,8 +1,11 @@
 package kernels
 
 import (
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/sipack/sipack/format"
 )
@@ -124,3 +127,84 @@ func BenchmarkFFNPartsBF16x2(b *testing.B) { benchFFNParts(b, format.BF16, 2) }
 // The same from L2: 256 Q4_0 records (864 KiB), what the kernels cost
 // once the bytes are there.
 func BenchmarkFFNPartsQ4_0Cached(b *testing.B) { benchFFNPartsN(b, format.Q4_0, 1, 256) }
+
+// BenchmarkFFNBandSize: one decode token's FFN of a 1B-shape layer (H
+// 2048, N 8192, every record) from memory, its blocks laid out as a
+// version 2 pack holds them — band b holds every one of 16 layers' block
+// of B records, so a layer's next block lies fifteen blocks further on —
+// for band sizes B of 64 to 512, timed in turn (order rotating, each a
+// different layer and copy, from memory) and reported as the median of the
+// per-turn speed ratios against B = 64, with GB/s of record bytes.
+// convert.DefaultBand's choice rests on it.
+func BenchmarkFFNBandSize(b *testing.B) {
+	const H, N = 2048, 8192
+	for _, dt := range []format.DType{format.Q4_0, format.BF16} {
+		b.Run(dt.String(), func(b *testing.B) {
+			Bs := []int{64, 128, 256, 512}
+			var sets [][][]format.RecordBlock
+			var x []float32
+			for _, B := range Bs {
+				var layers [][]format.RecordBlock
+				layers, x = bandLayers(dt, H, N, B)
+				sets = append(sets, layers)
+			}
+			R, _ := dt.RowBytes(H)
+			y := make([]float32, H)
+			p := NewPool(2)
+			defer p.Close()
+			ratios := make([][]float64, len(Bs))
+			ts := make([]time.Duration, len(Bs))
+			for i := 0; i < b.N; i++ {
+				d := make([]time.Duration, len(Bs))
+				for o := range Bs {
+					k := (o + i) % len(Bs)
+					layers := sets[k]
+					blocks := layers[(i*len(Bs)+o)%len(layers)]
+					t0 := time.Now()
+					FFNRecords(p, y, blocks, dt, H, x, nil)
+					d[k] = time.Since(t0)
+					ts[k] += d[k]
+				}
+				for k := range Bs {
+					ratios[k] = append(ratios[k], float64(d[0])/float64(d[k]))
+				}
+			}
+			for k, B := range Bs {
+				slices.Sort(ratios[k])
+				b.ReportMetric(ratios[k][len(ratios[k])/2], fmt.Sprintf("×B%d", B))
+				b.ReportMetric(float64(N*3*R)*float64(b.N)/ts[k].Seconds()/1e9, fmt.Sprintf("GB/s-B%d", B))
+			}
+		})
+	}
+}
+
+// bandLayers is the FFN section of a 16-layer model with N records of H
+// a layer, laid out band-major as a version 2 pack holds it (band b: every
+// layer's block of B records, split), in two copies (about 0.9 GiB of
+// Q4_0, 3.2 GiB of BF16: every step reads from memory): layer l of copy c
+// is layers[16c+l]. One random band's records repeat throughout.
+func bandLayers(dt format.DType, H, N, B int) ([][]format.RecordBlock, []float32) {
+	const L = 16
+	rng := rand.New(rand.NewPCG(1, 1))
+	R, _ := dt.RowBytes(H)
+	bb := B * 3 * R
+	band, _ := randRow(rng, dt, B*3*H)
+	split := make([]byte, bb)
+	format.PutSplit(split, band, B, R)
+	var layers [][]format.RecordBlock
+	for c := 0; c < 2; c++ {
+		buf := make([]byte, N/B*L*bb)
+		for o := 0; o < len(buf); o += bb {
+			copy(buf[o:], split)
+		}
+		for l := 0; l < L; l++ {
+			var blocks []format.RecordBlock
+			for k := 0; k < N/B; k++ {
+				o := (k*L + l) * bb
+				blocks = append(blocks, format.SplitBlock(buf[o:o+bb], B, B, R))
+			}
+			layers = append(layers, blocks)
+		}
+	}
+	return layers, randVec(rng, H)
+}

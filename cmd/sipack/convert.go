@@ -28,7 +28,7 @@ var convertCmd = &cli.Command{
 		&cli.BoolFlag{Name: "force", Usage: "replace an existing read-only output file"},
 		&cli.StringFlag{Name: "dtype", Usage: "weight dtype: bf16, f16, f32, q8_0 or q4_0 (default: the checkpoint's)"},
 		&cli.StringFlag{Name: "dense-dtype", Usage: "dtype of attention, embeddings and lm_head if not --dtype (e.g. --dtype q4_0 --dense-dtype bf16)"},
-		&cli.IntFlag{Name: "band", Value: 64, Usage: "neurons per band B (the γ granularity)"},
+		&cli.IntFlag{Name: "band", Usage: "neurons per band B, the γ granularity (0: intermediate_size/32 as a power of two within 64-256)"},
 		&cli.IntSliceFlag{Name: "dense-layers", Usage: "layers whose FFN is kept dense (e.g. --dense-layers 0,5)"},
 		&cli.StringFlag{Name: "profile", Usage: "task profile: a .prof `FILE` or a task name (qa, translate, lm, or a manifest)"},
 		&cli.StringFlag{Name: "profile-format", Value: "sipack", Usage: "format of --profile: sipack, or partinfer ({\"neurons\": [[ids per layer]]})"},
@@ -63,8 +63,8 @@ var convertCmd = &cli.Command{
 			return err
 		}
 		cliutil.RemoveStaleTemps(os.Stderr, "sipack", out)
-		if c.Int("band") < 1 {
-			return fmt.Errorf("--band must be at least 1, got %d", c.Int("band"))
+		if c.Int("band") < 0 {
+			return fmt.Errorf("--band must be at least 1 (or 0 for the default), got %d", c.Int("band"))
 		}
 		if b := c.Float64("base"); !(b > 0 && b <= 1) {
 			return fmt.Errorf("--base must be in (0, 1], got %v", b)

@@ -82,7 +82,7 @@ func TestBadInputExitsNonZero(t *testing.T) {
 		{[]string{"inspect", filepath.Join(dir, "missing.sip")}, "no such file"},
 		{[]string{"convert", dir, "-o", filepath.Join(dir, "o.sip")}, "no such file"},
 		{[]string{"convert", tiny, "--dtype", "q2", "-o", filepath.Join(dir, "o.sip")}, `unknown dtype "q2"`},
-		{[]string{"convert", tiny, "--band", "0", "-o", filepath.Join(dir, "o.sip")}, "--band must be at least 1"},
+		{[]string{"convert", tiny, "--band", "-3", "-o", filepath.Join(dir, "o.sip")}, "--band must be at least 1"},
 		{[]string{"convert"}, "exactly one MODEL_DIR"},
 		{[]string{"tokenize", "--tokenizer", notPack, "x"}, ""},
 		{[]string{"frobnicate"}, ""},
