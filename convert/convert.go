@@ -321,8 +321,8 @@ func (m *Model) SourceHash() [format.HashSize]byte {
 // the layer's next block lies a band of every other layer further on; the
 // longer the runs, the faster the stream: a 1B-shape layer's whole FFN
 // from memory in a version 2 band layout, timed in turn against B = 64 (2
-// threads, medians of the per-turn ratios over three runs, Q4_0 and BF16):
-// B = 128 1.09-1.18×, 256 1.15-1.23×, 512 1.20-1.29× (`go test -bench
+// threads, medians of the per-turn ratios, two or three runs, Q4_0 and
+// BF16): B = 128 1.09-1.18×, 256 1.13-1.27×, 512 1.21-1.29× (`go test -bench
 // FFNBandSize ./kernels`; docs/bench.md, twelfth session). Past 256 the
 // gain is small and γ's steps coarse.
 func DefaultBand(n int) int {
