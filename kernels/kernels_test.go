@@ -240,7 +240,10 @@ func testMatMulAndFFNMatchReference(t *testing.T, tb *Table) {
 				// One token: the decode path (fused gate/up dots prefetching
 				// the next record, the four-record down projection), with a
 				// ragged H, groups of four across blocks and H = 2048.
-				{100, 1, []int{9, 3, 6}}, {64, 1, []int{1, 1, 1, 16, 2}}, {2048, 1, []int{13}}} {
+				{100, 1, []int{9, 3, 6}}, {64, 1, []int{1, 1, 1, 16, 2}}, {2048, 1, []int{13}},
+				// A split block of more than one run of its two passes
+				// (splitRun), the second run odd.
+				{64, 1, []int{2*splitRun + 3, 5}}} {
 				H, T, counts := fs.H, fs.T, fs.counts
 				total := 0
 				for _, c := range counts {
