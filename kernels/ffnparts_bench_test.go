@@ -208,3 +208,48 @@ func bandLayers(dt format.DType, H, N, B int) ([][]format.RecordBlock, []float32
 	}
 	return layers, randVec(rng, H)
 }
+
+// BenchmarkCompactSplit: the FFN of a decode set's compact copy (the
+// dynamic records of a 1B-shape layer at γ0.7 φ0.4, 0.1·N of them, one
+// block; backend/cpu Gather), interleaved and split, timed in turn from
+// memory (2 threads); reports the median of the per-turn ratios (split ÷
+// interleaved speed).
+func BenchmarkCompactSplit(b *testing.B) {
+	const H, n = 2048, 819
+	for _, dt := range []format.DType{format.Q4_0, format.BF16} {
+		b.Run(dt.String(), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(1, 1))
+			R, _ := dt.RowBytes(H)
+			recs, _ := randRow(rng, dt, n*3*H)
+			copies := (1 << 30) / (n * 3 * R)
+			var v1, v2 [][]format.RecordBlock
+			for c := 0; c < copies; c++ {
+				a := make([]byte, n*3*R)
+				copy(a, recs)
+				v1 = append(v1, []format.RecordBlock{format.InterleavedBlock(a, R)})
+				v2 = append(v2, []format.RecordBlock{format.PutSplit(make([]byte, n*3*R), recs, n, R)})
+			}
+			x := randVec(rng, H)
+			y := make([]float32, H)
+			p := NewPool(2)
+			defer p.Close()
+			var ratios []float64
+			for i := 0; i < b.N; i++ {
+				var d [2]time.Duration
+				for o := range 2 {
+					k := (o + i) % 2
+					blocks := v1[(2*i+o)%copies]
+					if k == 1 {
+						blocks = v2[(2*i+o)%copies]
+					}
+					t0 := time.Now()
+					FFNRecords(p, y, blocks, dt, H, x, nil)
+					d[k] = time.Since(t0)
+				}
+				ratios = append(ratios, float64(d[0])/float64(d[1]))
+			}
+			slices.Sort(ratios)
+			b.ReportMetric(ratios[len(ratios)/2], "split×")
+		})
+	}
+}

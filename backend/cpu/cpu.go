@@ -288,18 +288,22 @@ func (e *Exec) Gather(all backend.Records, ranks []int, static int, compact bool
 	addRuns(ranks[:i])
 	rest := ranks[i:]
 	if len(rest) > 0 {
-		buf := make([]byte, len(rest)*a.rec)
+		n, R := len(rest), a.rec/3
+		buf := make([]byte, n*a.rec)
 		// Over the pool: one thread copying a 1B bf16 pack's dynamic
 		// records (10 MB a layer at φ 0.4) was 10 % of a 16-token prompt's
-		// time to first token. The copy is interleaved whatever the
-		// source: one stream for the decode to read.
-		e.pool.Run(len(rest), func(lo, hi, _ int) {
+		// time to first token. The copy is split whatever the source (the
+		// gate rows together, then the up | down pairs), so the decode
+		// reads it as it reads a version 2 band's block: two passes, each
+		// one stream.
+		e.pool.Run(n, func(lo, hi, _ int) {
 			for k := lo; k < hi; k++ {
 				b, j := a.at(rest[k])
-				b.CopyRecord(buf[k*a.rec:(k+1)*a.rec], j)
+				copy(buf[k*R:(k+1)*R], b.GateRow(j))
+				copy(buf[n*R+2*k*R:n*R+2*(k+1)*R], b.UD[j*b.UDStride:j*b.UDStride+2*R])
 			}
 		})
-		blocks = append(blocks, format.InterleavedBlock(buf, a.rec/3))
+		blocks = append(blocks, format.SplitBlock(buf, n, n, R))
 	}
 	return newRecords(blocks, a.dt, a.hidden)
 }
