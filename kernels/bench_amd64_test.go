@@ -99,3 +99,13 @@ func BenchmarkMicroFMAPeak(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)*1000*10*16/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
+
+func BenchmarkMicroFMAPeakAVX512(b *testing.B) {
+	if !cpu.X86.HasAVX512F {
+		b.Skip("no AVX-512")
+	}
+	for i := 0; i < b.N; i++ {
+		fmaPeakAVX512(1000)
+	}
+	b.ReportMetric(float64(b.N)*1000*10*32/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}

@@ -224,6 +224,9 @@ func axpy4F16AVX512(y *float32, a *[4]float32, w0, w1, w2, w3 *uint16, n int)
 func fmaPeakAVX2(iters int) float32
 
 //go:noescape
+func fmaPeakAVX512(iters int) float32
+
+//go:noescape
 func sumBytesAVX2(p *byte, n int) uint64
 
 //go:noescape
@@ -325,6 +328,7 @@ func avx2Table() *Table {
 // integer dots, then the default path for both block types.
 func avx512Table(avx2 *Table) *Table {
 	t := derive(avx2, "avx512")
+	t.FMAPeak, t.FMALanes = fmaPeakAVX512, 16
 	q80, q40 := &t.ops[format.Q8_0], &t.ops[format.Q4_0]
 	q40.Dot, q80.Dot = blockDot(dotQ40AVX512), blockDot(dotQ80AVX512)
 	q40.Axpy, q80.Axpy = blockAxpy(axpyQ40AVX512), blockAxpy(axpyQ80AVX512)
