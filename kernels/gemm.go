@@ -48,7 +48,11 @@ type GemmKernel struct {
 	Tile func(w *[4]*float32, x *[6]*float32, n int, acc *[24][16]float32)
 	// Panel, where the table has it, is Tile over four rows packed into
 	// one panel, 16 columns of each row in turn (packWidePanel).
-	Panel     func(w *float32, x *[6]*float32, n int, acc *[24][16]float32)
+	Panel func(w *float32, x *[6]*float32, n int, acc *[24][16]float32)
+	// PanelF16, where the table has it, is Panel over four F16 rows packed
+	// as stored (packF16Panel), widened in the kernel: F16 rows take it
+	// instead of being widened into a float panel.
+	PanelF16  func(w *uint16, x *[6]*float32, n int, acc *[24][16]float32)
 	PanelBF16 func(w *uint16, x *[6]*uint16, n int, acc *[24][16]float32)
 	// PackBF16 is PanelBF16 over the four rows where they are stored,
 	// writing them into panel as PanelBF16 reads them on the way.
@@ -163,12 +167,12 @@ const gemmPanelBlock = 256 << 10
 // over the panel. BF16 packs in the tile itself (PackBF16), so the rows'
 // one read from memory overlaps the arithmetic: a 16-token bf16 prefill
 // had spent 40 % of its time in a packing pass of its own.
-func gemmPanels[E uint16 | float32](g *GemmKernel, q0, q1, cols int, x []E, T int, panels []E,
-	packTile func(panel []E, q int, x *[6]*E, n int, acc *[24][16]float32),
-	tile func(w *E, x *[6]*E, n int, acc *[24][16]float32), emit func(r0, t0 int, out *[24]float32)) {
+func gemmPanels[P, E uint16 | float32](g *GemmKernel, q0, q1, cols int, x []E, T int, panels []P,
+	packTile func(panel []P, q int, x *[6]*E, n int, acc *[24][16]float32),
+	tile func(w *P, x *[6]*E, n int, acc *[24][16]float32), emit func(r0, t0 int, out *[24]float32)) {
 	groups := gemmGroups(T)
 	quad := gemmRows * cols
-	var e E
+	var e P
 	qb := max(1, min(gemmPanelBlock/(int(unsafe.Sizeof(e))*quad), len(panels)/quad))
 	var xp [6]*E
 	var acc [24][16]float32
@@ -202,6 +206,18 @@ func packWidePanel(dst, wide []float32, ops *Ops, row func(r int) []byte, r0, co
 		widen(ops, wide, row(r0+i))
 		for c := 0; c < cols; c += 16 {
 			*(*[16]float32)(dst[c*gemmRows+i*16:]) = *(*[16]float32)(wide[c:])
+		}
+	}
+}
+
+// packF16Panel writes F16 rows r0..r0+3 (cols values each) into dst as
+// PanelF16 reads them: 16 columns of each row in turn, as stored.
+func packF16Panel(dst []uint16, row func(r int) []byte, r0, cols int) {
+	dst = dst[:gemmRows*cols]
+	for i := 0; i < gemmRows; i++ {
+		src := unsafe.Slice((*uint16)(unsafe.Pointer(&row(r0 + i)[0])), cols)
+		for c := 0; c < cols; c += 16 {
+			*(*[16]uint16)(dst[c*gemmRows+i*16:]) = *(*[16]uint16)(src[c:])
 		}
 	}
 }
@@ -240,6 +256,14 @@ func gemmRowsOf(g *GemmKernel, ops *Ops, dt format.DType, row func(r int) []byte
 			}
 			g.PackBF16(&w, &panel[0], x, n, acc)
 		}, g.PanelBF16, emit)
+		return
+	}
+	if g.PanelF16 != nil && dt == format.F16 {
+		panels := unsafe.Slice((*uint16)(unsafe.Pointer(&block[0])), 2*len(block))
+		gemmPanels(g, q0, q1, cols, x, T, panels, func(panel []uint16, q int, x *[6]*float32, n int, acc *[24][16]float32) {
+			packF16Panel(panel, row, q*gemmRows, cols)
+			g.PanelF16(&panel[0], x, n, acc)
+		}, g.PanelF16, emit)
 		return
 	}
 	if g.Panel != nil && dt != format.F32 {

@@ -88,6 +88,31 @@ gpstore:
 	VZEROUPPER
 	RET
 
+// gemm4x6AVX512PanelF16 is gemm4x6AVX512Panel over a panel of F16 rows as
+// stored (16 columns of each row in turn, packF16Panel), each 16 widened by
+// VCVTPH2PS on the way in: half the panel bytes of the widened float panel
+// for the same arithmetic (F16 × F32, sums in F32: exact as Panel is).
+// func gemm4x6AVX512PanelF16(w *uint16, x *[6]*float32, n int, acc *[24][16]float32)
+TEXT ·gemm4x6AVX512PanelF16(SB), NOSPLIT, $0-32
+	MOVQ w+0(FP), R8
+	TOK6PROLOGUE($2)
+	TESTQ CX, CX
+	JZ   gphstore
+gphloop:
+	VCVTPH2PS 0(R8), Z24
+	VCVTPH2PS 32(R8), Z25
+	VCVTPH2PS 64(R8), Z26
+	VCVTPH2PS 96(R8), Z27
+	FMA6TOK
+	ADDQ $128, R8
+	ADDQ $64, DX
+	CMPQ DX, CX
+	JLT  gphloop
+gphstore:
+	ACC24ST(AX)
+	VZEROUPPER
+	RET
+
 // HSUM16(i) folds the 16 floats at acc[i] into out[i].
 #define HSUM16(i) \
 	VMOVUPS (i*64)(SI), Z0; \
