@@ -185,3 +185,148 @@ a8q4chunk:
 a8q4done:
 	VZEROUPPER
 	RET
+
+// axpy8Q80ActVNNI is axpy8Q40ActVNNI for Q8_0 rows (axpy8Q80ActRef states
+// the arithmetic): the same int8 coefficients and scale per block, each
+// row's 32 signed quants taken as w + 128 (one XOR) in two halves of 16,
+// transposed four rows at a time by VPERMB and summed over the eight rows
+// by VPDPBUSD, the excess 128·Σ_r q_r taken off. Registers as there, but
+// Z2 is 0x80 bytes, Z1 the 0xff dwords and Z0 the second output temporary
+// (Q8SCALESETUP holds Z24, Z25, Z27, Z28; SCALES16Q8 uses Z26 and Z30).
+// ROWC8(base, r, z): row r's 16 block scales at base times a[r].
+#define ROWC8(base, r, z) SCALES16Q8(base, z); VBROADCASTSS r*4(R9), Z6; VMULPS Z6, z, z
+#define PACK4B(z0, z1, z2, z3) VPANDD Z1, z0, z0; VPSLLD $24, z1, z1; VPSRLD $16, z1, z1; VPSLLD $24, z2, z2; VPSRLD $8, z2, z2; VPSLLD $24, z3, z3; VPTERNLOGD $0xfe, z1, z2, z0; VPORD z3, z0, z0
+// Q8T(off, r0, r1, r2, r3, xl, z): 16 quant bytes at off(r0..r3) transposed
+// (dword i: byte i of each row), offset to unsigned.
+#define Q8T(off, r0, r1, r2, r3, xl, z) VMOVDQU off(r0), xl; VINSERTI32X4 $1, off(r1), z, z; VINSERTI32X4 $2, off(r2), z, z; VINSERTI32X4 $3, off(r3), z, z; VPERMB z, Z20, z; VPXORD Z2, z, z
+// AX8BLK80(k): block k of the eight rows into y[32k, 32k+32).
+#define AX8BLK80(k) \
+	Q8T(k*34+2, SI, BX, DX, R8, X4, Z4); \
+	Q8T(k*34+18, SI, BX, DX, R8, X5, Z5); \
+	Q8T(k*34+2, R10, R11, R12, R13, X6, Z6); \
+	Q8T(k*34+18, R10, R11, R12, R13, X7, Z7); \
+	VPBROADCASTD 128+k*4(SP), Z8; \
+	VMOVDQA32 Z8, Z9; \
+	VPDPBUSD.BCST k*4(SP), Z4, Z8; \
+	VPDPBUSD.BCST k*4(SP), Z5, Z9; \
+	VPDPBUSD.BCST 64+k*4(SP), Z6, Z8; \
+	VPDPBUSD.BCST 64+k*4(SP), Z7, Z9; \
+	VCVTDQ2PS Z8, Z8; \
+	VCVTDQ2PS Z9, Z9; \
+	VMOVUPS k*128(DI), Z10; \
+	VMOVUPS k*128+64(DI), Z0; \
+	VFMADD231PS.BCST 192+k*4(SP), Z8, Z10; \
+	VFMADD231PS.BCST 192+k*4(SP), Z9, Z0; \
+	VMOVUPS Z10, k*128(DI); \
+	VMOVUPS Z0, k*128+64(DI)
+// func axpy8Q80ActVNNI(y *float32, a *[8]float32, w *[8]*byte, nb int)
+TEXT ·axpy8Q80ActVNNI(SB), NOSPLIT, $256-32
+	MOVQ y+0(FP), DI
+	MOVQ a+8(FP), R9
+	MOVQ w+16(FP), AX
+	MOVQ 0(AX), SI
+	MOVQ 8(AX), BX
+	MOVQ 16(AX), DX
+	MOVQ 24(AX), R8
+	MOVQ 32(AX), R10
+	MOVQ 40(AX), R11
+	MOVQ 48(AX), R12
+	MOVQ 56(AX), R13
+	MOVQ nb+24(FP), CX
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z2
+	MOVL $0x7fffffff, AX
+	VPBROADCASTD AX, Z21
+	MOVL $0x42fe0000, AX // 127.0
+	VPBROADCASTD AX, Z22
+	MOVL $0x00800000, AX // the smallest normal float32
+	VPBROADCASTD AX, Z23
+	MOVL $0xff, AX
+	VPBROADCASTD AX, Z1
+	VMOVDQU32 t4x16<>(SB), Z20
+	Q8SCALESETUP
+a8q8chunk:
+	CMPQ CX, $16
+	JL   a8q8done
+	ROWC8(SI, 0, Z3)
+	ROWC8(BX, 1, Z11)
+	ROWC8(DX, 2, Z12)
+	ROWC8(R8, 3, Z13)
+	ROWC8(R10, 4, Z14)
+	ROWC8(R11, 5, Z15)
+	ROWC8(R12, 6, Z16)
+	ROWC8(R13, 7, Z17)
+	// m = max(max_r |c_r|, FLT_MIN); inv = 127/m; s = m/127.
+	VANDPS Z21, Z3, Z18
+	VANDPS Z21, Z11, Z19
+	VMAXPS Z19, Z18, Z18
+	VANDPS Z21, Z12, Z19
+	VMAXPS Z19, Z18, Z18
+	VANDPS Z21, Z13, Z19
+	VMAXPS Z19, Z18, Z18
+	VANDPS Z21, Z14, Z19
+	VMAXPS Z19, Z18, Z18
+	VANDPS Z21, Z15, Z19
+	VMAXPS Z19, Z18, Z18
+	VANDPS Z21, Z16, Z19
+	VMAXPS Z19, Z18, Z18
+	VANDPS Z21, Z17, Z19
+	VMAXPS Z19, Z18, Z18
+	VMAXPS Z23, Z18, Z18
+	VDIVPS Z18, Z22, Z19
+	VDIVPS Z22, Z18, Z18
+	VMOVUPS Z18, 192(SP)
+	ROUNDQ(Z3)
+	ROUNDQ(Z11)
+	ROUNDQ(Z12)
+	ROUNDQ(Z13)
+	ROUNDQ(Z14)
+	ROUNDQ(Z15)
+	ROUNDQ(Z16)
+	ROUNDQ(Z17)
+	// −128·Σ_r q_r per block (the weights go in as w + 128).
+	VPADDD Z11, Z3, Z18
+	VPADDD Z12, Z18, Z18
+	VPADDD Z13, Z18, Z18
+	VPADDD Z14, Z18, Z18
+	VPADDD Z15, Z18, Z18
+	VPADDD Z16, Z18, Z18
+	VPADDD Z17, Z18, Z18
+	VPSLLD $7, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPSUBD Z18, Z19, Z18
+	VMOVDQU32 Z18, 128(SP)
+	PACK4B(Z3, Z11, Z12, Z13)
+	VMOVDQU32 Z3, 0(SP)
+	PACK4B(Z14, Z15, Z16, Z17)
+	VMOVDQU32 Z14, 64(SP)
+	AX8BLK80(0)
+	AX8BLK80(1)
+	AX8BLK80(2)
+	AX8BLK80(3)
+	AX8BLK80(4)
+	AX8BLK80(5)
+	AX8BLK80(6)
+	AX8BLK80(7)
+	AX8BLK80(8)
+	AX8BLK80(9)
+	AX8BLK80(10)
+	AX8BLK80(11)
+	AX8BLK80(12)
+	AX8BLK80(13)
+	AX8BLK80(14)
+	AX8BLK80(15)
+	ADDQ $544, SI
+	ADDQ $544, BX
+	ADDQ $544, DX
+	ADDQ $544, R8
+	ADDQ $544, R10
+	ADDQ $544, R11
+	ADDQ $544, R12
+	ADDQ $544, R13
+	ADDQ $2048, DI
+	SUBQ $16, CX
+	JMP  a8q8chunk
+a8q8done:
+	VZEROUPPER
+	RET

@@ -167,15 +167,20 @@ func BenchmarkTopKeys(b *testing.B) {
 }
 
 // BenchmarkInt8DownOverFloat: one decode token's FFN of a 1B-shape Q4_0
-// layer from memory (all N records, version 2 bands, 2 threads) on the
+// or Q8_0 layer from memory (all N records, version 2 bands, 2 threads) on the
 // integer path, with the down projection's coefficients rounded to int8
 // (Axpy8Act) and in float (WithExactDown), timed back to back in turn
 // (order alternating); reports the median of the per-pair ratios
 // (int8 ÷ float time) and the read bandwidth of a plain pass over the
 // same bytes between pairs, the VM's regime at the time.
 func BenchmarkInt8DownOverFloat(b *testing.B) {
+	for _, dt := range []format.DType{format.Q4_0, format.Q8_0} {
+		b.Run(dt.String(), func(b *testing.B) { benchInt8Down(b, dt) })
+	}
+}
+
+func benchInt8Down(b *testing.B, dt format.DType) {
 	const H, N, B = 2048, 8192, 64
-	dt := format.Q4_0
 	int8Table := Active().WithIntegerPath(true)
 	if int8Table.Ops(dt).Axpy8Act == nil {
 		b.Skipf("table %s has no int8 down projection", int8Table.Name)

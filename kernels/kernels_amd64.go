@@ -143,6 +143,12 @@ func dotBF16DP(w *uint16, xb *uint16, n int) float32
 //go:noescape
 func axpy8Q40ActVNNI(y *float32, a *[8]float32, w *[8]*byte, nb int)
 
+// axpy8Q80ActVNNI is axpy8Q80ActRef for nb a multiple of 16 (AVX-512 VNNI
+// + VBMI).
+//
+//go:noescape
+func axpy8Q80ActVNNI(y *float32, a *[8]float32, w *[8]*byte, nb int)
+
 // attnScores4AVX2 is attnScores4Ref (kstride in float32s, hd a multiple
 // of 32).
 //
@@ -435,6 +441,18 @@ func avx512Table(avx2 *Table) *Table {
 				p[r] = &w[r][:nb*18][0] // every row holds nb blocks
 			}
 			axpy8Q40ActVNNI(&y[0], a, &p, nb)
+		}
+		q80.Axpy8Act = func(y []float32, a *[8]float32, w *[8][]byte) {
+			nb := len(y) / format.QK
+			if nb == 0 || nb%16 != 0 {
+				axpy8Q80ActRef(y, a, w)
+				return
+			}
+			var p [8]*byte
+			for r := range p {
+				p[r] = &w[r][:nb*34][0] // every row holds nb blocks
+			}
+			axpy8Q80ActVNNI(&y[0], a, &p, nb)
 		}
 	}
 	q40.Dot4Act = func(w []byte, a0, a1, a2, a3 *Q8Act) (out [4]float32) {

@@ -200,6 +200,35 @@ func axpy8Q40ActRef(y []float32, a *[8]float32, w *[8][]byte) {
 	}
 }
 
+// axpy8Q80ActRef is axpy8Q40ActRef for Q8_0 rows: the same int8
+// coefficients q_r and scale s per block, and the block's 32 outputs take
+// s·Σ_r q_r·w_{r,i} (w the signed quants), the sum in integers, as
+// axpy8Q80ActVNNI computes it.
+func axpy8Q80ActRef(y []float32, a *[8]float32, w *[8][]byte) {
+	const smallest = 0x1p-126
+	for b := 0; b < len(y)/format.QK; b++ {
+		var c [8]float32
+		m := float32(smallest)
+		for r := range w {
+			c[r] = F16ToF32(binary.LittleEndian.Uint16(w[r][b*34:])) * a[r]
+			m = max(m, float32(math.Abs(float64(c[r]))))
+		}
+		inv, s := 127/m, m/127
+		var q [8]int32
+		for r := range c {
+			q[r] = int32(math.RoundToEven(float64(c[r] * inv)))
+		}
+		ys := y[b*format.QK : (b+1)*format.QK]
+		for j := range ys {
+			var sum int32
+			for r := range w {
+				sum += q[r] * int32(int8(w[r][b*34+2+j]))
+			}
+			ys[j] = fma32(float32(sum), s, ys[j])
+		}
+	}
+}
+
 // fma32 is x·y + z as VFMADD231PS computes it, up to double rounding: the
 // product of two float32 is exact in float64, the sum is rounded to float64
 // and then to float32, which can differ from one rounding in the last bit

@@ -383,32 +383,35 @@ func TestAxpy8ActMatchesReference(t *testing.T) {
 		{},
 	}
 	tested := 0
+	refs := map[format.DType]func([]float32, *[8]float32, *[8][]byte){format.Q4_0: axpy8Q40ActRef, format.Q8_0: axpy8Q80ActRef}
 	for _, tb := range Tables() {
-		axpy8 := tb.Ops(format.Q4_0).Axpy8Act
-		if axpy8 == nil {
-			continue
-		}
-		tested++
-		for _, nb := range []int{1, 16, 64, 80} {
-			n := nb * format.QK
-			var w [8][]byte
-			for r := range w {
-				w[r], _ = randRow(rng, format.Q4_0, n)
+		for _, dt := range []format.DType{format.Q4_0, format.Q8_0} {
+			axpy8 := tb.Ops(dt).Axpy8Act
+			if axpy8 == nil {
+				continue
 			}
-			for _, a := range coefs {
-				y1 := randVec(rng, n)
-				y2 := append([]float32(nil), y1...)
-				axpy8(y1, &a, &w)
-				axpy8Q40ActRef(y2, &a, &w)
-				for i := range y1 {
-					if y1[i] != y2[i] && math.Abs(float64(y1[i]-y2[i])) > 1e-7*math.Abs(float64(y2[i])) {
-						t.Fatalf("%s nb=%d a=%v [%d]: %g vs reference %g", tb.Name, nb, a, i, y1[i], y2[i])
+			tested++
+			for _, nb := range []int{1, 16, 64, 80} {
+				n := nb * format.QK
+				var w [8][]byte
+				for r := range w {
+					w[r], _ = randRow(rng, dt, n)
+				}
+				for _, a := range coefs {
+					y1 := randVec(rng, n)
+					y2 := append([]float32(nil), y1...)
+					axpy8(y1, &a, &w)
+					refs[dt](y2, &a, &w)
+					for i := range y1 {
+						if y1[i] != y2[i] && math.Abs(float64(y1[i]-y2[i])) > 1e-7*math.Abs(float64(y2[i])) {
+							t.Fatalf("%s %v nb=%d a=%v [%d]: %g vs reference %g", tb.Name, dt, nb, a, i, y1[i], y2[i])
+						}
 					}
 				}
 			}
 		}
 	}
-	t.Logf("%d table(s) with an int8 down projection", tested)
+	t.Logf("%d table × dtype pair(s) with an int8 down projection", tested)
 }
 
 // TestAxpy8ActRefBound: the reference stays within the rounding it states
@@ -418,30 +421,36 @@ func TestAxpy8ActRefBound(t *testing.T) {
 	rng := rand.New(rand.NewPCG(25, 26))
 	const nb = 8
 	n := nb * format.QK
-	var w [8][]byte
-	var wf [8][]float32
-	for r := range w {
-		w[r], wf[r] = randRow(rng, format.Q4_0, n)
-	}
-	a := [8]float32{0.5, -1.25, 3, -0.01, 0.7, -0.2, 1e-3, 2}
-	y := make([]float32, n)
-	axpy8Q40ActRef(y, &a, &w)
-	for b := 0; b < nb; b++ {
-		m := 0.0
+	for _, c := range []struct {
+		dt  format.DType
+		ref func([]float32, *[8]float32, *[8][]byte)
+	}{{format.Q4_0, axpy8Q40ActRef}, {format.Q8_0, axpy8Q80ActRef}} {
+		bb, _ := c.dt.RowBytes(format.QK) // a block's bytes
+		var w [8][]byte
+		var wf [8][]float32
 		for r := range w {
-			d := float64(F16ToF32(uint16(w[r][b*18]) | uint16(w[r][b*18+1])<<8))
-			m = max(m, math.Abs(float64(a[r])*d))
+			w[r], wf[r] = randRow(rng, c.dt, n)
 		}
-		s := m / 127
-		for i := b * format.QK; i < (b+1)*format.QK; i++ {
-			exact, bound := 0.0, 1e-6*math.Abs(float64(y[i]))
+		a := [8]float32{0.5, -1.25, 3, -0.01, 0.7, -0.2, 1e-3, 2}
+		y := make([]float32, n)
+		c.ref(y, &a, &w)
+		for b := 0; b < nb; b++ {
+			m := 0.0
 			for r := range w {
-				exact += float64(a[r]) * float64(wf[r][i])
-				d := float64(F16ToF32(uint16(w[r][b*18]) | uint16(w[r][b*18+1])<<8))
-				bound += s / 2 * math.Abs(float64(wf[r][i])/d)
+				d := float64(F16ToF32(uint16(w[r][b*bb]) | uint16(w[r][b*bb+1])<<8))
+				m = max(m, math.Abs(float64(a[r])*d))
 			}
-			if diff := math.Abs(float64(y[i]) - exact); diff > bound {
-				t.Fatalf("[%d]: %g, exact %g: off by %g, bound %g", i, y[i], exact, diff, bound)
+			s := m / 127
+			for i := b * format.QK; i < (b+1)*format.QK; i++ {
+				exact, bound := 0.0, 1e-6*math.Abs(float64(y[i]))
+				for r := range w {
+					exact += float64(a[r]) * float64(wf[r][i])
+					d := float64(F16ToF32(uint16(w[r][b*bb]) | uint16(w[r][b*bb+1])<<8))
+					bound += s / 2 * math.Abs(float64(wf[r][i])/d)
+				}
+				if diff := math.Abs(float64(y[i]) - exact); diff > bound {
+					t.Fatalf("%v [%d]: %g, exact %g: off by %g, bound %g", c.dt, i, y[i], exact, diff, bound)
+				}
 			}
 		}
 	}

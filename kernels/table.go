@@ -229,8 +229,14 @@ func (t *Table) WithExactDown() *Table {
 // t has one, so a table and its reference do the same arithmetic.
 func (t *Table) IntegerReference() *Table {
 	c := Generic.WithIntegerPath(true)
-	if t.ops[format.Q4_0].Axpy8Act != nil { // only Q4_0 has one
-		c.ops[format.Q4_0].Axpy8Act = axpy8Q40ActRef
+	down := false
+	if t.ops[format.Q4_0].Axpy8Act != nil {
+		c.ops[format.Q4_0].Axpy8Act, down = axpy8Q40ActRef, true
+	}
+	if t.ops[format.Q8_0].Axpy8Act != nil {
+		c.ops[format.Q8_0].Axpy8Act, down = axpy8Q80ActRef, true
+	}
+	if down {
 		c.Name += "+int8down"
 	}
 	return c

@@ -97,21 +97,27 @@ func TestBF16RoundedActivations(t *testing.T) {
 // TestInt8Down: the integer path's int8 down projection (Ops.Axpy8Act: the
 // coefficients h·d rounded to int8 per block, as llama.cpp rounds the down
 // projection's input to Q8) against the same path with the down projection
-// in float, on the golden prompts with a Q4_0 pack: greedy tokens for 32
+// in float, on the golden prompts with Q4_0 and Q8_0 packs: greedy tokens for 32
 // steps and the largest logit difference of the first decode step,
 // reported; the rounding must keep at least as many prompts on the
 // golden's first 16 greedy tokens as the float down projection does.
 func TestInt8Down(t *testing.T) {
+	for _, dt := range []format.DType{format.Q4_0, format.Q8_0} {
+		t.Run(dt.String(), func(t *testing.T) { testInt8Down(t, dt) })
+	}
+}
+
+func testInt8Down(t *testing.T, dt format.DType) {
 	int8Table := kernels.Active().WithIntegerPath(true)
-	if int8Table.Ops(format.Q4_0).Axpy8Act == nil {
-		t.Logf("table %s has no int8 down projection: nothing to compare", int8Table.Name)
+	if int8Table.Ops(dt).Axpy8Act == nil {
+		t.Logf("table %s has no %v int8 down projection: nothing to compare", int8Table.Name, dt)
 		return
 	}
 	exactTable := int8Table.WithExactDown()
 	cases := readGolden(t, "../testdata/tinyllama/golden.json")
 	pool := kernels.NewPool(2)
 	defer pool.Close()
-	m := loadModel(t, packOf(t, "../testdata/tinyllama", convert.Options{DType: "q4_0"}), 1)
+	m := loadModel(t, packOf(t, "../testdata/tinyllama", convert.Options{DType: dt.String()}), 1)
 	matched, matchedExact, same32, maxDiff := 0, 0, 0, 0.0
 	for _, g := range cases {
 		var toks [2][]int
