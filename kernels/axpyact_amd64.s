@@ -18,7 +18,8 @@
 // 16 outputs, where the float kernel (axpy4Q40AVX512) spends a widening, a
 // table lookup and a multiply-add per row. Registers: Z2 0x0f bytes, Z20
 // the transpose, Z21 the abs mask, Z22 127.0, Z23 the smallest normal,
-// Z25 0xff dwords; Z26-Z31 and K2/K3 are SCALES16Q4's.
+// Z1 0xff dwords, Z0 and Z10 the outputs; Z26-Z31 and K2/K3 are
+// SCALES16Q4's. axpy8Q80ActVNNI below is the same kernel for Q8_0 rows.
 
 // t4x16: byte 4i+r of the output takes byte 16r+i of the input.
 #define T4(i) DATA t4x16<>+4*i(SB)/4, $(i | (16+i)<<8 | (32+i)<<16 | (48+i)<<24)
@@ -40,25 +41,32 @@ T4(14)
 T4(15)
 GLOBL t4x16<>(SB), RODATA|NOPTR, $64
 
-// ROWC(base, r, z): row r's 16 block scales at base times a[r] (4r(R9)).
+// ROWC(base, r, z): row r's 16 block scales at base times a[r] (4r(R9));
+// ROWC8 the same for Q8_0 rows.
 #define ROWC(base, r, z) SCALES16Q4(base, z); VBROADCASTSS r*4(R9), Z6; VMULPS Z6, z, z
+#define ROWC8(base, r, z) SCALES16Q8(base, z); VBROADCASTSS r*4(R9), Z6; VMULPS Z6, z, z
 
 // ROUNDQ(z): z = round-half-even(z · inv) as int32 (inv in Z19).
 #define ROUNDQ(z) VMULPS Z19, z, z; VCVTPS2DQ z, z
 
 // PACK4(z0, z1, z2, z3): the low bytes of four int32 vectors as the bytes
-// of one dword per lane, into z0 (Z25 = 0xff dwords).
-#define PACK4(z0, z1, z2, z3) VPANDD Z25, z0, z0; VPSLLD $24, z1, z1; VPSRLD $16, z1, z1; VPSLLD $24, z2, z2; VPSRLD $8, z2, z2; VPSLLD $24, z3, z3; VPTERNLOGD $0xfe, z1, z2, z0; VPORD z3, z0, z0
+// of one dword per lane, into z0 (Z1 = 0xff dwords).
+#define PACK4(z0, z1, z2, z3) VPANDD Z1, z0, z0; VPSLLD $24, z1, z1; VPSRLD $16, z1, z1; VPSLLD $24, z2, z2; VPSRLD $8, z2, z2; VPSLLD $24, z3, z3; VPTERNLOGD $0xfe, z1, z2, z0; VPORD z3, z0, z0
 
 // Q4T(off, r0, r1, r2, r3, xl, zl, zh): the quant bytes of the blocks at
 // off(r0..r3) transposed (dword i: byte i of each row) and split into
 // low (zl) and high (zh) nibbles.
 #define Q4T(off, r0, r1, r2, r3, xl, zl, zh) VMOVDQU off(r0), xl; VINSERTI32X4 $1, off(r1), zl, zl; VINSERTI32X4 $2, off(r2), zl, zl; VINSERTI32X4 $3, off(r3), zl, zl; VPERMB zl, Z20, zl; VPSRLW $4, zl, zh; VPANDD Z2, zl, zl; VPANDD Z2, zh, zh
 
-// AX8BLK(k): block k of the eight rows into y[32k, 32k+32).
-#define AX8BLK(k) \
-	Q4T(k*18+2, SI, BX, DX, R8, X4, Z4, Z5); \
-	Q4T(k*18+2, R10, R11, R12, R13, X6, Z6, Z7); \
+// Q8T(off, r0, r1, r2, r3, xl, z): 16 Q8_0 quant bytes at off(r0..r3)
+// transposed (dword i: byte i of each row), offset to unsigned (Z2: 0x80
+// bytes).
+#define Q8T(off, r0, r1, r2, r3, xl, z) VMOVDQU off(r0), xl; VINSERTI32X4 $1, off(r1), z, z; VINSERTI32X4 $2, off(r2), z, z; VINSERTI32X4 $3, off(r3), z, z; VPERMB z, Z20, z; VPXORD Z2, z, z
+
+// AX8SUM(k): block k's transposed quants — elements 0-15 of rows 0-3 in
+// Z4, of rows 4-7 in Z6, elements 16-31 in Z5 and Z7 — summed against the
+// rows' q_r from the offset, scaled by s and added into y[32k, 32k+32).
+#define AX8SUM(k) \
 	VPBROADCASTD 128+k*4(SP), Z8; \
 	VMOVDQA32 Z8, Z9; \
 	VPDPBUSD.BCST k*4(SP), Z4, Z8; \
@@ -68,18 +76,59 @@ GLOBL t4x16<>(SB), RODATA|NOPTR, $64
 	VCVTDQ2PS Z8, Z8; \
 	VCVTDQ2PS Z9, Z9; \
 	VMOVUPS k*128(DI), Z10; \
-	VMOVUPS k*128+64(DI), Z24; \
+	VMOVUPS k*128+64(DI), Z0; \
 	VFMADD231PS.BCST 192+k*4(SP), Z8, Z10; \
-	VFMADD231PS.BCST 192+k*4(SP), Z9, Z24; \
+	VFMADD231PS.BCST 192+k*4(SP), Z9, Z0; \
 	VMOVUPS Z10, k*128(DI); \
-	VMOVUPS Z24, k*128+64(DI)
+	VMOVUPS Z0, k*128+64(DI)
 
-// AX8COEFS(ROWCX, shift, PACKX): a chunk's coefficients c_r = a[r]·d_r
-// (ROWCX: the dtype's scales), their shared scale per block — m = max(max_r
-// |c_r|, FLT_MIN), inv = 127/m, s = m/127 at 192(SP) — the int8 q_r packed
-// as two dwords per block at 0(SP) and 64(SP) (PACKX), and −2^shift·Σ_r q_r
-// per block at 128(SP) (the quants' offset: 8 for Q4_0, 128 for Q8_0).
-#define AX8COEFS(ROWCX, shift, PACKX) \
+// AX8BLK(k), AX8BLK80(k): Q4_0 (18-byte) or Q8_0 (34-byte) block k of the
+// eight rows into y[32k, 32k+32).
+#define AX8BLK(k) \
+	Q4T(k*18+2, SI, BX, DX, R8, X4, Z4, Z5); \
+	Q4T(k*18+2, R10, R11, R12, R13, X6, Z6, Z7); \
+	AX8SUM(k)
+#define AX8BLK80(k) \
+	Q8T(k*34+2, SI, BX, DX, R8, X4, Z4); \
+	Q8T(k*34+18, SI, BX, DX, R8, X5, Z5); \
+	Q8T(k*34+2, R10, R11, R12, R13, X6, Z6); \
+	Q8T(k*34+18, R10, R11, R12, R13, X7, Z7); \
+	AX8SUM(k)
+
+// AX8PROLOGUE(mask): the arguments into registers (y DI, a R9, the eight
+// rows SI, BX, DX, R8, R10-R13, nb CX) and the constants, Z2 = mask.
+#define AX8PROLOGUE(mask) \
+	MOVQ y+0(FP), DI; \
+	MOVQ a+8(FP), R9; \
+	MOVQ w+16(FP), AX; \
+	MOVQ 0(AX), SI; \
+	MOVQ 8(AX), BX; \
+	MOVQ 16(AX), DX; \
+	MOVQ 24(AX), R8; \
+	MOVQ 32(AX), R10; \
+	MOVQ 40(AX), R11; \
+	MOVQ 48(AX), R12; \
+	MOVQ 56(AX), R13; \
+	MOVQ nb+24(FP), CX; \
+	MOVL mask, AX; \
+	VPBROADCASTD AX, Z2; \
+	MOVL $0x7fffffff, AX; \
+	VPBROADCASTD AX, Z21; \
+	MOVL $0x42fe0000, AX; \
+	VPBROADCASTD AX, Z22; \
+	MOVL $0x00800000, AX; \
+	VPBROADCASTD AX, Z23; \
+	MOVL $0xff, AX; \
+	VPBROADCASTD AX, Z1; \
+	VMOVDQU32 t4x16<>(SB), Z20
+
+// AX8COEFS(ROWCX, shift): a chunk's coefficients c_r = a[r]·d_r (ROWCX:
+// the dtype's scales), their shared scale per block — m = max(max_r |c_r|,
+// FLT_MIN) (Z22 = 127.0, Z23 the smallest normal float32), inv = 127/m,
+// s = m/127 at 192(SP) — the int8 q_r packed as two dwords per block at
+// 0(SP) and 64(SP), and −2^shift·Σ_r q_r per block at 128(SP) (the quants'
+// offset: 8 for Q4_0, 128 for Q8_0).
+#define AX8COEFS(ROWCX, shift) \
 	ROWCX(SI, 0, Z3); \
 	ROWCX(BX, 1, Z11); \
 	ROWCX(DX, 2, Z12); \
@@ -126,66 +175,36 @@ GLOBL t4x16<>(SB), RODATA|NOPTR, $64
 	VPXORD Z19, Z19, Z19; \
 	VPSUBD Z18, Z19, Z18; \
 	VMOVDQU32 Z18, 128(SP); \
-	PACKX(Z3, Z11, Z12, Z13); \
+	PACK4(Z3, Z11, Z12, Z13); \
 	VMOVDQU32 Z3, 0(SP); \
-	PACKX(Z14, Z15, Z16, Z17); \
+	PACK4(Z14, Z15, Z16, Z17); \
 	VMOVDQU32 Z14, 64(SP)
+
+// AX8CHUNK(BLK, bytes): a chunk's 16 blocks of the eight rows (BLK), then
+// every pointer on to the next chunk (bytes: the rows' 16 blocks).
+#define AX8CHUNK(BLK, bytes) \
+	BLK(0); BLK(1); BLK(2); BLK(3); BLK(4); BLK(5); BLK(6); BLK(7); \
+	BLK(8); BLK(9); BLK(10); BLK(11); BLK(12); BLK(13); BLK(14); BLK(15); \
+	ADDQ bytes, SI; \
+	ADDQ bytes, BX; \
+	ADDQ bytes, DX; \
+	ADDQ bytes, R8; \
+	ADDQ bytes, R10; \
+	ADDQ bytes, R11; \
+	ADDQ bytes, R12; \
+	ADDQ bytes, R13; \
+	ADDQ $2048, DI; \
+	SUBQ $16, CX
+
 // func axpy8Q40ActVNNI(y *float32, a *[8]float32, w *[8]*byte, nb int)
 TEXT ·axpy8Q40ActVNNI(SB), NOSPLIT, $256-32
-	MOVQ y+0(FP), DI
-	MOVQ a+8(FP), R9
-	MOVQ w+16(FP), AX
-	MOVQ 0(AX), SI
-	MOVQ 8(AX), BX
-	MOVQ 16(AX), DX
-	MOVQ 24(AX), R8
-	MOVQ 32(AX), R10
-	MOVQ 40(AX), R11
-	MOVQ 48(AX), R12
-	MOVQ 56(AX), R13
-	MOVQ nb+24(FP), CX
-	MOVL $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z2
-	MOVL $0x7fffffff, AX
-	VPBROADCASTD AX, Z21
-	MOVL $0x42fe0000, AX // 127.0
-	VPBROADCASTD AX, Z22
-	MOVL $0x00800000, AX // the smallest normal float32
-	VPBROADCASTD AX, Z23
-	MOVL $0xff, AX
-	VPBROADCASTD AX, Z25
-	VMOVDQU32 t4x16<>(SB), Z20
+	AX8PROLOGUE($0x0f0f0f0f)
 	Q4SCALESETUP
 a8q4chunk:
 	CMPQ CX, $16
 	JL   a8q4done
-	AX8COEFS(ROWC, $3, PACK4)
-	AX8BLK(0)
-	AX8BLK(1)
-	AX8BLK(2)
-	AX8BLK(3)
-	AX8BLK(4)
-	AX8BLK(5)
-	AX8BLK(6)
-	AX8BLK(7)
-	AX8BLK(8)
-	AX8BLK(9)
-	AX8BLK(10)
-	AX8BLK(11)
-	AX8BLK(12)
-	AX8BLK(13)
-	AX8BLK(14)
-	AX8BLK(15)
-	ADDQ $288, SI
-	ADDQ $288, BX
-	ADDQ $288, DX
-	ADDQ $288, R8
-	ADDQ $288, R10
-	ADDQ $288, R11
-	ADDQ $288, R12
-	ADDQ $288, R13
-	ADDQ $2048, DI
-	SUBQ $16, CX
+	AX8COEFS(ROWC, $3)
+	AX8CHUNK(AX8BLK, $288)
 	JMP  a8q4chunk
 a8q4done:
 	VZEROUPPER
@@ -193,93 +212,19 @@ a8q4done:
 
 // axpy8Q80ActVNNI is axpy8Q40ActVNNI for Q8_0 rows (axpy8Q80ActRef states
 // the arithmetic): the same int8 coefficients and scale per block, each
-// row's 32 signed quants taken as w + 128 (one XOR) in two halves of 16,
-// transposed four rows at a time by VPERMB and summed over the eight rows
-// by VPDPBUSD, the excess 128·Σ_r q_r taken off. Registers as there, but
-// Z2 is 0x80 bytes, Z1 the 0xff dwords and Z0 the second output temporary
-// (Q8SCALESETUP holds Z24, Z25, Z27, Z28; SCALES16Q8 uses Z26 and Z30).
-// ROWC8(base, r, z): row r's 16 block scales at base times a[r].
-#define ROWC8(base, r, z) SCALES16Q8(base, z); VBROADCASTSS r*4(R9), Z6; VMULPS Z6, z, z
-#define PACK4B(z0, z1, z2, z3) VPANDD Z1, z0, z0; VPSLLD $24, z1, z1; VPSRLD $16, z1, z1; VPSLLD $24, z2, z2; VPSRLD $8, z2, z2; VPSLLD $24, z3, z3; VPTERNLOGD $0xfe, z1, z2, z0; VPORD z3, z0, z0
-// Q8T(off, r0, r1, r2, r3, xl, z): 16 quant bytes at off(r0..r3) transposed
-// (dword i: byte i of each row), offset to unsigned.
-#define Q8T(off, r0, r1, r2, r3, xl, z) VMOVDQU off(r0), xl; VINSERTI32X4 $1, off(r1), z, z; VINSERTI32X4 $2, off(r2), z, z; VINSERTI32X4 $3, off(r3), z, z; VPERMB z, Z20, z; VPXORD Z2, z, z
-// AX8BLK80(k): block k of the eight rows into y[32k, 32k+32).
-#define AX8BLK80(k) \
-	Q8T(k*34+2, SI, BX, DX, R8, X4, Z4); \
-	Q8T(k*34+18, SI, BX, DX, R8, X5, Z5); \
-	Q8T(k*34+2, R10, R11, R12, R13, X6, Z6); \
-	Q8T(k*34+18, R10, R11, R12, R13, X7, Z7); \
-	VPBROADCASTD 128+k*4(SP), Z8; \
-	VMOVDQA32 Z8, Z9; \
-	VPDPBUSD.BCST k*4(SP), Z4, Z8; \
-	VPDPBUSD.BCST k*4(SP), Z5, Z9; \
-	VPDPBUSD.BCST 64+k*4(SP), Z6, Z8; \
-	VPDPBUSD.BCST 64+k*4(SP), Z7, Z9; \
-	VCVTDQ2PS Z8, Z8; \
-	VCVTDQ2PS Z9, Z9; \
-	VMOVUPS k*128(DI), Z10; \
-	VMOVUPS k*128+64(DI), Z0; \
-	VFMADD231PS.BCST 192+k*4(SP), Z8, Z10; \
-	VFMADD231PS.BCST 192+k*4(SP), Z9, Z0; \
-	VMOVUPS Z10, k*128(DI); \
-	VMOVUPS Z0, k*128+64(DI)
+// row's 32 signed quants taken as w + 128 (one XOR with Z2) in two halves
+// of 16, transposed four rows at a time by VPERMB and summed over the eight
+// rows by VPDPBUSD, the excess 128·Σ_r q_r taken off. Q8SCALESETUP holds
+// Z24, Z25, Z27, Z28 and K4-K6; SCALES16Q8 uses Z26 and Z30.
 // func axpy8Q80ActVNNI(y *float32, a *[8]float32, w *[8]*byte, nb int)
 TEXT ·axpy8Q80ActVNNI(SB), NOSPLIT, $256-32
-	MOVQ y+0(FP), DI
-	MOVQ a+8(FP), R9
-	MOVQ w+16(FP), AX
-	MOVQ 0(AX), SI
-	MOVQ 8(AX), BX
-	MOVQ 16(AX), DX
-	MOVQ 24(AX), R8
-	MOVQ 32(AX), R10
-	MOVQ 40(AX), R11
-	MOVQ 48(AX), R12
-	MOVQ 56(AX), R13
-	MOVQ nb+24(FP), CX
-	MOVL $0x80808080, AX
-	VPBROADCASTD AX, Z2
-	MOVL $0x7fffffff, AX
-	VPBROADCASTD AX, Z21
-	MOVL $0x42fe0000, AX // 127.0
-	VPBROADCASTD AX, Z22
-	MOVL $0x00800000, AX // the smallest normal float32
-	VPBROADCASTD AX, Z23
-	MOVL $0xff, AX
-	VPBROADCASTD AX, Z1
-	VMOVDQU32 t4x16<>(SB), Z20
+	AX8PROLOGUE($0x80808080)
 	Q8SCALESETUP
 a8q8chunk:
 	CMPQ CX, $16
 	JL   a8q8done
-	AX8COEFS(ROWC8, $7, PACK4B)
-	AX8BLK80(0)
-	AX8BLK80(1)
-	AX8BLK80(2)
-	AX8BLK80(3)
-	AX8BLK80(4)
-	AX8BLK80(5)
-	AX8BLK80(6)
-	AX8BLK80(7)
-	AX8BLK80(8)
-	AX8BLK80(9)
-	AX8BLK80(10)
-	AX8BLK80(11)
-	AX8BLK80(12)
-	AX8BLK80(13)
-	AX8BLK80(14)
-	AX8BLK80(15)
-	ADDQ $544, SI
-	ADDQ $544, BX
-	ADDQ $544, DX
-	ADDQ $544, R8
-	ADDQ $544, R10
-	ADDQ $544, R11
-	ADDQ $544, R12
-	ADDQ $544, R13
-	ADDQ $2048, DI
-	SUBQ $16, CX
+	AX8COEFS(ROWC8, $7)
+	AX8CHUNK(AX8BLK80, $544)
 	JMP  a8q8chunk
 a8q8done:
 	VZEROUPPER
