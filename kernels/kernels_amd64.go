@@ -430,30 +430,8 @@ func avx512Table(avx2 *Table) *Table {
 		// The down projection eight records at a time in integers
 		// (VPERMB transposes four rows' quant bytes): docs/bench.md,
 		// eleventh session.
-		q40.Axpy8Act = func(y []float32, a *[8]float32, w *[8][]byte) {
-			nb := len(y) / format.QK
-			if nb == 0 || nb%16 != 0 {
-				axpy8Q40ActRef(y, a, w)
-				return
-			}
-			var p [8]*byte
-			for r := range p {
-				p[r] = &w[r][:nb*18][0] // every row holds nb blocks
-			}
-			axpy8Q40ActVNNI(&y[0], a, &p, nb)
-		}
-		q80.Axpy8Act = func(y []float32, a *[8]float32, w *[8][]byte) {
-			nb := len(y) / format.QK
-			if nb == 0 || nb%16 != 0 {
-				axpy8Q80ActRef(y, a, w)
-				return
-			}
-			var p [8]*byte
-			for r := range p {
-				p[r] = &w[r][:nb*34][0] // every row holds nb blocks
-			}
-			axpy8Q80ActVNNI(&y[0], a, &p, nb)
-		}
+		q40.Axpy8Act = blockAxpy8Act(axpy8Q40ActVNNI, format.Q4_0)
+		q80.Axpy8Act = blockAxpy8Act(axpy8Q80ActVNNI, format.Q8_0)
 	}
 	q40.Dot4Act = func(w []byte, a0, a1, a2, a3 *Q8Act) (out [4]float32) {
 		a := [4]*Q8Act{a0, a1, a2, a3}

@@ -171,19 +171,10 @@ func axpy4Q80Ref(y []float32, a *[4]float32, w *[4][]byte) {
 // axpy8Q40ActVNNI computes it; the error against the exact axpy is at most
 // s/2 per unit of |w − 8| per row.
 func axpy8Q40ActRef(y []float32, a *[8]float32, w *[8][]byte) {
-	const smallest = 0x1p-126
 	for b := 0; b < len(y)/format.QK; b++ {
-		var c [8]float32
-		m := float32(smallest)
-		for r := range w {
-			c[r] = F16ToF32(binary.LittleEndian.Uint16(w[r][b*18:])) * a[r]
-			m = max(m, float32(math.Abs(float64(c[r]))))
-		}
-		inv, s := 127/m, m/127
-		var q [8]int32
+		q, s := int8Coefs(a, w, b*18)
 		off := int32(0)
-		for r := range c {
-			q[r] = int32(math.RoundToEven(float64(c[r] * inv)))
+		for r := range q {
 			off -= 8 * q[r]
 		}
 		ys := y[b*format.QK : (b+1)*format.QK]
@@ -200,24 +191,32 @@ func axpy8Q40ActRef(y []float32, a *[8]float32, w *[8][]byte) {
 	}
 }
 
+// int8Coefs is the int8 down projections' rounding of one block (its
+// bytes at off in every row, the F16 scale first): the coefficients c_r =
+// a[r]·d_r share the scale s = m/127 (m the largest |c_r|, at least the
+// smallest normal float32) and each is q_r = round(c_r·127/m), ties to even.
+func int8Coefs(a *[8]float32, w *[8][]byte, off int) (q [8]int32, s float32) {
+	const smallest = 0x1p-126
+	var c [8]float32
+	m := float32(smallest)
+	for r := range w {
+		c[r] = F16ToF32(binary.LittleEndian.Uint16(w[r][off:])) * a[r]
+		m = max(m, float32(math.Abs(float64(c[r]))))
+	}
+	inv := 127 / m
+	for r := range c {
+		q[r] = int32(math.RoundToEven(float64(c[r] * inv)))
+	}
+	return q, m / 127
+}
+
 // axpy8Q80ActRef is axpy8Q40ActRef for Q8_0 rows: the same int8
 // coefficients q_r and scale s per block, and the block's 32 outputs take
 // s·Σ_r q_r·w_{r,i} (w the signed quants), the sum in integers, as
 // axpy8Q80ActVNNI computes it.
 func axpy8Q80ActRef(y []float32, a *[8]float32, w *[8][]byte) {
-	const smallest = 0x1p-126
 	for b := 0; b < len(y)/format.QK; b++ {
-		var c [8]float32
-		m := float32(smallest)
-		for r := range w {
-			c[r] = F16ToF32(binary.LittleEndian.Uint16(w[r][b*34:])) * a[r]
-			m = max(m, float32(math.Abs(float64(c[r]))))
-		}
-		inv, s := 127/m, m/127
-		var q [8]int32
-		for r := range c {
-			q[r] = int32(math.RoundToEven(float64(c[r] * inv)))
-		}
+		q, s := int8Coefs(a, w, b*34)
 		ys := y[b*format.QK : (b+1)*format.QK]
 		for j := range ys {
 			var sum int32
@@ -227,6 +226,18 @@ func axpy8Q80ActRef(y []float32, a *[8]float32, w *[8][]byte) {
 			ys[j] = fma32(float32(sum), s, ys[j])
 		}
 	}
+}
+
+// axpy8ActRef is the dtype's int8 down projection reference (nil for the
+// dtypes without one).
+func axpy8ActRef(dt format.DType) func([]float32, *[8]float32, *[8][]byte) {
+	switch dt {
+	case format.Q4_0:
+		return axpy8Q40ActRef
+	case format.Q8_0:
+		return axpy8Q80ActRef
+	}
+	return nil
 }
 
 // fma32 is x·y + z as VFMADD231PS computes it, up to double rounding: the

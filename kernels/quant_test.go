@@ -383,7 +383,6 @@ func TestAxpy8ActMatchesReference(t *testing.T) {
 		{},
 	}
 	tested := 0
-	refs := map[format.DType]func([]float32, *[8]float32, *[8][]byte){format.Q4_0: axpy8Q40ActRef, format.Q8_0: axpy8Q80ActRef}
 	for _, tb := range Tables() {
 		for _, dt := range []format.DType{format.Q4_0, format.Q8_0} {
 			axpy8 := tb.Ops(dt).Axpy8Act
@@ -401,7 +400,7 @@ func TestAxpy8ActMatchesReference(t *testing.T) {
 					y1 := randVec(rng, n)
 					y2 := append([]float32(nil), y1...)
 					axpy8(y1, &a, &w)
-					refs[dt](y2, &a, &w)
+					axpy8ActRef(dt)(y2, &a, &w)
 					for i := range y1 {
 						if y1[i] != y2[i] && math.Abs(float64(y1[i]-y2[i])) > 1e-7*math.Abs(float64(y2[i])) {
 							t.Fatalf("%s %v nb=%d a=%v [%d]: %g vs reference %g", tb.Name, dt, nb, a, i, y1[i], y2[i])

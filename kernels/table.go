@@ -230,11 +230,10 @@ func (t *Table) WithExactDown() *Table {
 func (t *Table) IntegerReference() *Table {
 	c := Generic.WithIntegerPath(true)
 	down := false
-	if t.ops[format.Q4_0].Axpy8Act != nil {
-		c.ops[format.Q4_0].Axpy8Act, down = axpy8Q40ActRef, true
-	}
-	if t.ops[format.Q8_0].Axpy8Act != nil {
-		c.ops[format.Q8_0].Axpy8Act, down = axpy8Q80ActRef, true
+	for dt := range c.ops {
+		if t.ops[dt].Axpy8Act != nil {
+			c.ops[dt].Axpy8Act, down = axpy8ActRef(format.DType(dt)), true
+		}
 	}
 	if down {
 		c.Name += "+int8down"

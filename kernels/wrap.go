@@ -38,6 +38,25 @@ func blockAxpy4(k func(y *float32, a *[4]float32, w0, w1, w2, w3 *byte, nb int),
 	}
 }
 
+// blockAxpy8Act adapts an int8 down projection kernel over eight rows of
+// block type dt (nb a multiple of 16), the reference taking other lengths.
+func blockAxpy8Act(k func(y *float32, a *[8]float32, w *[8]*byte, nb int), dt format.DType) func([]float32, *[8]float32, *[8][]byte) {
+	ref := axpy8ActRef(dt)
+	bb, _ := dt.RowBytes(format.QK)
+	return func(y []float32, a *[8]float32, w *[8][]byte) {
+		nb := len(y) / format.QK
+		if nb == 0 || nb%16 != 0 {
+			ref(y, a, w)
+			return
+		}
+		var p [8]*byte
+		for r := range p {
+			p[r] = &w[r][:nb*bb][0] // every row holds nb blocks
+		}
+		k(&y[0], a, &p, nb)
+	}
+}
+
 // q8ActDot adapts an integer dot against Q8 activations (quantised values
 // and block scales).
 func q8ActDot(k func(w *byte, xq *int8, xd *float32, nb int) float32) func([]byte, *Q8Act) float32 {
