@@ -45,6 +45,11 @@ func (b *RecordBlock) DownRow(j int) []byte {
 	return b.UD[j*b.UDStride+b.RowBytes : j*b.UDStride+2*b.RowBytes]
 }
 
+// UpDown is record j's up and down rows, adjacent in both layouts.
+func (b *RecordBlock) UpDown(j int) []byte {
+	return b.UD[j*b.UDStride : j*b.UDStride+2*b.RowBytes]
+}
+
 // Downs is the block's memory from record j's down row on: down rows
 // UDStride apart (a prefill GEMM's operand).
 func (b *RecordBlock) Downs(j int) []byte { return b.UD[j*b.UDStride+b.RowBytes:] }
@@ -85,7 +90,7 @@ func (b *RecordBlock) Interleaved() []byte {
 func (b *RecordBlock) CopyRecord(dst []byte, j int) {
 	R := b.RowBytes
 	copy(dst[:R], b.GateRow(j))
-	copy(dst[R:3*R], b.UD[j*b.UDStride:j*b.UDStride+2*R])
+	copy(dst[R:3*R], b.UpDown(j))
 }
 
 // PutSplit writes recs, whole interleaved records (gate | up | down rows of

@@ -206,7 +206,7 @@ func upDown(acc []float32, records *recordCursor, ops *Ops, sel []int32, g, x []
 func prefetchUD(records *recordCursor, sel []int32, a int, pf func([]byte)) {
 	if a < len(sel) {
 		b, k := records.at(int(sel[a]))
-		pf(b.UD[k*b.UDStride : k*b.UDStride+2*b.RowBytes])
+		pf(b.UpDown(k))
 	}
 }
 

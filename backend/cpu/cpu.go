@@ -300,7 +300,7 @@ func (e *Exec) Gather(all backend.Records, ranks []int, static int, compact bool
 			for k := lo; k < hi; k++ {
 				b, j := a.at(rest[k])
 				copy(buf[k*R:(k+1)*R], b.GateRow(j))
-				copy(buf[n*R+2*k*R:n*R+2*(k+1)*R], b.UD[j*b.UDStride:j*b.UDStride+2*R])
+				copy(buf[n*R+2*k*R:n*R+2*(k+1)*R], b.UpDown(j))
 			}
 		})
 		blocks = append(blocks, format.SplitBlock(buf, n, n, R))
