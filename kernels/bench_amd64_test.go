@@ -109,3 +109,47 @@ func BenchmarkMicroFMAPeakAVX512(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)*1000*10*32/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
+
+// The BF16 prefill tiles from cache, in GFLOP/s (64 per VDPBF16PS): the
+// gate/up panel tile (four rows × six tokens, dot form, 2048 columns) and
+// the down tile (six tokens × 64 columns over 256 record pairs).
+func BenchmarkMicroBF16PanelTile(b *testing.B) {
+	needCPU(b, cpu.X86.HasAVX512BF16, "AVX512_BF16")
+	rng := rand.New(rand.NewPCG(1, 1))
+	panel := make([]uint16, 4*microN)
+	xs := make([]uint16, 6*microN)
+	for i := range panel {
+		panel[i] = F32ToBF16(rng.Float32())
+	}
+	for i := range xs {
+		xs[i] = F32ToBF16(rng.Float32())
+	}
+	var xp [6]*uint16
+	for j := range xp {
+		xp[j] = &xs[j*microN]
+	}
+	var acc [24][16]float32
+	for i := 0; i < b.N; i++ {
+		gemm4x6BF16DPPanel(&panel[0], &xp, microN, &acc)
+	}
+	b.ReportMetric(float64(b.N)*24*2*microN/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+func BenchmarkMicroBF16DownTile(b *testing.B) {
+	needCPU(b, cpu.X86.HasAVX512BF16, "AVX512_BF16")
+	const P = 256
+	rng := rand.New(rand.NewPCG(1, 1))
+	w := make([]uint16, P*128)
+	h := make([]uint32, P*6)
+	for i := range w {
+		w[i] = F32ToBF16(rng.Float32())
+	}
+	for i := range h {
+		h[i] = uint32(F32ToBF16(rng.Float32())) | uint32(F32ToBF16(rng.Float32()))<<16
+	}
+	acc := make([]float32, 6*64)
+	for i := 0; i < b.N; i++ {
+		gemmDown6BF16DP(&acc[0], 64, &h[0], &w[0], 128, P, 64)
+	}
+	b.ReportMetric(float64(b.N)*6*64*2*2*P/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}

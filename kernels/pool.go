@@ -253,3 +253,38 @@ func (p *Pool) gemmScratch(n int) []float32 {
 	}
 	return p.gemm[:n]
 }
+
+// PrefillScratchBytes bounds what a pool of workers keeps for batches of
+// up to T tokens of a model with hidden size H, N FFN neurons a layer,
+// heads × hd query and kvHeads × hd key/value widths, over a context of
+// ctx: the FFN's per-worker partial sums (scratch), the GEMM's blocks or
+// attention's (gemmScratch, the larger), the activations rounded to BF16
+// and back (xb, xr), quantized (acts) and laid out as tiles, the integer
+// panels, the plain attention loop's score rows and the gated decode's
+// dots and keys. A memory plan adds it once per pool, not per sequence.
+func PrefillScratchBytes(T, H, N, heads, kvHeads, hd, ctx, workers int) uint64 {
+	cols := max(H, heads*hd)
+	group := max(1, heads/max(1, kvHeads))
+	M, np := attnBlock*group, (ctx+31)&^31
+	attn := M*hd + M*np + hd*np + gemmBlock(M, 0)
+	gemm := max(ffnBlock(T, H, max(ffnRecBlock, ffnRecBlockBF16)), gemmBlock(T, cols), attn)
+	floats := workers*(T*H+gemm) + 2*workers*np
+	// xb and xr: 6 bytes a value; acts (int8 values, their VNNI layout, a
+	// scale and a sum per 32) and their tiles: at most 6; panels; the
+	// gated decode: a float and two keys a neuron.
+	bytes := 6*T*cols + 6*T*cols + workers*(cols/format.QK)*panelBlockBytes + 12*N
+	return uint64(4*floats + bytes)
+}
+
+// heldBytes is what p's scratch holds now (PrefillScratchBytes' subject).
+func (p *Pool) heldBytes() uint64 {
+	n := 4*cap(p.buf) + 4*cap(p.gemm) + 2*cap(p.xb) + 4*cap(p.xr) + 4*cap(p.att) + 4*cap(p.gates) + 4*cap(p.keys) + 4*cap(p.sel)
+	for _, a := range p.acts {
+		n += cap(a.Q) + 4*cap(a.D) + 4*cap(a.S) + cap(a.Quad)
+	}
+	n += cap(p.tiles.Q) + 4*cap(p.tiles.D) + 4*cap(p.tiles.C)
+	for _, b := range p.panels {
+		n += cap(b)
+	}
+	return uint64(n)
+}

@@ -1,10 +1,13 @@
 package kernels
 
 import (
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sipack/sipack/format"
 )
 
 // TestPoolCoversEveryRowOnce: every row of every job is handed out exactly
@@ -85,4 +88,40 @@ func TestRunStaticDealsChunks(t *testing.T) {
 		}
 		p.Close()
 	}
+}
+
+// TestPrefillScratchBound: what a pool holds after the operations of a
+// forward pass (the q projection, the FFN, attention; prefill batches of
+// growing length, then a decode step) stays within PrefillScratchBytes for
+// every table and dtype, so a memory plan that counts it holds.
+func TestPrefillScratchBound(t *testing.T) {
+	forTables(t, func(t *testing.T, tb *Table) {
+		for _, dt := range []format.DType{format.F32, format.BF16, format.F16, format.Q8_0, format.Q4_0} {
+			for _, s := range []struct{ H, N, heads, kvHeads, hd int }{{256, 768, 8, 4, 32}, {512, 1024, 8, 2, 64}} {
+				rng := rand.New(rand.NewPCG(3, 4))
+				qDim, kvDim := s.heads*s.hd, s.kvHeads*s.hd
+				wq, _ := randRow(rng, dt, qDim*s.H)
+				Wq := &Weight{Data: wq, DType: dt, Rows: qDim, Cols: s.H}
+				recs, _ := randRow(rng, dt, s.N*3*s.H)
+				blocks := recordBlocks(dt, s.H, false, recs)
+				const ctx = 160
+				keys, values := randVec(rng, ctx*kvDim), randVec(rng, ctx*kvDim)
+				p := NewPool(2)
+				most := 0 // the pool keeps what the longest batch grew it to
+				for _, T := range []int{6, 37, 130, 1} {
+					most = max(most, T)
+					x := randVec(rng, T*s.H)
+					q := make([]float32, T*qDim)
+					MatMul(p, q, Wq, x)
+					FFNRecords(p, make([]float32, T*s.H), blocks, dt, s.H, x, nil)
+					Attention(p, make([]float32, T*qDim), q, keys, values, s.heads, s.kvHeads, s.hd, s.hd, kvDim, ctx-T, T, 0.1)
+					bound := PrefillScratchBytes(most, s.H, s.N, s.heads, s.kvHeads, s.hd, ctx, 2)
+					if held := p.heldBytes(); held > bound {
+						t.Errorf("%v %+v, %d tokens: the pool holds %d bytes, over the bound %d", dt, s, T, held, bound)
+					}
+				}
+				p.Close()
+			}
+		}
+	})
 }

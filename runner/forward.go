@@ -17,15 +17,16 @@ type State struct {
 	pool *kernels.Pool // the threads the Exec runs on (host-side work may use them between ops)
 	Ctx  int           // context length the cache holds
 
-	T      int         // tokens the buffers below are sized for
-	x      backend.Buf // (T, hidden) residual stream
-	xb     backend.Buf // (T, hidden) normed input of attention / FFN
-	q      backend.Buf // (T, heads*hd)
-	k, v   backend.Buf // (T, kv*hd)
-	attOut backend.Buf // (T, heads*hd)
-	ffnOut backend.Buf // (T, hidden)
-	logits backend.Buf // (T, vocab) or (vocab)
-	act    []float32   // (T, ranks) FFN activations h on the host, only when a pass wants them
+	T         int         // tokens the buffers below are sized for
+	x         backend.Buf // (T, hidden) residual stream
+	xb        backend.Buf // (T, hidden) normed input of attention / FFN
+	q         backend.Buf // (T, heads*hd)
+	k, v      backend.Buf // (T, kv*hd)
+	attOut    backend.Buf // (T, heads*hd)
+	ffnOut    backend.Buf // (T, hidden)
+	logits    backend.Buf // (rows, vocab): the rows of logits the last batch asked for
+	logitRows int         // rows logits is sized for
+	act       []float32   // (T, ranks) FFN activations h on the host, only when a pass wants them
 
 	cache  backend.KVCache // (layer, ctx, kv*hd) keys and values
 	Logits []float32       // (T, vocab) when all positions are wanted, else (vocab)
@@ -94,7 +95,19 @@ func (s *State) size(T int) {
 	s.T = T
 	s.x, s.xb, s.ffnOut = s.ex.Alloc(T*H), s.ex.Alloc(T*H), s.ex.Alloc(T*H)
 	s.q, s.k, s.v, s.attOut = s.ex.Alloc(T*qDim), s.ex.Alloc(T*kvDim), s.ex.Alloc(T*kvDim), s.ex.Alloc(T*qDim)
-	s.logits = s.ex.Alloc(T * c.VocabSize)
+}
+
+// sizeLogits returns the logits buffer for rows tokens, grown if needed: a prompt
+// that wants only its last token's logits holds one row, not T (a
+// 256-token prompt's T rows were 131 MB for Llama 3's vocabulary, zeroed
+// on every new size).
+func (s *State) sizeLogits(rows int) backend.Buf {
+	V := s.m.Config.VocabSize
+	if rows > s.logitRows {
+		s.logitRows = rows
+		s.logits = s.ex.Alloc(rows * V)
+	}
+	return s.ex.Slice(s.logits, 0, rows*V)
 }
 
 // Forward runs one token at position pos over every loaded rank and
@@ -184,7 +197,7 @@ func (s *State) ForwardBatch(tokens []int, pos int, pass Pass) ([]float32, error
 	xs := e.Slice(s.x, first*H, rows*H)
 	xb := e.Slice(s.xb, 0, rows*H)
 	e.RMSNorm(xb, xs, m.Norm, c.RMSNormEps)
-	logits := e.Slice(s.logits, 0, rows*c.VocabSize)
+	logits := s.sizeLogits(rows)
 	e.MatMul([]backend.Buf{logits}, []backend.Matrix{m.Output}, xb)
 	s.Logits = grow(s.Logits, rows*c.VocabSize)
 	e.Read(s.Logits, logits)

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -51,6 +52,7 @@ type Session struct {
 	// are made once, not at every prompt.
 	static    [][]int
 	staticFor Counts
+	batch     int // a prefill batch's most tokens (0: PlanBatch); tests set fewer
 }
 
 // NewSession allocates a session with a context of ctx tokens.
@@ -101,9 +103,17 @@ func (ss *Session) Prefill(prompt []int) ([]float32, *Votes, error) {
 		}
 		pass.Votes = votes
 	}
-	logits, err := ss.S.ForwardBatch(input, ss.Pos, pass)
-	if err != nil {
-		return nil, nil, err
+	// The prompt goes through in batches of at most PlanBatch tokens (as
+	// llama.cpp's micro-batches): the activations then stay those of one
+	// batch whatever the prompt's length, as the memory plan counts them,
+	// and the votes add up over the batches.
+	batch := cmp.Or(ss.batch, PlanBatch)
+	var logits []float32
+	for off := 0; off < len(input); off += batch {
+		var err error
+		if logits, err = ss.S.ForwardBatch(input[off:min(off+batch, len(input))], ss.Pos+off, pass); err != nil {
+			return nil, nil, err
+		}
 	}
 	ss.Pos += len(input)
 	ss.History = append(ss.History, prompt...)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/kernels"
 )
 
 // RuntimeBytes is what a sirun process holds before it loads a pack: the Go
@@ -19,24 +20,25 @@ type MemoryPlan struct {
 	Bands     int    // bands the plan loads
 	KV        uint64 // the KV caches: sequences × 2 (K, V) × f32 × layers × ctx × kv heads × head_dim
 	Buffers   uint64 // per sequence: a prefill batch's activations and logits, the compact per-prompt records
+	Scratch   uint64 // the kernels' scratch for a prefill batch on Threads workers (one pool for all sequences)
 	Tokenizer uint64 // the index read into memory and the parsed tokenizer (≈ 4× its JSON)
 	Runtime   uint64 // RuntimeBytes
 }
 
 // Total is the plan's bytes.
 func (m MemoryPlan) Total() uint64 {
-	return m.Prefix + uint64(m.Bands)*m.BandBytes + m.KV + m.Buffers + m.Tokenizer + m.Runtime
+	return m.Prefix + uint64(m.Bands)*m.BandBytes + m.KV + m.Buffers + m.Scratch + m.Tokenizer + m.Runtime
 }
 
 // Heap is the part the Go runtime allocates (everything but the mapped
 // pack and the binary's code): sirun sets it as the runtime's soft memory
 // limit so that garbage collection keeps the heap near it.
-func (m MemoryPlan) Heap() uint64 { return m.KV + m.Buffers + m.Tokenizer + m.Runtime/2 }
+func (m MemoryPlan) Heap() uint64 { return m.KV + m.Buffers + m.Scratch + m.Tokenizer + m.Runtime/2 }
 
 // String lists the parts in MiB.
 func (m MemoryPlan) String() string {
-	return fmt.Sprintf("%s = index and dense weights %s + %d × %s bands + KV cache %s + buffers %s + tokenizer %s + Go runtime and code %s",
-		mib(m.Total()), mib(m.Prefix), m.Bands, mib(m.BandBytes), mib(m.KV), mib(m.Buffers), mib(m.Tokenizer), mib(m.Runtime))
+	return fmt.Sprintf("%s = index and dense weights %s + %d × %s bands + KV cache %s + buffers %s + kernel scratch %s + tokenizer %s + Go runtime and code %s",
+		mib(m.Total()), mib(m.Prefix), m.Bands, mib(m.BandBytes), mib(m.KV), mib(m.Buffers), mib(m.Scratch), mib(m.Tokenizer), mib(m.Runtime))
 }
 
 func mib(n uint64) string {
@@ -46,8 +48,9 @@ func mib(n uint64) string {
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
-// PlanBatch is the longest prompt (prefill batch) a memory plan counts
-// activations for; sirun refuses longer prompts under --mem-budget.
+// PlanBatch is the longest prefill batch: Session.Prefill runs a longer
+// prompt in batches of this many tokens, so the activations a memory plan
+// counts hold for a prompt of any length.
 const PlanBatch = 512
 
 // MemoryNeeds is what a run asks of memory besides the pack's bytes.
@@ -61,13 +64,15 @@ type MemoryNeeds struct {
 	// MinRanks is the least number of ranks per sparse layer the run must
 	// load (the φ count when it selects: φ ≤ γ).
 	MinRanks int
+	Threads  int // the kernels' worker threads (0: 1)
 }
 
 // PlanMemory is the memory plan of loading every band of p (Bands: the
 // bands the pack holds) for the run n describes. The activations are those
 // of a prefill batch of min(ctx, PlanBatch) tokens: per token the residual,
 // the normed input and the FFN output (3·H), q, k, v and the attention
-// output, the FFN activations over N neurons (voting) and the logits.
+// output and the FFN activations over N neurons (voting); and one token's
+// logits (a prompt's logits are its last token's).
 func PlanMemory(p *format.Pack, n MemoryNeeds) MemoryPlan {
 	c := &p.Index.Config
 	ctx, seqs := n.Ctx, uint64(max(1, n.Sequences))
@@ -76,7 +81,7 @@ func PlanMemory(p *format.Pack, n MemoryNeeds) MemoryPlan {
 	}
 	T := min(ctx, PlanBatch)
 	qDim, kvDim := c.NumHeads*c.HeadDim, c.NumKVHeads*c.HeadDim
-	act := uint64(4 * T * (3*c.HiddenSize + 2*qDim + 2*kvDim + c.IntermediateSize + c.VocabSize))
+	act := uint64(4*T*(3*c.HiddenSize+2*qDim+2*kvDim+c.IntermediateSize) + 4*c.VocabSize)
 	compact := uint64(len(p.Index.SparseLayers)*n.Compact) * p.Index.RecordBytes
 	bands := 0
 	if p.Preamble.BandCount > 0 {
@@ -88,6 +93,7 @@ func PlanMemory(p *format.Pack, n MemoryNeeds) MemoryPlan {
 		Bands:     bands,
 		KV:        seqs * uint64(2*4*c.NumLayers*ctx*kvDim),
 		Buffers:   seqs * (act + compact),
+		Scratch:   kernels.PrefillScratchBytes(T, c.HiddenSize, c.IntermediateSize, c.NumHeads, c.NumKVHeads, c.HeadDim, ctx, max(1, n.Threads)),
 		Tokenizer: p.Preamble.IndexLen + 4*uint64(len(p.Index.TokenizerJSON)),
 		Runtime:   RuntimeBytes,
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/kernels"
 )
 
 // onebShape is a pack header of Llama-3.2-1B's shape (bf16, 64-neuron
@@ -37,9 +38,13 @@ func TestMemoryPlan1BShape(t *testing.T) {
 	if plan.KV != 128<<20 {
 		t.Errorf("KV %d, want 128 MiB", plan.KV)
 	}
-	// Activations of a 512-token batch: 4 B × 512 × (3·2048 + 2·2048 + 2·512 + 8192 + 128256).
-	if want := uint64(4 * 512 * (3*2048 + 2*2048 + 2*512 + 8192 + 128256)); plan.Buffers != want {
+	// Activations of a 512-token batch, 4 B × 512 × (3·2048 + 2·2048 + 2·512 + 8192), and one row of logits.
+	if want := uint64(4*512*(3*2048+2*2048+2*512+8192) + 4*128256); plan.Buffers != want {
 		t.Errorf("buffers %d, want %d", plan.Buffers, want)
+	}
+	// The kernels' scratch for a 512-token batch on one worker (Threads 0).
+	if want := kernels.PrefillScratchBytes(512, 2048, 8192, 32, 8, 64, 2048, 1); plan.Scratch != want {
+		t.Errorf("scratch %d, want %d", plan.Scratch, want)
 	}
 	if plan.Bands != 128 || plan.Tokenizer != 10<<20+4*(9<<20) || plan.Runtime != RuntimeBytes {
 		t.Errorf("plan %+v", plan)

@@ -166,8 +166,12 @@ func (m *Model) MatrixParams() float64 {
 		}
 		n += float64(L.Ranks) * 3 * H
 	}
-	return n + float64(m.Output.Rows()*m.Output.Cols())
+	return n + m.OutputParams()
 }
+
+// OutputParams is the weights of the output matrix (lm_head), which a
+// prompt runs for its last token only.
+func (m *Model) OutputParams() float64 { return float64(m.Output.Rows() * m.Output.Cols()) }
 
 // ropeFrequencies returns inv_freq[i] = θ^(-2i/d), rescaled as Llama 3.1's
 // rope_scaling "llama3" says: wavelengths above original/low_freq_factor are

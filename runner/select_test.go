@@ -617,3 +617,61 @@ func TestRunsAreReproducible(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefillInBatches: a prompt run in batches (Session.Prefill's
+// micro-batches, here of 16 tokens, the last one short) gives the logits,
+// the votes' decode plan and the greedy tokens of the same prompt in one
+// batch.
+func TestPrefillInBatches(t *testing.T) {
+	path := packOf(t, "../testdata/tinyllama", convert.Options{BaseFraction: 0.3})
+	m := loadModel(t, path, 0.7)
+	rng := rand.New(rand.NewPCG(7, 8))
+	prompt := make([]int, 60)
+	for i := range prompt {
+		prompt[i] = rng.IntN(m.Config.VocabSize - 2)
+	}
+	run := func(batch int) ([]float32, Plan, []int) {
+		pool := kernels.NewPool(2)
+		defer pool.Close()
+		ss, err := m.NewSession(pool, 128, SamplerConfig{TopP: 1, RepetitionPenalty: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss.Sel, ss.batch = &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3}, batch
+		logits, votes, err := ss.Prefill(prompt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logits = slices.Clone(logits)
+		if ss.S.logitRows != 1 {
+			t.Errorf("a prompt's logits buffer holds %d rows, want its last token's only", ss.S.logitRows)
+		}
+		if ss.Plan, err = ss.PlanFor(votes); err != nil {
+			t.Fatal(err)
+		}
+		var ids []int
+		tok := Argmax(logits)
+		for i := 0; i < 16; i++ {
+			ids = append(ids, tok)
+			l, err := ss.Decode(tok, ss.Plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok = Argmax(l)
+		}
+		return logits, ss.Plan, ids
+	}
+	l1, p1, ids1 := run(0)
+	l16, p16, ids16 := run(16)
+	if d := maxAbsDiff(l1, l16); d > 1e-3 {
+		t.Errorf("logits in batches of 16 differ from one batch by %g", d)
+	}
+	for l := range p1 {
+		if !slices.Equal(p1[l].Ranks, p16[l].Ranks) {
+			t.Errorf("layer %d: the plan from batched votes differs", l)
+		}
+	}
+	if !slices.Equal(ids1, ids16) {
+		t.Errorf("greedy tokens differ:\n%v\n%v", ids1, ids16)
+	}
+}

@@ -116,7 +116,7 @@ func float32Decimal(f float32) float64 {
 // records that buffer holds (φ's count less δ's; an upper bound, since the
 // γ the budget allows may make φ compute every loaded neuron).
 func budgetNeeds(c *cli.Context, path string, ctx, seqs int) (runner.MemoryNeeds, error) {
-	needs := runner.MemoryNeeds{Ctx: ctx, Sequences: seqs}
+	needs := runner.MemoryNeeds{Ctx: ctx, Sequences: seqs, Threads: c.Int("threads")}
 	phi := c.Float64("phi")
 	if phi >= 1 || c.Bool("gather") {
 		return needs, nil

@@ -163,9 +163,6 @@ func generate(c *cli.Context) error {
 		}
 		prompt = m.Tokenizer.Encode(text, true)
 	}
-	if c.IsSet("mem-budget") && len(prompt) > runner.PlanBatch {
-		return fmt.Errorf("prompt is %d tokens; under --mem-budget prompts are limited to %d (the prefill batch the budget counts activations for)", len(prompt), runner.PlanBatch)
-	}
 	if len(prompt) > ctx {
 		return fmt.Errorf("prompt is %d tokens, longer than the context of %d (--ctx, at most %d for this model)", len(prompt), ctx, m.Config.MaxPositionEmbeddings)
 	}
@@ -250,10 +247,6 @@ func generate(c *cli.Context) error {
 			// would take it as the end of the text); later turns continue the
 			// same sequence, so no second bos.
 			p := m.Tokenizer.Encode(line, len(sess.History) == 0)
-			if c.IsSet("mem-budget") && len(p) > runner.PlanBatch {
-				fmt.Fprintf(os.Stderr, "sirun: turn of %d tokens skipped: under --mem-budget turns are limited to %d\n", len(p), runner.PlanBatch)
-				continue
-			}
 			if err := turn(p); err != nil {
 				fmt.Fprintln(os.Stderr, "sirun:", err)
 				if sess.Pos >= sess.S.Ctx {

@@ -250,6 +250,7 @@ func TestBenchRunsOnAPack(t *testing.T) {
 		DenseBoundFraction float64 `json:"dense_bound_fraction"`
 		DenseBytes         uint64  `json:"dense_bytes_per_token"`
 		PrefillTokS        float64 `json:"prefill_tok_s"`
+		PrefillColdTokS    float64 `json:"prefill_cold_tok_s"`
 		PrefillTokens      int     `json:"prefill_tokens"`
 		DecodeDepth        int     `json:"decode_depth"`
 		DType              string  `json:"dtype"`
@@ -265,7 +266,7 @@ func TestBenchRunsOnAPack(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("bench --json output %q: %v", out, err)
 	}
-	if r.Threads != 2 || r.Rounds != 2 || r.BandwidthGBs <= 0 || r.DenseTokS <= 0 || r.DenseBoundFraction <= 0 || r.PrefillTokS <= 0 {
+	if r.Threads != 2 || r.Rounds != 2 || r.BandwidthGBs <= 0 || r.DenseTokS <= 0 || r.DenseBoundFraction <= 0 || r.PrefillTokS <= 0 || r.PrefillColdTokS <= 0 {
 		t.Fatalf("implausible report: %+v", r)
 	}
 	if r.DecodeDepth != 16 {
