@@ -417,3 +417,51 @@ ilv32:
 ilvdone:
 	VZEROUPPER
 	RET
+
+// roundBF16AVX512 rounds n floats at x to BF16 as F32ToBF16 does (to
+// nearest even, NaN kept quiet with its sign) into xb, and, where xr is not
+// nil, writes the rounded values back as float32 into xr: 16 a step in
+// integer lanes, so the result is F32ToBF16's bit for bit (VCVTNEPS2BF16
+// would flush subnormals). n is a multiple of 16.
+// func roundBF16AVX512(xb *uint16, xr *float32, x *float32, n int)
+TEXT ·roundBF16AVX512(SB), NOSPLIT, $0-32
+	MOVQ xb+0(FP), DI
+	MOVQ xr+8(FP), DX
+	MOVQ x+16(FP), SI
+	MOVQ n+24(FP), CX
+	MOVL $1, AX
+	VPBROADCASTD AX, Z8
+	MOVL $0x7fff, AX
+	VPBROADCASTD AX, Z9
+	MOVL $0x7fffffff, AX
+	VPBROADCASTD AX, Z10
+	MOVL $0x7f800000, AX
+	VPBROADCASTD AX, Z11
+	MOVL $0x40, AX
+	VPBROADCASTD AX, Z12
+	SHRQ $4, CX
+	JZ   rbdone
+rbloop:
+	VMOVDQU32 (SI), Z0
+	VPSRLD $16, Z0, Z1
+	VPANDD Z8, Z1, Z2
+	VPADDD Z9, Z0, Z3
+	VPADDD Z2, Z3, Z3
+	VPSRLD $16, Z3, Z3
+	VPANDD Z10, Z0, Z4
+	VPCMPUD $6, Z11, Z4, K1
+	VPORD Z12, Z1, K1, Z3
+	VPMOVDW Z3, (DI)
+	TESTQ DX, DX
+	JZ   rbnext
+	VPSLLD $16, Z3, Z5
+	VMOVDQU32 Z5, (DX)
+	ADDQ $64, DX
+rbnext:
+	ADDQ $64, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  rbloop
+rbdone:
+	VZEROUPPER
+	RET

@@ -64,8 +64,22 @@ type GemmKernel struct {
 	// Interleave writes dst[2i] = a[i], dst[2i+1] = b[i] for i < n (a
 	// multiple of 32): a record pair for DownBF16.
 	Interleave func(dst *uint16, a, b *uint16, n int)
-	Fold       func(acc *[24][16]float32, out *[24]float32)
-	Down       func(acc *float32, accStride int, h *float32, down *float32, ldd int, K int, H int)
+	// RoundBF16 sets xb[i] = F32ToBF16(x[i]) and, where xr is not nil,
+	// xr[i] = BF16ToF32(xb[i]) (roundBF16Ref), for the BF16 path's
+	// activations.
+	RoundBF16 func(xb []uint16, xr, x []float32)
+	Fold      func(acc *[24][16]float32, out *[24]float32)
+	Down      func(acc *float32, accStride int, h *float32, down *float32, ldd int, K int, H int)
+}
+
+// roundBF16Ref is GemmKernel.RoundBF16 in Go.
+func roundBF16Ref(xb []uint16, xr, x []float32) {
+	for i, v := range x {
+		xb[i] = F32ToBF16(v)
+		if xr != nil {
+			xr[i] = BF16ToF32(xb[i])
+		}
+	}
 }
 
 // hsum24Ref is GemmKernel.Fold in Go: out[i] = Σ_lanes acc[i] (tables whose
@@ -110,12 +124,19 @@ func prefillBF16(p *Pool, dt format.DType, x []float32) (xb []uint16, xr []float
 		if hi == len(x)/64 {
 			hi = (len(x) + 63) / 64
 		}
-		for i := lo * 64; i < min(hi*64, len(x)); i++ {
-			xb[i] = F32ToBF16(x[i])
-			xr[i] = BF16ToF32(xb[i])
-		}
+		a, b := lo*64, min(hi*64, len(x))
+		roundBF16(active.Gemm, xb[a:b], xr[a:b], x[a:b])
 	})
 	return xb, xr
+}
+
+// roundBF16 is g's RoundBF16, or the reference where g has none.
+func roundBF16(g *GemmKernel, xb []uint16, xr, x []float32) {
+	if g != nil && g.RoundBF16 != nil {
+		g.RoundBF16(xb, xr, x)
+		return
+	}
+	roundBF16Ref(xb, xr, x)
 }
 
 // prefillTakesBF16 reports whether t's prefill GEMM takes rows of dtype dt
@@ -467,18 +488,25 @@ func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCur
 						(*uint16)(unsafe.Add(unsafe.Pointer(b), cb*128)), 64)
 				}
 			}
-			hp := unsafe.Slice((*uint32)(unsafe.Pointer(&gu[0])), 6*P) // g and u are spent
+			// g and u are spent: h rounded in their upper half, and the
+			// pairs of six tokens at a time in their first 6P words.
+			hp := unsafe.Slice((*uint32)(unsafe.Pointer(&gu[0])), 6*P)
+			hb := unsafe.Slice((*uint16)(unsafe.Pointer(&gu[T*rb])), T*n)
+			roundBF16(g, hb, nil, hbuf[:T*n])
 			for ; t < T; t += gemmToks {
-				for p := 0; p < P; p++ {
-					for q := 0; q < gemmToks; q++ {
-						var lo, hi uint32
-						if t+q < T {
-							lo = uint32(F32ToBF16(hbuf[(t+q)*n+2*p]))
-							if 2*p+1 < n {
-								hi = uint32(F32ToBF16(hbuf[(t+q)*n+2*p+1]))
-							}
+				for q := 0; q < gemmToks; q++ {
+					if t+q >= T {
+						for p := 0; p < P; p++ {
+							hp[p*6+q] = 0
 						}
-						hp[p*6+q] = lo | hi<<16
+						continue
+					}
+					row := hb[(t+q)*n : (t+q+1)*n]
+					for p := 0; p < n/2; p++ {
+						hp[p*6+q] = uint32(row[2*p]) | uint32(row[2*p+1])<<16
+					}
+					if n%2 == 1 {
+						hp[(P-1)*6+q] = uint32(row[n-1])
 					}
 				}
 				g.DownBF16(downAcc(t), H, &hp[0], &wpair[0], 128, P, H)

@@ -52,3 +52,47 @@ func TestMatMulPrefill(t *testing.T) {
 		}
 	})
 }
+
+// TestRoundBF16MatchesReference: every table's RoundBF16 is F32ToBF16 bit
+// for bit (ties to even, subnormals kept, NaN quiet with its sign,
+// infinities), with and without the float32 copy, over lengths with and
+// without a tail.
+func TestRoundBF16MatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	special := []float32{0, float32(math.Copysign(0, -1)), 1, -1, float32(math.Inf(1)), float32(math.Inf(-1)),
+		math.Float32frombits(0x7fc00001), math.Float32frombits(0xff800001), math.Float32frombits(0x7f800001),
+		math.Float32frombits(0x00000001), math.Float32frombits(0x80008000), math.Float32frombits(0x3f808000),
+		math.Float32frombits(0x3f818000), math.Float32frombits(0x7f7fffff), math.Float32frombits(0x3f80ffff)}
+	tested := 0
+	for _, tb := range Tables() {
+		if tb.Gemm == nil || tb.Gemm.RoundBF16 == nil {
+			continue
+		}
+		tested++
+		for _, n := range []int{16, 37, 256, 1000} {
+			x := make([]float32, n)
+			for i := range x {
+				if i < len(special) && n > 16 {
+					x[i] = special[i]
+					continue
+				}
+				x[i] = math.Float32frombits(rng.Uint32())
+			}
+			want, wantR := make([]uint16, n), make([]float32, n)
+			roundBF16Ref(want, wantR, x)
+			got, gotR := make([]uint16, n), make([]float32, n)
+			tb.Gemm.RoundBF16(got, gotR, x)
+			only := make([]uint16, n)
+			tb.Gemm.RoundBF16(only, nil, x)
+			for i := range x {
+				if got[i] != want[i] || only[i] != want[i] || math.Float32bits(gotR[i]) != math.Float32bits(wantR[i]) {
+					t.Fatalf("%s, n %d: x[%d] = %#08x: got %#04x (%#04x without xr), %#08x, want %#04x, %#08x", tb.Name, n, i,
+						math.Float32bits(x[i]), got[i], only[i], math.Float32bits(gotR[i]), want[i], math.Float32bits(wantR[i]))
+				}
+			}
+		}
+	}
+	if tested == 0 {
+		t.Skip("no table with a RoundBF16 kernel on this CPU")
+	}
+}

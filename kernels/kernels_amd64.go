@@ -203,6 +203,9 @@ func gemmDown6BF16DP(acc *float32, accStride int, h *uint32, w *uint16, ldw int,
 func interleaveBF16DP(dst *uint16, a, b *uint16, n int)
 
 //go:noescape
+func roundBF16AVX512(xb *uint16, xr *float32, x *float32, n int)
+
+//go:noescape
 func gemm4x6AVX512Panel(w *float32, x *[6]*float32, n int, acc *[24][16]float32)
 
 //go:noescape
@@ -502,6 +505,24 @@ func avx512Table(avx2 *Table) *Table {
 	return t
 }
 
+// roundBF16Fast is GemmKernel.RoundBF16 through roundBF16AVX512, the
+// tail past a multiple of 16 on the reference.
+func roundBF16Fast(xb []uint16, xr, x []float32) {
+	n := len(x) &^ 15
+	if n > 0 {
+		var r *float32
+		if xr != nil {
+			r = &xr[0]
+		}
+		roundBF16AVX512(&xb[0], r, &x[0], n)
+	}
+	var rt []float32
+	if xr != nil {
+		rt = xr[n:]
+	}
+	roundBF16Ref(xb[n:], rt, x[n:])
+}
+
 // bf16DotTable gives t the VDPBF16PS kernels: the prefill GEMM tile over
 // BF16 rows against activations rounded to BF16 (the default: 1.4× less CPU
 // time for a 1B prefill, TestGoldenRoundedPrefill bounds its logits), and
@@ -515,6 +536,7 @@ func bf16DotTable(t *Table) {
 		g := *t.Gemm
 		g.PanelBF16, g.PackBF16 = gemm4x6BF16DPPanel, gemm4x6BF16DPPack
 		g.DownBF16, g.Interleave = gemmDown6BF16DP, interleaveBF16DP
+		g.RoundBF16 = roundBF16Fast
 		t.Gemm = &g
 		t.PrefillBF16 = true
 	}
