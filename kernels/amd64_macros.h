@@ -130,3 +130,49 @@
 	MOVQ acc+24(FP), AX; \
 	ACC24LD(AX); \
 	XORQ DX, DX
+
+// TOK6PROLOGUEOUT(shift) is TOK6PROLOGUE for the panel tiles' (…, x
+// *[6]*T, n int, out *[24]float32) frames: the accumulators start at zero
+// and AX keeps out, for FOLD24.
+#define TOK6PROLOGUEOUT(shift) \
+	MOVQ x+8(FP), AX; \
+	LOAD4P(AX, R12, R13, R14, SI); \
+	MOVQ 32(AX), DI; \
+	MOVQ 40(AX), BX; \
+	MOVQ n+16(FP), CX; \
+	SHLQ shift, CX; \
+	MOVQ out+24(FP), AX; \
+	ACC24ZERO; \
+	XORQ DX, DX
+
+#define ACC24ZERO \
+	VPXORD Z0, Z0, Z0; VPXORD Z1, Z1, Z1; VPXORD Z2, Z2, Z2; VPXORD Z3, Z3, Z3; \
+	VPXORD Z4, Z4, Z4; VPXORD Z5, Z5, Z5; VPXORD Z6, Z6, Z6; VPXORD Z7, Z7, Z7; \
+	VPXORD Z8, Z8, Z8; VPXORD Z9, Z9, Z9; VPXORD Z10, Z10, Z10; VPXORD Z11, Z11, Z11; \
+	VPXORD Z12, Z12, Z12; VPXORD Z13, Z13, Z13; VPXORD Z14, Z14, Z14; VPXORD Z15, Z15, Z15; \
+	VPXORD Z16, Z16, Z16; VPXORD Z17, Z17, Z17; VPXORD Z18, Z18, Z18; VPXORD Z19, Z19, Z19; \
+	VPXORD Z20, Z20, Z20; VPXORD Z21, Z21, Z21; VPXORD Z22, Z22, Z22; VPXORD Z23, Z23, Z23
+
+// FOLD24(out) sums each of the accumulators Z0-Z23 over its 16 lanes into
+// out[0..23] (a register holding the address), in registers: pairs of
+// vectors are folded into one by shuffles and an add, four levels (lanes
+// i + i+8, then + i+4, + i+2, + i+1: hsum24AVX512's order, so the sums are
+// the same bit for bit), leaving source k + 4m in lane 4k + m, which
+// fold24idx puts back in order. Z24-Z27 are clobbered.
+#define FOLDL1(a, b) VSHUFF32X4 $0x44, b, a, Z24; VSHUFF32X4 $0xEE, b, a, Z25; VADDPS Z25, Z24, a
+#define FOLDL2(a, b) VSHUFF32X4 $0x88, b, a, Z24; VSHUFF32X4 $0xDD, b, a, Z25; VADDPS Z25, Z24, a
+#define FOLDL3(a, b) VSHUFPS $0x44, b, a, Z24; VSHUFPS $0xEE, b, a, Z25; VADDPS Z25, Z24, a
+#define FOLDL4(a, b) VSHUFPS $0x88, b, a, Z24; VSHUFPS $0xDD, b, a, Z25; VADDPS Z25, Z24, a
+#define FOLD24(out) \
+	FOLDL1(Z0, Z1); FOLDL1(Z2, Z3); FOLDL1(Z4, Z5); FOLDL1(Z6, Z7); \
+	FOLDL1(Z8, Z9); FOLDL1(Z10, Z11); FOLDL1(Z12, Z13); FOLDL1(Z14, Z15); \
+	FOLDL1(Z16, Z17); FOLDL1(Z18, Z19); FOLDL1(Z20, Z21); FOLDL1(Z22, Z23); \
+	FOLDL2(Z0, Z2); FOLDL2(Z4, Z6); FOLDL2(Z8, Z10); FOLDL2(Z12, Z14); \
+	FOLDL2(Z16, Z18); FOLDL2(Z20, Z22); \
+	FOLDL3(Z0, Z4); FOLDL3(Z8, Z12); FOLDL3(Z16, Z20); \
+	FOLDL4(Z0, Z8); FOLDL4(Z16, Z16); \
+	VMOVDQU32 ·fold24idx(SB), Z26; \
+	VPERMPS Z0, Z26, Z27; \
+	VMOVUPS Z27, 0(out); \
+	VPERMPS Z16, Z26, Z27; \
+	VMOVUPS Y27, 64(out)

@@ -128,9 +128,9 @@ func BenchmarkMicroBF16PanelTile(b *testing.B) {
 	for j := range xp {
 		xp[j] = &xs[j*microN]
 	}
-	var acc [24][16]float32
+	var out [24]float32
 	for i := 0; i < b.N; i++ {
-		gemm4x6BF16DPPanel(&panel[0], &xp, microN, &acc)
+		gemm4x6BF16DPPanel(&panel[0], &xp, microN, &out)
 	}
 	b.ReportMetric(float64(b.N)*24*2*microN/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }

@@ -180,11 +180,11 @@ t2done:
 // gemm4x6BF16DPPanel: the four rows come packed into one panel, 32 columns
 // of each row in turn (256 bytes a step), one sequential stream for the
 // rows instead of four.
-// func gemm4x6BF16DPPanel(w *uint16, x *[6]*uint16, n int, acc *[24][16]float32)
+// func gemm4x6BF16DPPanel(w *uint16, x *[6]*uint16, n int, out *[24]float32)
 // n is a multiple of 32.
 TEXT ·gemm4x6BF16DPPanel(SB), NOSPLIT, $0-32
 	MOVQ w+0(FP), R8
-	TOK6PROLOGUE($1)
+	TOK6PROLOGUEOUT($1)
 	TESTQ CX, CX
 	JZ   bpstore
 bploop:
@@ -198,7 +198,7 @@ bploop:
 	CMPQ DX, CX
 	JLT  bploop
 bpstore:
-	ACC24ST(AX)
+	FOLD24(AX)
 	VZEROUPPER
 	RET
 
@@ -207,7 +207,7 @@ bpstore:
 // from memory once), are written into the panel as PanelBF16 reads it, and
 // meet the six tokens on the way, so the copy overlaps the arithmetic
 // instead of being a pass of its own.
-// func gemm4x6BF16DPPack(w *[4]*uint16, panel *uint16, x *[6]*uint16, n int, acc *[24][16]float32)
+// func gemm4x6BF16DPPack(w *[4]*uint16, panel *uint16, x *[6]*uint16, n int, out *[24]float32)
 // n is a multiple of 32.
 TEXT ·gemm4x6BF16DPPack(SB), NOSPLIT, $0-40
 	MOVQ w+0(FP), AX
@@ -218,8 +218,7 @@ TEXT ·gemm4x6BF16DPPack(SB), NOSPLIT, $0-40
 	MOVQ 40(AX), BX
 	MOVQ n+24(FP), CX
 	SHLQ $1, CX
-	MOVQ acc+32(FP), AX
-	ACC24LD(AX)
+	ACC24ZERO
 	MOVQ panel+8(FP), AX
 	XORQ DX, DX
 	TESTQ CX, CX
@@ -238,8 +237,8 @@ bkloop:
 	CMPQ DX, CX
 	JLT  bkloop
 bkstore:
-	MOVQ acc+32(FP), AX
-	ACC24ST(AX)
+	MOVQ out+32(FP), AX
+	FOLD24(AX)
 	VZEROUPPER
 	RET
 

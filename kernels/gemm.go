@@ -47,16 +47,17 @@ const (
 type GemmKernel struct {
 	Tile func(w *[4]*float32, x *[6]*float32, n int, acc *[24][16]float32)
 	// Panel, where the table has it, is Tile over four rows packed into
-	// one panel, 16 columns of each row in turn (packWidePanel).
-	Panel func(w *float32, x *[6]*float32, n int, acc *[24][16]float32)
+	// one panel, 16 columns of each row in turn (packWidePanel), from zero
+	// and folded: out[t·4 + i] = Σ_c row i · token t over the n columns.
+	Panel func(w *float32, x *[6]*float32, n int, out *[24]float32)
 	// PanelF16, where the table has it, is Panel over four F16 rows packed
 	// as stored (packF16Panel), widened in the kernel: F16 rows take it
 	// instead of being widened into a float panel.
-	PanelF16  func(w *uint16, x *[6]*float32, n int, acc *[24][16]float32)
-	PanelBF16 func(w *uint16, x *[6]*uint16, n int, acc *[24][16]float32)
+	PanelF16  func(w *uint16, x *[6]*float32, n int, out *[24]float32)
+	PanelBF16 func(w *uint16, x *[6]*uint16, n int, out *[24]float32)
 	// PackBF16 is PanelBF16 over the four rows where they are stored,
 	// writing them into panel as PanelBF16 reads them on the way.
-	PackBF16 func(w *[4]*uint16, panel *uint16, x *[6]*uint16, n int, acc *[24][16]float32)
+	PackBF16 func(w *[4]*uint16, panel *uint16, x *[6]*uint16, n int, out *[24]float32)
 	// DownBF16 is Down over BF16 record pairs (interleaved word by word,
 	// column-block major: see gemmDown6BF16DP) and h as BF16 pairs, where
 	// the CPU has it.
@@ -188,15 +189,14 @@ const gemmPanelBlock = 256 << 10
 // over the panel. BF16 packs in the tile itself (PackBF16), so the rows'
 // one read from memory overlaps the arithmetic: a 16-token bf16 prefill
 // had spent 40 % of its time in a packing pass of its own.
-func gemmPanels[P, E uint16 | float32](g *GemmKernel, q0, q1, cols int, x []E, T int, panels []P,
-	packTile func(panel []P, q int, x *[6]*E, n int, acc *[24][16]float32),
-	tile func(w *P, x *[6]*E, n int, acc *[24][16]float32), emit func(r0, t0 int, out *[24]float32)) {
+func gemmPanels[P, E uint16 | float32](q0, q1, cols int, x []E, T int, panels []P,
+	packTile func(panel []P, q int, x *[6]*E, n int, out *[24]float32),
+	tile func(w *P, x *[6]*E, n int, out *[24]float32), emit func(r0, t0 int, out *[24]float32)) {
 	groups := gemmGroups(T)
 	quad := gemmRows * cols
 	var e P
 	qb := max(1, min(gemmPanelBlock/(int(unsafe.Sizeof(e))*quad), len(panels)/quad))
 	var xp [6]*E
-	var acc [24][16]float32
 	var out [24]float32
 	for b0 := q0; b0 < q1; b0 += qb {
 		b1 := min(b0+qb, q1)
@@ -205,14 +205,12 @@ func gemmPanels[P, E uint16 | float32](g *GemmKernel, q0, q1, cols int, x []E, T
 				xp[j] = &x[tok(gi, j, T)*cols]
 			}
 			for q := b0; q < b1; q++ {
-				acc = [24][16]float32{}
 				panel := panels[(q-b0)*quad : (q-b0+1)*quad]
 				if gi == 0 {
-					packTile(panel, q, &xp, cols, &acc)
+					packTile(panel, q, &xp, cols, &out)
 				} else {
-					tile(&panel[0], &xp, cols, &acc)
+					tile(&panel[0], &xp, cols, &out)
 				}
-				g.Fold(&acc, &out)
 				emit(q*gemmRows, gi*gemmToks, &out)
 			}
 		}
@@ -270,28 +268,28 @@ func gemmRowsOf(g *GemmKernel, ops *Ops, dt format.DType, row func(r int) []byte
 	// gemmBlock(T, cols) holds at least one panel and its widening row.
 	if xb != nil {
 		panels := unsafe.Slice((*uint16)(unsafe.Pointer(&block[0])), 2*len(block))
-		gemmPanels(g, q0, q1, cols, xb, T, panels, func(panel []uint16, q int, x *[6]*uint16, n int, acc *[24][16]float32) {
+		gemmPanels(q0, q1, cols, xb, T, panels, func(panel []uint16, q int, x *[6]*uint16, n int, out *[24]float32) {
 			var w [4]*uint16
 			for i := range w {
 				w[i] = (*uint16)(unsafe.Pointer(&row(q*gemmRows + i)[0]))
 			}
-			g.PackBF16(&w, &panel[0], x, n, acc)
+			g.PackBF16(&w, &panel[0], x, n, out)
 		}, g.PanelBF16, emit)
 		return
 	}
 	if g.PanelF16 != nil && dt == format.F16 {
 		panels := unsafe.Slice((*uint16)(unsafe.Pointer(&block[0])), 2*len(block))
-		gemmPanels(g, q0, q1, cols, x, T, panels, func(panel []uint16, q int, x *[6]*float32, n int, acc *[24][16]float32) {
+		gemmPanels(q0, q1, cols, x, T, panels, func(panel []uint16, q int, x *[6]*float32, n int, out *[24]float32) {
 			packF16Panel(panel, row, q*gemmRows, cols)
-			g.PanelF16(&panel[0], x, n, acc)
+			g.PanelF16(&panel[0], x, n, out)
 		}, g.PanelF16, emit)
 		return
 	}
 	if g.Panel != nil && dt != format.F32 {
 		wide, panels := block[:cols], block[cols:]
-		gemmPanels(g, q0, q1, cols, x, T, panels, func(panel []float32, q int, x *[6]*float32, n int, acc *[24][16]float32) {
+		gemmPanels(q0, q1, cols, x, T, panels, func(panel []float32, q int, x *[6]*float32, n int, out *[24]float32) {
 			packWidePanel(panel, wide, ops, row, q*gemmRows, cols)
-			g.Panel(&panel[0], x, n, acc)
+			g.Panel(&panel[0], x, n, out)
 		}, g.Panel, emit)
 		return
 	}

@@ -67,10 +67,12 @@ gstore:
 // gemm4x6AVX512Panel is gemm4x6AVX512 with the four rows packed into one
 // panel, 16 columns of each row in turn (256 bytes a step): one sequential
 // stream for the rows instead of four.
-// func gemm4x6AVX512Panel(w *float32, x *[6]*float32, n int, acc *[24][16]float32)
+// The panel tiles start their accumulators at zero and fold them into
+// out in registers (FOLD24) instead of storing 24 vectors for a Fold.
+// func gemm4x6AVX512Panel(w *float32, x *[6]*float32, n int, out *[24]float32)
 TEXT ·gemm4x6AVX512Panel(SB), NOSPLIT, $0-32
 	MOVQ w+0(FP), R8
-	TOK6PROLOGUE($2)
+	TOK6PROLOGUEOUT($2)
 	TESTQ CX, CX
 	JZ   gpstore
 gploop:
@@ -84,7 +86,7 @@ gploop:
 	CMPQ DX, CX
 	JLT  gploop
 gpstore:
-	ACC24ST(AX)
+	FOLD24(AX)
 	VZEROUPPER
 	RET
 
@@ -92,10 +94,10 @@ gpstore:
 // stored (16 columns of each row in turn, packF16Panel), each 16 widened by
 // VCVTPH2PS on the way in: half the panel bytes of the widened float panel
 // for the same arithmetic (F16 × F32, sums in F32: exact as Panel is).
-// func gemm4x6AVX512PanelF16(w *uint16, x *[6]*float32, n int, acc *[24][16]float32)
+// func gemm4x6AVX512PanelF16(w *uint16, x *[6]*float32, n int, out *[24]float32)
 TEXT ·gemm4x6AVX512PanelF16(SB), NOSPLIT, $0-32
 	MOVQ w+0(FP), R8
-	TOK6PROLOGUE($2)
+	TOK6PROLOGUEOUT($2)
 	TESTQ CX, CX
 	JZ   gphstore
 gphloop:
@@ -109,9 +111,29 @@ gphloop:
 	CMPQ DX, CX
 	JLT  gphloop
 gphstore:
-	ACC24ST(AX)
+	FOLD24(AX)
 	VZEROUPPER
 	RET
+
+// fold24idx: lane j of FOLD24's result is lane 4(j mod 4) + j/4 of its
+// last fold.
+DATA ·fold24idx+0(SB)/4, $0
+DATA ·fold24idx+4(SB)/4, $4
+DATA ·fold24idx+8(SB)/4, $8
+DATA ·fold24idx+12(SB)/4, $12
+DATA ·fold24idx+16(SB)/4, $1
+DATA ·fold24idx+20(SB)/4, $5
+DATA ·fold24idx+24(SB)/4, $9
+DATA ·fold24idx+28(SB)/4, $13
+DATA ·fold24idx+32(SB)/4, $2
+DATA ·fold24idx+36(SB)/4, $6
+DATA ·fold24idx+40(SB)/4, $10
+DATA ·fold24idx+44(SB)/4, $14
+DATA ·fold24idx+48(SB)/4, $3
+DATA ·fold24idx+52(SB)/4, $7
+DATA ·fold24idx+56(SB)/4, $11
+DATA ·fold24idx+60(SB)/4, $15
+GLOBL ·fold24idx(SB), RODATA|NOPTR, $64
 
 // HSUM16(i) folds the 16 floats at acc[i] into out[i].
 #define HSUM16(i) \

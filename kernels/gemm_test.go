@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/sipack/sipack/format"
 )
@@ -94,5 +95,65 @@ func TestRoundBF16MatchesReference(t *testing.T) {
 	}
 	if tested == 0 {
 		t.Skip("no table with a RoundBF16 kernel on this CPU")
+	}
+}
+
+// TestPanelFoldMatchesTile: a panel tile (rows packed, accumulators from
+// zero and folded in registers) gives the sums of Tile over the same rows
+// folded by Fold, bit for bit (the same products in the same lanes, the
+// same order of the fold), for every table with a Panel and for PanelF16
+// against its rows widened. (A wrong lane order in the fold fails it.)
+func TestPanelFoldMatchesTile(t *testing.T) {
+	tested := 0
+	for _, tb := range Tables() {
+		g := tb.Gemm
+		if g == nil || g.Panel == nil {
+			continue
+		}
+		tested++
+		rng := rand.New(rand.NewPCG(13, 14))
+		for _, n := range []int{64, 320, 2048} {
+			var rows [4][]float32
+			var rowsF16 [4][]uint16
+			var wp [4]*float32
+			for i := range rows {
+				rowsF16[i] = make([]uint16, n)
+				rows[i] = make([]float32, n)
+				for c := range rows[i] {
+					rowsF16[i][c] = F32ToF16(float32(rng.NormFloat64()))
+					rows[i][c] = F16ToF32(rowsF16[i][c])
+				}
+				wp[i] = &rows[i][0]
+			}
+			var xp [6]*float32
+			for j := range xp {
+				xp[j] = &randVec(rng, n)[0]
+			}
+			var acc [24][16]float32
+			var want, got [24]float32
+			g.Tile(&wp, &xp, n, &acc)
+			g.Fold(&acc, &want)
+			panel := make([]float32, 4*n)
+			packWidePanel(panel, make([]float32, n), tb.Ops(format.F32), func(r int) []byte { return f32Bytes(rows[r]) }, 0, n)
+			g.Panel(&panel[0], &xp, n, &got)
+			check := func(what string) {
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%s %s, n %d: out[%d] = %v, Tile and Fold give %v", tb.Name, what, n, i, got[i], want[i])
+					}
+				}
+			}
+			check("Panel")
+			if g.PanelF16 != nil {
+				p16 := make([]uint16, 4*n)
+				packF16Panel(p16, func(r int) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(&rowsF16[r][0])), 2*n) }, 0, n)
+				got = [24]float32{}
+				g.PanelF16(&p16[0], &xp, n, &got)
+				check("PanelF16")
+			}
+		}
+	}
+	if tested == 0 {
+		t.Skip("no table with a Panel tile")
 	}
 }

@@ -206,13 +206,13 @@ func interleaveBF16DP(dst *uint16, a, b *uint16, n int)
 func roundBF16AVX512(xb *uint16, xr *float32, x *float32, n int)
 
 //go:noescape
-func gemm4x6AVX512Panel(w *float32, x *[6]*float32, n int, acc *[24][16]float32)
+func gemm4x6AVX512Panel(w *float32, x *[6]*float32, n int, out *[24]float32)
 
 //go:noescape
-func gemm4x6BF16DPPack(w *[4]*uint16, panel *uint16, x *[6]*uint16, n int, acc *[24][16]float32)
+func gemm4x6BF16DPPack(w *[4]*uint16, panel *uint16, x *[6]*uint16, n int, out *[24]float32)
 
 //go:noescape
-func gemm4x6BF16DPPanel(w *uint16, x *[6]*uint16, n int, acc *[24][16]float32)
+func gemm4x6BF16DPPanel(w *uint16, x *[6]*uint16, n int, out *[24]float32)
 
 //go:noescape
 func dot2BF16DP(a, b *uint16, xb *uint16, n int, out *[2]float32, next *byte)
@@ -236,7 +236,7 @@ func fmaPeakAVX2(iters int) float32
 func fmaPeakAVX512(iters int) float32
 
 //go:noescape
-func gemm4x6AVX512PanelF16(w *uint16, x *[6]*float32, n int, acc *[24][16]float32)
+func gemm4x6AVX512PanelF16(w *uint16, x *[6]*float32, n int, out *[24]float32)
 
 //go:noescape
 func sumBytesAVX2(p *byte, n int) uint64

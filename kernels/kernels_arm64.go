@@ -83,6 +83,14 @@ func gemm4x6NEON(w *[4]*float32, x *[6]*float32, n int, acc *[24][16]float32)
 //go:noescape
 func gemm4x6NEONPanel(w *float32, x *[6]*float32, n int, acc *[24][16]float32)
 
+// panelNEON is GemmKernel.Panel through gemm4x6NEONPanel: from zero
+// accumulators, folded after.
+func panelNEON(w *float32, x *[6]*float32, n int, out *[24]float32) {
+	var acc [24][16]float32
+	gemm4x6NEONPanel(w, x, n, &acc)
+	hsum24Ref(&acc, out)
+}
+
 //go:noescape
 func gemmDown6NEON(acc *float32, accStride int, h *float32, down *float32, ldd int, K int, H int)
 
@@ -111,7 +119,7 @@ func init() {
 	// each accumulator), the same over rows widened into one packed panel
 	// (one stream for the four rows, as on amd64) and the FFN's down
 	// projection for six tokens.
-	neon.Gemm = &GemmKernel{Tile: gemm4x6NEON, Panel: gemm4x6NEONPanel, Fold: hsum24Ref, Down: gemmDown6NEON}
+	neon.Gemm = &GemmKernel{Tile: gemm4x6NEON, Panel: panelNEON, Fold: hsum24Ref, Down: gemmDown6NEON}
 	// A decode token's attention by key/value head (attentionDecode): the
 	// scores through that tile, the weighted values 16 of 64 a call.
 	neon.AttnValues = attnValuesOf(attnValues4NEON, 16)
