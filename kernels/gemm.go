@@ -53,7 +53,11 @@ type GemmKernel struct {
 	// PanelF16, where the table has it, is Panel over four F16 rows packed
 	// as stored (packF16Panel), widened in the kernel: F16 rows take it
 	// instead of being widened into a float panel.
-	PanelF16  func(w *uint16, x *[6]*float32, n int, out *[24]float32)
+	PanelF16 func(w *uint16, x *[6]*float32, n int, out *[24]float32)
+	// PackF16 is PanelF16 over the four rows where they are stored,
+	// writing them into panel as PanelF16 reads them on the way (where the
+	// table has it; else packF16Panel, then PanelF16).
+	PackF16   func(w *[4]*uint16, panel *uint16, x *[6]*float32, n int, out *[24]float32)
 	PanelBF16 func(w *uint16, x *[6]*uint16, n int, out *[24]float32)
 	// PackBF16 is PanelBF16 over the four rows where they are stored,
 	// writing them into panel as PanelBF16 reads them on the way.
@@ -280,8 +284,16 @@ func gemmRowsOf(g *GemmKernel, ops *Ops, dt format.DType, row func(r int) []byte
 	if g.PanelF16 != nil && dt == format.F16 {
 		panels := unsafe.Slice((*uint16)(unsafe.Pointer(&block[0])), 2*len(block))
 		gemmPanels(q0, q1, cols, x, T, panels, func(panel []uint16, q int, x *[6]*float32, n int, out *[24]float32) {
-			packF16Panel(panel, row, q*gemmRows, cols)
-			g.PanelF16(&panel[0], x, n, out)
+			if g.PackF16 == nil {
+				packF16Panel(panel, row, q*gemmRows, cols)
+				g.PanelF16(&panel[0], x, n, out)
+				return
+			}
+			var w [4]*uint16
+			for i := range w {
+				w[i] = (*uint16)(unsafe.Pointer(&row(q*gemmRows + i)[0]))
+			}
+			g.PackF16(&w, &panel[0], x, n, out)
 		}, g.PanelF16, emit)
 		return
 	}

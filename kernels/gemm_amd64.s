@@ -115,6 +115,53 @@ gphstore:
 	VZEROUPPER
 	RET
 
+// gemm4x6AVX512PackF16 is gemm4x6AVX512PanelF16 for a panel's first token
+// group: the four F16 rows come from where they are stored (read from
+// memory once), are written into the panel as PanelF16 reads it, and meet
+// the six tokens on the way (as gemm4x6BF16DPPack).
+// func gemm4x6AVX512PackF16(w *[4]*uint16, panel *uint16, x *[6]*float32, n int, out *[24]float32)
+TEXT ·gemm4x6AVX512PackF16(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), AX
+	LOAD4P(AX, R8, R9, R10, R11)
+	MOVQ x+16(FP), AX
+	LOAD4P(AX, R12, R13, R14, SI)
+	MOVQ 32(AX), DI
+	MOVQ 40(AX), BX
+	MOVQ n+24(FP), CX
+	SHLQ $2, CX
+	ACC24ZERO
+	MOVQ panel+8(FP), AX
+	XORQ DX, DX
+	TESTQ CX, CX
+	JZ   phkstore
+phkloop:
+	VMOVDQU32 (R8), Y24
+	VMOVDQU32 (R9), Y25
+	VMOVDQU32 (R10), Y26
+	VMOVDQU32 (R11), Y27
+	VMOVDQU32 Y24, 0(AX)
+	VMOVDQU32 Y25, 32(AX)
+	VMOVDQU32 Y26, 64(AX)
+	VMOVDQU32 Y27, 96(AX)
+	VCVTPH2PS Y24, Z24
+	VCVTPH2PS Y25, Z25
+	VCVTPH2PS Y26, Z26
+	VCVTPH2PS Y27, Z27
+	FMA6TOK
+	ADDQ $32, R8
+	ADDQ $32, R9
+	ADDQ $32, R10
+	ADDQ $32, R11
+	ADDQ $128, AX
+	ADDQ $64, DX
+	CMPQ DX, CX
+	JLT  phkloop
+phkstore:
+	MOVQ out+32(FP), AX
+	FOLD24(AX)
+	VZEROUPPER
+	RET
+
 // fold24idx: lane j of FOLD24's result is lane 4(j mod 4) + j/4 of its
 // last fold.
 DATA ·fold24idx+0(SB)/4, $0

@@ -3,6 +3,7 @@ package kernels
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -150,6 +151,19 @@ func TestPanelFoldMatchesTile(t *testing.T) {
 				got = [24]float32{}
 				g.PanelF16(&p16[0], &xp, n, &got)
 				check("PanelF16")
+				if g.PackF16 != nil {
+					var w16 [4]*uint16
+					for i := range w16 {
+						w16[i] = &rowsF16[i][0]
+					}
+					written := make([]uint16, 4*n)
+					got = [24]float32{}
+					g.PackF16(&w16, &written[0], &xp, n, &got)
+					check("PackF16")
+					if !slices.Equal(written, p16) {
+						t.Fatalf("%s, n %d: PackF16 wrote a panel other than packF16Panel's", tb.Name, n)
+					}
+				}
 			}
 		}
 	}

@@ -239,6 +239,9 @@ func fmaPeakAVX512(iters int) float32
 func gemm4x6AVX512PanelF16(w *uint16, x *[6]*float32, n int, out *[24]float32)
 
 //go:noescape
+func gemm4x6AVX512PackF16(w *[4]*uint16, panel *uint16, x *[6]*float32, n int, out *[24]float32)
+
+//go:noescape
 func sumBytesAVX2(p *byte, n int) uint64
 
 //go:noescape
@@ -345,7 +348,7 @@ func avx512Table(avx2 *Table) *Table {
 	q40.Dot, q80.Dot = blockDot(dotQ40AVX512), blockDot(dotQ80AVX512)
 	q40.Axpy, q80.Axpy = blockAxpy(axpyQ40AVX512), blockAxpy(axpyQ80AVX512)
 	q40.Axpy4, q80.Axpy4 = blockAxpy4(axpy4Q40AVX512, axpy4Q40Ref), blockAxpy4(axpy4Q80AVX512, axpy4Q80Ref)
-	t.Gemm = &GemmKernel{Tile: gemm4x6AVX512, Panel: gemm4x6AVX512Panel, PanelF16: gemm4x6AVX512PanelF16, Fold: hsum24AVX512, Down: gemmDown6AVX512}
+	t.Gemm = &GemmKernel{Tile: gemm4x6AVX512, Panel: gemm4x6AVX512Panel, PanelF16: gemm4x6AVX512PanelF16, PackF16: gemm4x6AVX512PackF16, Fold: hsum24AVX512, Down: gemmDown6AVX512}
 	// The softmax's exponentials, 16 a step (a 256-token prefill takes
 	// about 17 million): 7 % of a prefill's profile in Go.
 	t.ExpSubSum = func(x []float32, m float32) float32 {
