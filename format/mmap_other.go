@@ -9,7 +9,7 @@ import (
 
 // mapFile reads [0, length) of f into memory: an OS without a mapping this
 // package knows still runs packs, at the cost of loading the prefix up front.
-func mapFile(f *os.File, length int) ([]byte, error) {
+func mapFile(f *os.File, length int, _ bool) ([]byte, error) {
 	b := make([]byte, length)
 	if _, err := io.ReadFull(io.NewSectionReader(f, 0, int64(length)), b); err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
+//go:build darwin || freebsd || netbsd || openbsd || dragonfly
 
 package format
 
@@ -10,7 +10,8 @@ import (
 
 // mapFile maps [0, length) of f shared and read-only; MADV_WILLNEED starts
 // the read-ahead of the whole prefix (advice only: its error is ignored).
-func mapFile(f *os.File, length int) ([]byte, error) {
+// These systems have no MAP_POPULATE: populate is the read-ahead.
+func mapFile(f *os.File, length int, _ bool) ([]byte, error) {
 	b, err := unix.Mmap(int(f.Fd()), 0, length, unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		return nil, err

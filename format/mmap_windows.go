@@ -14,7 +14,7 @@ import (
 // mapping alive until UnmapViewOfFile. Windows has no read-ahead advice
 // for a view (PrefetchVirtualMemory is Windows 8+ and optional); pages are
 // read on first touch.
-func mapFile(f *os.File, length int) ([]byte, error) {
+func mapFile(f *os.File, length int, _ bool) ([]byte, error) {
 	size := uint64(length)
 	h, err := windows.CreateFileMapping(windows.Handle(f.Fd()), nil, windows.PAGE_READONLY, uint32(size>>32), uint32(size), nil)
 	if err != nil {

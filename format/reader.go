@@ -197,7 +197,7 @@ func open(path string, opt OpenOptions) (*Pack, error) {
 	}
 	p.LoadedBands = p.bandsFor(ranks)
 	p.LoadedRanks = ranks
-	p.data, err = MapFile(f, int64(p.prefixFor(ranks)))
+	p.data, err = MapFilePopulated(f, int64(p.prefixFor(ranks)))
 	if err != nil {
 		return nil, err
 	}
