@@ -116,33 +116,49 @@
 #define PFL2x2(r, o) PREFETCHT2 o(r); PREFETCHT2 o+64(r)
 #define PFL2x6(r, o) PFL2x2(r, o); PFL2x2(r, o+128); PFL2x2(r, o+256)
 
-// TOK6PROLOGUE(shift), for the prefill tiles' (…, x *[6]*T, n int, acc
-// *[24][16]float32) frames: the six token pointers into R12, R13, R14, SI,
-// DI, BX, n << shift (bytes) into CX, the accumulators into Z0-Z23 (AX
-// keeps acc), DX = 0.
-#define TOK6PROLOGUE(shift) \
+// TOK6PTRS(shift), for the prefill tiles' (…, x *[6]*T, n int, …) frames:
+// the six token pointers into R12, R13, R14, SI, DI, BX and n << shift
+// (bytes) into CX.
+#define TOK6PTRS(shift) \
 	MOVQ x+8(FP), AX; \
 	LOAD4P(AX, R12, R13, R14, SI); \
 	MOVQ 32(AX), DI; \
 	MOVQ 40(AX), BX; \
 	MOVQ n+16(FP), CX; \
-	SHLQ shift, CX; \
+	SHLQ shift, CX
+
+// TOK6PROLOGUE(shift): TOK6PTRS, the accumulators from acc *[24][16]float32
+// into Z0-Z23 (AX keeps acc), DX = 0.
+#define TOK6PROLOGUE(shift) \
+	TOK6PTRS(shift); \
 	MOVQ acc+24(FP), AX; \
 	ACC24LD(AX); \
 	XORQ DX, DX
 
-// TOK6PROLOGUEOUT(shift) is TOK6PROLOGUE for the panel tiles' (…, x
-// *[6]*T, n int, out *[24]float32) frames: the accumulators start at zero
-// and AX keeps out, for FOLD24.
+// TOK6PROLOGUEOUT(shift) is TOK6PROLOGUE for the panel tiles' (…, n int,
+// out *[24]float32) frames: the accumulators start at zero and AX keeps
+// out, for FOLD24.
 #define TOK6PROLOGUEOUT(shift) \
-	MOVQ x+8(FP), AX; \
+	TOK6PTRS(shift); \
+	MOVQ out+24(FP), AX; \
+	ACC24ZERO; \
+	XORQ DX, DX
+
+// PACKPROLOGUE(shift), for the packing tiles' (w *[4]*uint16, panel
+// *uint16, x *[6]*T, n int, out *[24]float32) frames: the four rows into
+// R8-R11, the six tokens into R12, R13, R14, SI, DI, BX, n << shift (bytes
+// of x) into CX, zero accumulators, AX = panel, DX = 0.
+#define PACKPROLOGUE(shift) \
+	MOVQ w+0(FP), AX; \
+	LOAD4P(AX, R8, R9, R10, R11); \
+	MOVQ x+16(FP), AX; \
 	LOAD4P(AX, R12, R13, R14, SI); \
 	MOVQ 32(AX), DI; \
 	MOVQ 40(AX), BX; \
-	MOVQ n+16(FP), CX; \
+	MOVQ n+24(FP), CX; \
 	SHLQ shift, CX; \
-	MOVQ out+24(FP), AX; \
 	ACC24ZERO; \
+	MOVQ panel+8(FP), AX; \
 	XORQ DX, DX
 
 #define ACC24ZERO \

@@ -210,17 +210,7 @@ bpstore:
 // func gemm4x6BF16DPPack(w *[4]*uint16, panel *uint16, x *[6]*uint16, n int, out *[24]float32)
 // n is a multiple of 32.
 TEXT ·gemm4x6BF16DPPack(SB), NOSPLIT, $0-40
-	MOVQ w+0(FP), AX
-	LOAD4P(AX, R8, R9, R10, R11)
-	MOVQ x+16(FP), AX
-	LOAD4P(AX, R12, R13, R14, SI)
-	MOVQ 32(AX), DI
-	MOVQ 40(AX), BX
-	MOVQ n+24(FP), CX
-	SHLQ $1, CX
-	ACC24ZERO
-	MOVQ panel+8(FP), AX
-	XORQ DX, DX
+	PACKPROLOGUE($1)
 	TESTQ CX, CX
 	JZ   bkstore
 bkloop:

@@ -121,17 +121,7 @@ gphstore:
 // the six tokens on the way (as gemm4x6BF16DPPack).
 // func gemm4x6AVX512PackF16(w *[4]*uint16, panel *uint16, x *[6]*float32, n int, out *[24]float32)
 TEXT ·gemm4x6AVX512PackF16(SB), NOSPLIT, $0-40
-	MOVQ w+0(FP), AX
-	LOAD4P(AX, R8, R9, R10, R11)
-	MOVQ x+16(FP), AX
-	LOAD4P(AX, R12, R13, R14, SI)
-	MOVQ 32(AX), DI
-	MOVQ 40(AX), BX
-	MOVQ n+24(FP), CX
-	SHLQ $2, CX
-	ACC24ZERO
-	MOVQ panel+8(FP), AX
-	XORQ DX, DX
+	PACKPROLOGUE($2)
 	TESTQ CX, CX
 	JZ   phkstore
 phkloop:
