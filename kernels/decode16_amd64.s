@@ -10,6 +10,37 @@
 #define LDBF16Z(off, base, r) VPMOVZXWD off(base)(AX*1), r; VPSLLD $16, r, r
 #define LDF16Z(off, base, r)  VCVTPH2PS off(base)(AX*1), r
 
+// DOT1Z: DOT2Z's arithmetic for row a alone (SI = the row, DI = x, CX = n,
+// a multiple of 64; the sum into X0): the same lanes, the same fold, so a
+// row's dot is the same to the bit whether it is taken alone or in a pair
+// (the float path's split FFN takes gate rows alone and up rows in pairs,
+// and must equal the interleaved records' pairs).
+#define DOT1Z(LOADW) \
+	XORQ AX, AX; \
+	VPXORD Z0, Z0, Z0; \
+	VPXORD Z1, Z1, Z1; \
+	VPXORD Z2, Z2, Z2; \
+	VPXORD Z3, Z3, Z3; \
+	z1loop:; \
+	VMOVUPS 0(DI)(AX*2), Z8; \
+	VMOVUPS 64(DI)(AX*2), Z9; \
+	VMOVUPS 128(DI)(AX*2), Z10; \
+	VMOVUPS 192(DI)(AX*2), Z11; \
+	LOADW(0, SI, Z12); \
+	LOADW(32, SI, Z13); \
+	LOADW(64, SI, Z14); \
+	LOADW(96, SI, Z15); \
+	VFMADD231PS Z8, Z12, Z0; \
+	VFMADD231PS Z9, Z13, Z1; \
+	VFMADD231PS Z10, Z14, Z2; \
+	VFMADD231PS Z11, Z15, Z3; \
+	ADDQ $128, AX; \
+	SUBQ $64, CX; \
+	JNZ  z1loop; \
+	VADDPS Z2, Z0, Z0; \
+	VADDPS Z3, Z1, Z1; \
+	HSUMZ
+
 // DOT2Z: SI = row a, BX = row b, DI = x, CX = n (a multiple of 64), DX =
 // out, R12 = the next record (six cache lines per 64 elements of a and b).
 #define DOT2Z(LOADW) \
@@ -81,6 +112,26 @@ TEXT ·dot2F16AVX512(SB), NOSPLIT, $0-48
 	MOVQ out+32(FP), DX
 	MOVQ next+40(FP), R12
 	DOT2Z(LDF16Z)
+
+// func dot1BF16AVX512(w *uint16, x *float32, n int) float32
+TEXT ·dot1BF16AVX512(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ n+16(FP), CX
+	DOT1Z(LDBF16Z)
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func dot1F16AVX512(w *uint16, x *float32, n int) float32
+TEXT ·dot1F16AVX512(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ n+16(FP), CX
+	DOT1Z(LDF16Z)
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
 
 // ROWZ(LOADW, base, f) adds f times the 64 weights of one row at base into
 // the accumulators Z0-Z3.

@@ -253,3 +253,57 @@ func BenchmarkCompactSplit(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGateRowsDRAM: a 1B layer's gate rows as a version 2 band block
+// holds them (256 together a block, blocks a band apart), from memory, 2
+// threads, read by single-row dots, by the pair kernel with its
+// next-record prefetch and without it, in turn; GB/s of gate rows. Why the
+// float path's gate pass takes single rows (ffnDecodeSplit).
+func BenchmarkGateRowsDRAM(b *testing.B) {
+	const H, N, B = 2048, 8192, 256
+	for _, dt := range []format.DType{format.BF16, format.F16} {
+		b.Run(dt.String(), func(b *testing.B) {
+			layers, x := bandLayers(dt, H, N, B)
+			R, _ := dt.RowBytes(H)
+			ops := active.Ops(dt)
+			p := NewPool(2)
+			defer p.Close()
+			variants := []string{"single", "pair-prefetch", "pair", "pair-same"}
+			ts := make([]time.Duration, len(variants))
+			for i := 0; i < b.N; i++ {
+				for o := range variants {
+					k := (o + i) % len(variants)
+					blocks := layers[(i*len(variants)+o)%len(layers)]
+					t0 := time.Now()
+					p.Run(len(blocks), func(lo, hi, _ int) {
+						var gu [2]float32
+						for bi := lo; bi < hi; bi++ {
+							blk := &blocks[bi]
+							for q := 0; q < B; q += 2 {
+								switch k {
+								case 0:
+									gu[0], gu[1] = ops.Dot(blk.GateRow(q), x), ops.Dot(blk.GateRow(q+1), x)
+								case 1:
+									var next []byte
+									if q+prefetchAhead < B {
+										next = blk.GateRow(q + prefetchAhead)
+									}
+									pairDot(ops, blk.GateRow(q), blk.GateRow(q+1), x, nil, next, &gu)
+								case 2:
+									pairDot(ops, blk.GateRow(q), blk.GateRow(q+1), x, nil, nil, &gu)
+								default:
+									pairDot(ops, blk.GateRow(q), blk.GateRow(q), x, nil, nil, &gu)
+									pairDot(ops, blk.GateRow(q+1), blk.GateRow(q+1), x, nil, nil, &gu)
+								}
+							}
+						}
+					})
+					ts[k] += time.Since(t0)
+				}
+			}
+			for k, v := range variants {
+				b.ReportMetric(float64(N*R)*float64(b.N)/ts[k].Seconds()/1e9, "GB/s-"+v)
+			}
+		})
+	}
+}

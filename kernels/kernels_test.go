@@ -241,6 +241,10 @@ func testMatMulAndFFNMatchReference(t *testing.T, tb *Table) {
 				// the next record, the four-record down projection), with a
 				// ragged H, groups of four across blocks and H = 2048.
 				{100, 1, []int{9, 3, 6}}, {64, 1, []int{1, 1, 1, 16, 2}}, {2048, 1, []int{13}},
+				// A width with a tail past 32 (the row dots' and pair dots'
+				// kernels end at the same column: the split layout's single
+				// gate dots equal the interleaved records' pairs).
+				{72, 1, []int{5, 3}},
 				// A split block of more than one run of its two passes
 				// (splitRun), the second run odd.
 				{64, 1, []int{2*splitRun + 3, 5}}} {
@@ -468,4 +472,31 @@ func roundedActs(tb *Table, dt format.DType, x []float32, rows, cols, T int) []f
 		r[i] = BF16ToF32(F32ToBF16(v))
 	}
 	return r
+}
+
+// TestDotMatchesPairDot: a 16-bit row's dot is the same to the bit taken
+// alone (Dot) or in a pair (Dot2, either place) on every table, at widths
+// with and without a ragged tail — the split FFN takes gate rows alone and
+// up rows in pairs, and must give the interleaved records' result.
+func TestDotMatchesPairDot(t *testing.T) {
+	forTables(t, func(t *testing.T, tb *Table) {
+		rng := rand.New(rand.NewPCG(21, 22))
+		for _, dt := range []format.DType{format.BF16, format.F16} {
+			ops := tb.Ops(dt)
+			if ops.Dot2 == nil {
+				continue
+			}
+			for _, n := range []int{32, 40, 64, 72, 100, 128, 200, 2048} {
+				a, _ := randRow(rng, dt, n)
+				b, _ := randRow(rng, dt, n)
+				x := randVec(rng, n)
+				var out [2]float32
+				ops.Dot2(a, b, x, &out, nil)
+				da, db := ops.Dot(a, x), ops.Dot(b, x)
+				if math.Float32bits(da) != math.Float32bits(out[0]) || math.Float32bits(db) != math.Float32bits(out[1]) {
+					t.Errorf("%v n %d: Dot %v, %v; Dot2 %v", dt, n, da, db, out)
+				}
+			}
+		}
+	})
 }
