@@ -333,35 +333,23 @@ func ffnDecodeSplit(acc []float32, blk *format.RecordBlock, k, m int, ops *Ops, 
 	var down [8][]byte
 	for s := 0; s < m; s += splitRun {
 		e := min(m, s+splitRun)
-		for q := s; acts == nil && q < e; q++ {
-			// The float path's gate rows one at a time: they lie together,
-			// one sequential stream the hardware prefetcher follows, which
-			// the pair kernel's two streams and its prefetch did not match
-			// (a 1B layer from memory, bands of 256, 2 threads: 1.02-1.10×
-			// the whole FFN for BF16 and F16; the block types' integer
-			// path keeps its pairs, Q4_0 0.99-1.03×).
-			g[q-s] = ops.Dot(blk.GateRow(k+q), x)
-		}
-		for q := s; acts != nil && q < e; q += 2 {
-			a := blk.GateRow(k + q)
-			if q+1 == e {
-				// Alone through the pair kernel too: each row's result
-				// is the same whichever row it is paired with, not the
-				// same as the single-row kernel's in its last bits.
-				pairDot(ops, a, a, x, acts, nil, &gu)
-				g[q-s] = gu[0]
-				continue
+		// The gate rows one at a time: they lie together, one sequential
+		// stream the hardware prefetcher follows, which the pair kernel's
+		// two streams and its prefetch did not match (a 1B layer's gate
+		// rows from memory, bands of 256, 2 threads, BenchmarkGateRowsDRAM:
+		// BF16 and F16 48-60 GB/s alone against 42-49 in pairs, Q8_0 42-52
+		// against 32-39, Q4_0 34-42 against 22-36; the whole FFN of such a
+		// layer, timed in turn with the pairs: BF16 1.03-1.04×, Q8_0
+		// 1.08-1.09×, Q4_0 1.02-1.03×). The row dots take the pair dots'
+		// arithmetic (TestDotMatchesPairDot), so the result is the
+		// interleaved records' to the bit.
+		for q := s; q < e; q++ {
+			if r := s + q + prefetchAhead - e; r >= s && r < e {
+				// Near the run's end, the first up | down pairs the
+				// second pass reads.
+				pf(blk.UpDown(k + r))
 			}
-			// Prefetch the gate rows ahead, and near the end of the run
-			// the first up | down pairs the second pass reads.
-			var next []byte
-			if q+prefetchAhead < e {
-				next = blk.GateRow(k + q + prefetchAhead)
-			} else if r := s + q + prefetchAhead - e; r < e {
-				next = blk.Ahead(k + r)
-			}
-			pairDot(ops, a, blk.GateRow(k+q+1), x, acts, next, &gu)
-			g[q-s], g[q-s+1] = gu[0], gu[1]
+			g[q-s] = rowDot1(ops, blk.GateRow(k+q), x, acts)
 		}
 		for q0 := s; q0 < e; q0 += group {
 			n := min(group, e-q0)
@@ -395,6 +383,15 @@ func ffnDecodeSplit(acc []float32, blk *format.RecordBlock, k, m int, ops *Ops, 
 			addDowns(acc, ops, axpy4, axpy8, &h, &down, n)
 		}
 	}
+}
+
+// rowDot1 is one row's dot with the token: on the integer path against its
+// quantized activations, else the float row dot.
+func rowDot1(ops *Ops, w []byte, x []float32, acts []Q8Act) float32 {
+	if acts != nil {
+		return ops.DotAct(w, &acts[0])
+	}
+	return ops.Dot(w, x)
 }
 
 // pairDot sets out to two rows' dots with the token, through the fused

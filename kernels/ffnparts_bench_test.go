@@ -257,15 +257,21 @@ func BenchmarkCompactSplit(b *testing.B) {
 // BenchmarkGateRowsDRAM: a 1B layer's gate rows as a version 2 band block
 // holds them (256 together a block, blocks a band apart), from memory, 2
 // threads, read by single-row dots, by the pair kernel with its
-// next-record prefetch and without it, in turn; GB/s of gate rows. Why the
-// float path's gate pass takes single rows (ffnDecodeSplit).
+// next-record prefetch and without it, and by the pair kernel over each row
+// twice (one stream, twice the arithmetic), in turn; GB/s of gate rows. Why
+// the gate pass takes single rows (ffnDecodeSplit). The block types take
+// their integer path (quantized activations).
 func BenchmarkGateRowsDRAM(b *testing.B) {
 	const H, N, B = 2048, 8192, 256
-	for _, dt := range []format.DType{format.BF16, format.F16} {
+	for _, dt := range []format.DType{format.BF16, format.F16, format.Q8_0, format.Q4_0} {
 		b.Run(dt.String(), func(b *testing.B) {
 			layers, x := bandLayers(dt, H, N, B)
 			R, _ := dt.RowBytes(H)
 			ops := active.Ops(dt)
+			var acts []Q8Act
+			if ops.ActDot {
+				acts = quantizeTokens(nil, ops, x, H, 1)
+			}
 			p := NewPool(2)
 			defer p.Close()
 			variants := []string{"single", "pair-prefetch", "pair", "pair-same"}
@@ -282,18 +288,18 @@ func BenchmarkGateRowsDRAM(b *testing.B) {
 							for q := 0; q < B; q += 2 {
 								switch k {
 								case 0:
-									gu[0], gu[1] = ops.Dot(blk.GateRow(q), x), ops.Dot(blk.GateRow(q+1), x)
+									gu[0], gu[1] = rowDot1(ops, blk.GateRow(q), x, acts), rowDot1(ops, blk.GateRow(q+1), x, acts)
 								case 1:
 									var next []byte
 									if q+prefetchAhead < B {
 										next = blk.GateRow(q + prefetchAhead)
 									}
-									pairDot(ops, blk.GateRow(q), blk.GateRow(q+1), x, nil, next, &gu)
+									pairDot(ops, blk.GateRow(q), blk.GateRow(q+1), x, acts, next, &gu)
 								case 2:
-									pairDot(ops, blk.GateRow(q), blk.GateRow(q+1), x, nil, nil, &gu)
+									pairDot(ops, blk.GateRow(q), blk.GateRow(q+1), x, acts, nil, &gu)
 								default:
-									pairDot(ops, blk.GateRow(q), blk.GateRow(q), x, nil, nil, &gu)
-									pairDot(ops, blk.GateRow(q+1), blk.GateRow(q+1), x, nil, nil, &gu)
+									pairDot(ops, blk.GateRow(q), blk.GateRow(q), x, acts, nil, &gu)
+									pairDot(ops, blk.GateRow(q+1), blk.GateRow(q+1), x, acts, nil, &gu)
 								}
 							}
 						}

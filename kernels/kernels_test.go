@@ -474,10 +474,11 @@ func roundedActs(tb *Table, dt format.DType, x []float32, rows, cols, T int) []f
 	return r
 }
 
-// TestDotMatchesPairDot: a 16-bit row's dot is the same to the bit taken
-// alone (Dot) or in a pair (Dot2, either place) on every table, at widths
-// with and without a ragged tail — the split FFN takes gate rows alone and
-// up rows in pairs, and must give the interleaved records' result.
+// TestDotMatchesPairDot: a row's dot is the same to the bit taken alone
+// (Dot, DotAct) or in a pair (Dot2, Dot2Act, either place) on every table,
+// 16-bit rows and the block types' integer path, at widths with and without
+// a ragged tail — the split FFN takes gate rows alone and up rows in
+// pairs, and must give the interleaved records' result.
 func TestDotMatchesPairDot(t *testing.T) {
 	forTables(t, func(t *testing.T, tb *Table) {
 		rng := rand.New(rand.NewPCG(21, 22))
@@ -495,6 +496,24 @@ func TestDotMatchesPairDot(t *testing.T) {
 				da, db := ops.Dot(a, x), ops.Dot(b, x)
 				if math.Float32bits(da) != math.Float32bits(out[0]) || math.Float32bits(db) != math.Float32bits(out[1]) {
 					t.Errorf("%v n %d: Dot %v, %v; Dot2 %v", dt, n, da, db, out)
+				}
+			}
+		}
+		// The block types' integer path: DotAct against Dot2Act.
+		for _, dt := range []format.DType{format.Q8_0, format.Q4_0} {
+			ops := tb.Ops(dt)
+			if !ops.ActDot || ops.Dot2Act == nil {
+				continue
+			}
+			for _, n := range []int{32, 64, 96, 512, 544, 2048} {
+				a, _ := randRow(rng, dt, n)
+				b, _ := randRow(rng, dt, n)
+				acts := quantizeTokens(nil, ops, randVec(rng, n), n, 1)
+				var out [2]float32
+				ops.Dot2Act(a, b, &acts[0], &out, nil)
+				da, db := ops.DotAct(a, &acts[0]), ops.DotAct(b, &acts[0])
+				if math.Float32bits(da) != math.Float32bits(out[0]) || math.Float32bits(db) != math.Float32bits(out[1]) {
+					t.Errorf("%v n %d: DotAct %v, %v; Dot2Act %v", dt, n, da, db, out)
 				}
 			}
 		}

@@ -231,10 +231,19 @@ vq8chunk:
 	ADDQ $64, R9
 	SUBQ $16, CX
 	JNZ  vq8chunk
+	// dot2Q80Q8VNNI's fold for one row (the two accumulators added, then
+	// the 128·S correction, then halves and pairs), so a row's dot is the
+	// same to the bit alone or in a pair.
 	MOVL $0x43000000, AX
 	VPBROADCASTD AX, Z11
+	VADDPS Z1, Z0, Z0
 	VFNMADD231PS Z11, Z10, Z0
-	HSUMZ
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
 	VZEROUPPER
 	MOVSS X0, ret+40(FP)
 	RET
