@@ -342,14 +342,35 @@ func ffnDecodeSplit(acc []float32, blk *format.RecordBlock, k, m int, ops *Ops, 
 		// layer, timed in turn with the pairs: BF16 1.03-1.04×, Q8_0
 		// 1.08-1.09×, Q4_0 1.02-1.03×). The row dots take the pair dots'
 		// arithmetic (TestDotMatchesPairDot), so the result is the
-		// interleaved records' to the bit.
-		for q := s; q < e; q++ {
+		// interleaved records' to the bit. Where a whole step measured
+		// otherwise (Ops.GatePairs: Q4_0) the gate rows go in pairs.
+		for q := s; !ops.GatePairs && q < e; q++ {
 			if r := s + q + prefetchAhead - e; r >= s && r < e {
 				// Near the run's end, the first up | down pairs the
 				// second pass reads.
 				pf(blk.UpDown(k + r))
 			}
 			g[q-s] = rowDot1(ops, blk.GateRow(k+q), x, acts)
+		}
+		for q := s; ops.GatePairs && q < e; q += 2 {
+			a := blk.GateRow(k + q)
+			if q+1 == e {
+				// Alone through the pair kernel too (a row's pair dot is
+				// the same whichever row it is paired with).
+				pairDot(ops, a, a, x, acts, nil, &gu)
+				g[q-s] = gu[0]
+				continue
+			}
+			// Prefetch the gate rows ahead, and near the end of the run
+			// the first up | down pairs the second pass reads.
+			var next []byte
+			if q+prefetchAhead < e {
+				next = blk.GateRow(k + q + prefetchAhead)
+			} else if r := s + q + prefetchAhead - e; r < e {
+				next = blk.Ahead(k + r)
+			}
+			pairDot(ops, a, blk.GateRow(k+q+1), x, acts, next, &gu)
+			g[q-s], g[q-s+1] = gu[0], gu[1]
 		}
 		for q0 := s; q0 < e; q0 += group {
 			n := min(group, e-q0)
