@@ -106,49 +106,66 @@ func buildActTiles(a *ActTiles, acts []Q8Act, dt format.DType, signed bool) {
 // are zero. (Fixed-size array views keep bounds checks out of the loops: a
 // 256-token Q4_0 prefill packs 21 thousand panels.)
 func packPanel(dst []byte, dt format.DType, row func(r int) []byte, n, nb int, signed bool) {
-	le := binary.LittleEndian
-	// Signed values: Q4_0's nibbles less 8 byte by byte, Q8_0's bytes as
-	// stored (no sign flip).
-	var q4bias, q8flip uint32 = 0, 0x80808080
-	if signed {
-		q4bias, q8flip = 0x08080808, 0
-	}
+	fast := active.Ops(dt).PackRow
 	for r := 0; r < panelRows; r++ {
-		var w []byte
-		if r < n {
-			w = row(r)
+		switch {
+		case r >= n:
+			packRowRef(dst[4*r:], nil, dt, nb, signed)
+		case fast != nil:
+			fast(dst[4*r:], row(r), nb, signed)
+		default:
+			packRowRef(dst[4*r:], row(r), dt, nb, signed)
 		}
-		o := 4 * r
-		for b := 0; b < nb; b++ {
-			p := (*[panelBlockBytes]byte)(dst[b*panelBlockBytes:])
-			var v [8]uint32
-			var d float32
-			switch {
-			case w == nil:
-			case dt == format.Q4_0:
-				blk := (*[18]byte)(w[b*18:])
-				d = F16ToF32(le.Uint16(blk[0:]))
-				for k := 0; k < 4; k++ {
-					q := le.Uint32(blk[2+4*k:])
-					v[k], v[k+4] = subBytes(q&0x0f0f0f0f, q4bias), subBytes((q>>4)&0x0f0f0f0f, q4bias)
-				}
-			default:
-				blk := (*[34]byte)(w[b*34:])
-				d = F16ToF32(le.Uint16(blk[0:]))
-				for k := 0; k < 8; k++ {
-					v[k] = le.Uint32(blk[2+4*k:]) ^ q8flip
-				}
+	}
+}
+
+// packRowQ4Bias and packRowQ8Flip are what packing takes off each Q4_0
+// nibble (signed panels: 8) and flips in each Q8_0 byte (unsigned: the
+// sign bit), four bytes at once.
+func packRowQ4Bias(signed bool) uint32 {
+	if signed {
+		return 0x08080808
+	}
+	return 0
+}
+
+func packRowQ8Flip(signed bool) uint32 {
+	if signed {
+		return 0
+	}
+	return 0x80808080
+}
+
+// packRowRef is Ops.PackRow in Go: one row's nb blocks w of dt (Q4_0 or
+// Q8_0; nil: a row past the panel's last, all zero) into dst, the panel
+// from the row's offset 4·r on.
+func packRowRef(dst []byte, w []byte, dt format.DType, nb int, signed bool) {
+	le := binary.LittleEndian
+	q4bias, q8flip := packRowQ4Bias(signed), packRowQ8Flip(signed)
+	for b := 0; b < nb; b++ {
+		p := dst[b*panelBlockBytes:]
+		var v [8]uint32
+		var d float32
+		switch {
+		case w == nil:
+		case dt == format.Q4_0:
+			blk := (*[18]byte)(w[b*18:])
+			d = F16ToF32(le.Uint16(blk[0:]))
+			for k := 0; k < 4; k++ {
+				q := le.Uint32(blk[2+4*k:])
+				v[k], v[k+4] = subBytes(q&0x0f0f0f0f, q4bias), subBytes((q>>4)&0x0f0f0f0f, q4bias)
 			}
-			le.PutUint32(p[o:], v[0])
-			le.PutUint32(p[64+o:], v[1])
-			le.PutUint32(p[128+o:], v[2])
-			le.PutUint32(p[192+o:], v[3])
-			le.PutUint32(p[256+o:], v[4])
-			le.PutUint32(p[320+o:], v[5])
-			le.PutUint32(p[384+o:], v[6])
-			le.PutUint32(p[448+o:], v[7])
-			le.PutUint32(p[512+o:], math.Float32bits(d))
+		default:
+			blk := (*[34]byte)(w[b*34:])
+			d = F16ToF32(le.Uint16(blk[0:]))
+			for k := 0; k < 8; k++ {
+				v[k] = le.Uint32(blk[2+4*k:]) ^ q8flip
+			}
 		}
+		for k := range v {
+			le.PutUint32(p[64*k:], v[k])
+		}
+		le.PutUint32(p[512:], math.Float32bits(d))
 	}
 }
 

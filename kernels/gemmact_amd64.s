@@ -75,3 +75,81 @@ pq8block:
 	VMOVUPS Z23, 448(DX)
 	VZEROUPPER
 	RET
+
+// packRowQ40AVX2 and packRowQ80AVX2 are packPanel's loop for one row (AVX2
+// + F16C): nb blocks at w into the panel at dst (the row's offset, 4·r,
+// already added), per block its eight groups of four values at 64-byte
+// steps and its scale as float32 at 512. Q4_0: the low nibbles of the
+// block's 16 bytes are values 0-15 (groups 0-3), the high nibbles 16-31
+// (groups 4-7), each byte less bias (0 or 8, bytes wrapping, as subBytes);
+// Q8_0: the 32 values XOR flip (0x80 or 0 a byte).
+
+// PACKSCALE: the block's F16 scale at 0(SI) as float32 at 512(DI).
+#define PACKSCALE \
+	MOVWLZX 0(SI), AX; \
+	VMOVD AX, X0; \
+	VCVTPH2PS X0, X0; \
+	VMOVD X0, 512(DI)
+
+// PACKGROUPS(x, o): the four dwords of x into the groups at o, o+64, o+128, o+192.
+#define PACKGROUPS(x, o) \
+	VMOVD x, o(DI); \
+	VPEXTRD $1, x, o+64(DI); \
+	VPEXTRD $2, x, o+128(DI); \
+	VPEXTRD $3, x, o+192(DI)
+
+// func packRowQ40AVX2(dst *byte, w *byte, nb int, bias uint32)
+TEXT ·packRowQ40AVX2(SB), NOSPLIT, $0-28
+	MOVQ dst+0(FP), DI
+	MOVQ w+8(FP), SI
+	MOVQ nb+16(FP), CX
+	MOVL bias+24(FP), AX
+	VMOVD AX, X7
+	VPBROADCASTD X7, X7
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X6
+	VPBROADCASTD X6, X6
+	TESTQ CX, CX
+	JZ   pq4done
+pq4loop:
+	PACKSCALE
+	VMOVDQU 2(SI), X1
+	VPAND X6, X1, X2
+	VPSRLW $4, X1, X3
+	VPAND X6, X3, X3
+	VPSUBB X7, X2, X2
+	VPSUBB X7, X3, X3
+	PACKGROUPS(X2, 0)
+	PACKGROUPS(X3, 256)
+	ADDQ $18, SI
+	ADDQ $576, DI
+	DECQ CX
+	JNZ  pq4loop
+pq4done:
+	VZEROUPPER
+	RET
+
+// func packRowQ80AVX2(dst *byte, w *byte, nb int, flip uint32)
+TEXT ·packRowQ80AVX2(SB), NOSPLIT, $0-28
+	MOVQ dst+0(FP), DI
+	MOVQ w+8(FP), SI
+	MOVQ nb+16(FP), CX
+	MOVL flip+24(FP), AX
+	VMOVD AX, X7
+	VPBROADCASTD X7, Y7
+	TESTQ CX, CX
+	JZ   pq8done
+pq8loop:
+	PACKSCALE
+	VMOVDQU 2(SI), Y1
+	VPXOR Y7, Y1, Y1
+	VEXTRACTI128 $1, Y1, X2
+	PACKGROUPS(X1, 0)
+	PACKGROUPS(X2, 256)
+	ADDQ $34, SI
+	ADDQ $576, DI
+	DECQ CX
+	JNZ  pq8loop
+pq8done:
+	VZEROUPPER
+	RET

@@ -203,6 +203,12 @@ func gemmDown6BF16DP(acc *float32, accStride int, h *uint32, w *uint16, ldw int,
 func interleaveBF16DP(dst *uint16, a, b *uint16, n int)
 
 //go:noescape
+func packRowQ40AVX2(dst *byte, w *byte, nb int, bias uint32)
+
+//go:noescape
+func packRowQ80AVX2(dst *byte, w *byte, nb int, flip uint32)
+
+//go:noescape
 func dot1BF16AVX512(w *uint16, x *float32, n int) float32
 
 //go:noescape
@@ -318,6 +324,19 @@ func avx2Table() *Table {
 		axpyF32Ref(y[n:], a, w[4*n:])
 	}
 	q80.Dot, q40.Dot = blockDot(dotQ80AVX2), blockDot(dotQ40AVX2)
+	// The integer GEMM panels' packing, a row at a time (BenchmarkPackPanel).
+	q40.PackRow = func(dst, w []byte, nb int, signed bool) {
+		if nb > 0 {
+			_ = dst[(nb-1)*panelBlockBytes+515]
+			packRowQ40AVX2(&dst[0], &w[0], nb, packRowQ4Bias(signed))
+		}
+	}
+	q80.PackRow = func(dst, w []byte, nb int, signed bool) {
+		if nb > 0 {
+			_ = dst[(nb-1)*panelBlockBytes+515]
+			packRowQ80AVX2(&dst[0], &w[0], nb, packRowQ8Flip(signed))
+		}
+	}
 	q80.Axpy, q40.Axpy = blockAxpy(axpyQ80AVX2), blockAxpy(axpyQ40AVX2)
 	// The four-row axpys of the block types exist on AVX-512 only; the
 	// reference composes four of this table's row axpys.

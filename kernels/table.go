@@ -63,6 +63,9 @@ type Ops struct {
 	Quad bool
 	// ActBF16 says the converted activations are Q8Act.B (BF16), not Q8.
 	ActBF16 bool
+	// PackRow, where the table has it, is packRowRef for one row of a block
+	// type: the integer GEMM panel's packing (packPanel).
+	PackRow func(dst, w []byte, nb int, signed bool)
 	// GatePairs says the split FFN's gate pass takes its rows in pairs
 	// (Dot2/Dot2Act, prefetching ahead) instead of one at a time: Q4_0,
 	// whose whole decode steps measured 0.86-0.95× with single rows (three
