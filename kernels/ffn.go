@@ -340,37 +340,18 @@ func ffnDecodeSplit(acc []float32, blk *format.RecordBlock, k, m int, ops *Ops, 
 		// BF16 and F16 48-60 GB/s alone against 42-49 in pairs, Q8_0 42-52
 		// against 32-39, Q4_0 34-42 against 22-36; the whole FFN of such a
 		// layer, timed in turn with the pairs: BF16 1.03-1.04×, Q8_0
-		// 1.08-1.09×, Q4_0 1.02-1.03×). The row dots take the pair dots'
-		// arithmetic (TestDotMatchesPairDot), so the result is the
-		// interleaved records' to the bit. Where a whole step measured
-		// otherwise (Ops.GatePairs: Q4_0) the gate rows go in pairs.
-		for q := s; !ops.GatePairs && q < e; q++ {
+		// 1.08-1.09×, Q4_0 1.02-1.03×; whole q4_0 steps, the same binary
+		// switched in turn: 0.94-1.05× dense (median 1.02×), 0.98-1.05×
+		// at γ0.7 φ0.4). The row dots take the pair dots' arithmetic
+		// (TestDotMatchesPairDot), so the result is the interleaved
+		// records' to the bit.
+		for q := s; q < e; q++ {
 			if r := s + q + prefetchAhead - e; r >= s && r < e {
 				// Near the run's end, the first up | down pairs the
 				// second pass reads.
 				pf(blk.UpDown(k + r))
 			}
 			g[q-s] = rowDot1(ops, blk.GateRow(k+q), x, acts)
-		}
-		for q := s; ops.GatePairs && q < e; q += 2 {
-			a := blk.GateRow(k + q)
-			if q+1 == e {
-				// Alone through the pair kernel too (a row's pair dot is
-				// the same whichever row it is paired with).
-				pairDot(ops, a, a, x, acts, nil, &gu)
-				g[q-s] = gu[0]
-				continue
-			}
-			// Prefetch the gate rows ahead, and near the end of the run
-			// the first up | down pairs the second pass reads.
-			var next []byte
-			if q+prefetchAhead < e {
-				next = blk.GateRow(k + q + prefetchAhead)
-			} else if r := s + q + prefetchAhead - e; r < e {
-				next = blk.Ahead(k + r)
-			}
-			pairDot(ops, a, blk.GateRow(k+q+1), x, acts, next, &gu)
-			g[q-s], g[q-s+1] = gu[0], gu[1]
 		}
 		for q0 := s; q0 < e; q0 += group {
 			n := min(group, e-q0)

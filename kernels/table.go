@@ -66,11 +66,6 @@ type Ops struct {
 	// PackRow, where the table has it, is packRowRef for one row of a block
 	// type: the integer GEMM panel's packing (packPanel).
 	PackRow func(dst, w []byte, nb int, signed bool)
-	// GatePairs says the split FFN's gate pass takes its rows in pairs
-	// (Dot2/Dot2Act, prefetching ahead) instead of one at a time: Q4_0,
-	// whose whole decode steps measured 0.86-0.95× with single rows (three
-	// of four alternating pairs) though its gate rows alone stream faster.
-	GatePairs bool
 }
 
 // Table holds the Ops of every dtype for one instruction set, and the two
@@ -137,7 +132,7 @@ var Generic = Table{
 		format.F16:  {Dot: dotF16Ref, Axpy: axpyF16Ref, Dot4: dot4F16Ref, GemmDown: gemmDownF16Ref},
 		format.BF16: {Dot: dotBF16Ref, Axpy: axpyBF16Ref, Dot4: dot4BF16Ref, GemmDown: gemmDownBF16Ref, DotAct: dotBF16ActRef, ActBF16: true},
 		format.Q8_0: {Dot: dotQ80Ref, Axpy: axpyQ80Ref, Axpy4: axpy4Q80Ref, DotAct: dotQ80Q8Ref},
-		format.Q4_0: {Dot: dotQ40Ref, Axpy: axpyQ40Ref, Axpy4: axpy4Q40Ref, DotAct: dotQ40Q8Ref, GatePairs: true},
+		format.Q4_0: {Dot: dotQ40Ref, Axpy: axpyQ40Ref, Axpy4: axpy4Q40Ref, DotAct: dotQ40Q8Ref},
 	},
 	FMAPeak: fmaPeakRef, FMALanes: 1, SumBytes: sumBytesRef, PrefetchL2: prefetchL2Ref,
 }

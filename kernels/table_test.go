@@ -282,18 +282,3 @@ func TestMaxScale(t *testing.T) {
 		}
 	}
 }
-
-// TestGatePairsInherited: every table (derived ones and their variants
-// included) keeps Q4_0's gate pass in pairs and the others' single, as the
-// reference table sets them (a table rebuilding an Ops value would lose it).
-func TestGatePairsInherited(t *testing.T) {
-	for _, tb := range Tables() {
-		for _, c := range []*Table{tb, tb.WithIntegerPath(true), tb.WithExactDown(), tb.WithBF16Rounding(true)} {
-			for _, dt := range []format.DType{format.F32, format.BF16, format.F16, format.Q8_0, format.Q4_0} {
-				if got, want := c.Ops(dt).GatePairs, dt == format.Q4_0; got != want {
-					t.Errorf("%s %v: GatePairs %v, want %v", c.Name, dt, got, want)
-				}
-			}
-		}
-	}
-}
