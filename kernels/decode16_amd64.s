@@ -10,6 +10,22 @@
 #define LDBF16Z(off, base, r) VPMOVZXWD off(base)(AX*1), r; VPSLLD $16, r, r
 #define LDF16Z(off, base, r)  VCVTPH2PS off(base)(AX*1), r
 
+// DOTZA(LOADW): 64 elements of row a (SI) against x (DI) at AX: x into
+// Z8-Z11 (DOT2Z reuses them for row b), row a's products into Z0-Z3.
+#define DOTZA(LOADW) \
+	VMOVUPS 0(DI)(AX*2), Z8; \
+	VMOVUPS 64(DI)(AX*2), Z9; \
+	VMOVUPS 128(DI)(AX*2), Z10; \
+	VMOVUPS 192(DI)(AX*2), Z11; \
+	LOADW(0, SI, Z12); \
+	LOADW(32, SI, Z13); \
+	LOADW(64, SI, Z14); \
+	LOADW(96, SI, Z15); \
+	VFMADD231PS Z8, Z12, Z0; \
+	VFMADD231PS Z9, Z13, Z1; \
+	VFMADD231PS Z10, Z14, Z2; \
+	VFMADD231PS Z11, Z15, Z3
+
 // DOT1Z: DOT2Z's arithmetic for row a alone (SI = the row, DI = x, CX = n,
 // a multiple of 64; the sum into X0): the same lanes, the same fold, so a
 // row's dot is the same to the bit whether it is taken alone or in a pair
@@ -22,18 +38,7 @@
 	VPXORD Z2, Z2, Z2; \
 	VPXORD Z3, Z3, Z3; \
 	z1loop:; \
-	VMOVUPS 0(DI)(AX*2), Z8; \
-	VMOVUPS 64(DI)(AX*2), Z9; \
-	VMOVUPS 128(DI)(AX*2), Z10; \
-	VMOVUPS 192(DI)(AX*2), Z11; \
-	LOADW(0, SI, Z12); \
-	LOADW(32, SI, Z13); \
-	LOADW(64, SI, Z14); \
-	LOADW(96, SI, Z15); \
-	VFMADD231PS Z8, Z12, Z0; \
-	VFMADD231PS Z9, Z13, Z1; \
-	VFMADD231PS Z10, Z14, Z2; \
-	VFMADD231PS Z11, Z15, Z3; \
+	DOTZA(LOADW); \
 	ADDQ $128, AX; \
 	SUBQ $64, CX; \
 	JNZ  z1loop; \
@@ -56,18 +61,7 @@
 	z2loop:; \
 	PFL2x6(R12, 0); \
 	ADDQ $384, R12; \
-	VMOVUPS 0(DI)(AX*2), Z8; \
-	VMOVUPS 64(DI)(AX*2), Z9; \
-	VMOVUPS 128(DI)(AX*2), Z10; \
-	VMOVUPS 192(DI)(AX*2), Z11; \
-	LOADW(0, SI, Z12); \
-	LOADW(32, SI, Z13); \
-	LOADW(64, SI, Z14); \
-	LOADW(96, SI, Z15); \
-	VFMADD231PS Z8, Z12, Z0; \
-	VFMADD231PS Z9, Z13, Z1; \
-	VFMADD231PS Z10, Z14, Z2; \
-	VFMADD231PS Z11, Z15, Z3; \
+	DOTZA(LOADW); \
 	LOADW(0, BX, Z12); \
 	LOADW(32, BX, Z13); \
 	LOADW(64, BX, Z14); \
