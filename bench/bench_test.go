@@ -38,3 +38,39 @@ func TestMedian(t *testing.T) {
 		}
 	}
 }
+
+// TestFinishRatiosWithinRounds: a report's ratios are medians of the
+// per-round ratios (not ratios of medians): against the dense figure, the
+// first pack's dense, and the first selection method at the same point.
+func TestFinishRatiosWithinRounds(t *testing.T) {
+	fig := func(gamma, phi float64, method string, tokS ...float64) *benchFigure {
+		bw := make([]float64, len(tokS))
+		for i := range bw {
+			bw[i] = 1e10
+		}
+		return &benchFigure{gamma: gamma, phi: phi, method: method, tokS: tokS, bw: bw, bytes: 1e9}
+	}
+	first := &packBench{path: "a.sip", r: &Report{}, figures: []*benchFigure{fig(1, 1, "", 10, 20, 30)}}
+	dense := fig(1, 1, "", 5, 10, 40)
+	paper := fig(0.7, 0.4, "paper", 15, 40, 60)
+	hybrid := fig(0.7, 0.4, "hybrid", 12, 20, 66)
+	hybrid.firstSel = paper
+	pb := &packBench{path: "b.sip", r: &Report{}, figures: []*benchFigure{dense, paper, hybrid}}
+	pb.finish(first)
+	r := pb.r
+	// dense ÷ first's dense per round: 0.5, 0.5, 1.333 → 0.5 (the ratio of medians would be 0.5 too).
+	if r.DenseVsFirst != 0.5 || r.DenseTokS != 10 {
+		t.Errorf("dense: %v against the first pack, %v tok/s", r.DenseVsFirst, r.DenseTokS)
+	}
+	if len(r.Grid) != 2 {
+		t.Fatalf("grid %+v", r.Grid)
+	}
+	// paper ÷ dense per round: 3, 4, 1.5 → 3 (the ratio of medians: 40/10 = 4).
+	if g := r.Grid[0]; g.SpeedupDense != 3 || g.VsFirstSelect != 0 || g.Select != "paper" {
+		t.Errorf("paper: %+v", g)
+	}
+	// hybrid ÷ paper per round: 0.8, 0.5, 1.1 → 0.8 (the ratio of medians: 20/40 = 0.5).
+	if g := r.Grid[1]; g.VsFirstSelect != 0.8 || g.TokS != 20 || g.Select != "hybrid" {
+		t.Errorf("hybrid: %+v", g)
+	}
+}

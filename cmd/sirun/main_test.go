@@ -332,10 +332,13 @@ func TestBenchComparesMethods(t *testing.T) {
 	if r.Grid[0].VsFirst != 1 {
 		t.Fatalf("the first method against itself: %g", r.Grid[0].VsFirst)
 	}
-	// The second against the first: a ratio of two timings (never exactly
-	// 1), near the ratio of their medians.
-	if v, m := r.Grid[1].VsFirst, r.Grid[1].TokS/r.Grid[0].TokS; v == 1 || v < m/2 || v > 2*m {
-		t.Fatalf("hybrid against paper %g, their medians' ratio %g", v, m)
+	// The second against the first: a ratio of two timings, never exactly
+	// 1. (How it is computed — the median of the per-round ratios — is
+	// bench's TestFinishRatiosWithinRounds, on fixed timings: two rounds
+	// of real timings on a loaded machine can put it anywhere against the
+	// ratio of the medians.)
+	if v := r.Grid[1].VsFirst; v == 1 {
+		t.Fatalf("hybrid against paper exactly %g", v)
 	}
 	for _, bad := range []string{"paper,paper", "paper,bogus", "paper,"} {
 		if _, errOut, code := run(t, "", "bench", "--quick", "--select", bad, pack); code == 0 || !strings.Contains(errOut, "--select") {
