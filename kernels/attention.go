@@ -34,7 +34,7 @@ func Attention(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, head
 	blocks := (T + attnBlock - 1) / attnBlock
 	npMax := (pos + T + 31) &^ 31
 	M := attnBlock * group
-	per := M*hd + M*npMax + hd*npMax + gemmBlock(M, 0)
+	per := attnBlockScratch(group, hd, npMax)
 	scratch := p.gemmScratch(p.Workers() * per)
 	ops := active.Ops(format.F32)
 	p.Run(kvHeads*blocks, func(lo, hi, worker int) {
@@ -231,4 +231,13 @@ func attnScores4Ref(sc *[4][]float32, q, k []float32, kstride, hd, n int, scale 
 			sc[h][i] = s * scale
 		}
 	}
+}
+
+// attnBlockScratch is one worker's scratch (floats) for the GEMM attention
+// of a block of attnBlock tokens whose group query heads see up to np
+// (a multiple of 32) keys: the block's queries, their scores, the values
+// transposed, and the GEMM's own block.
+func attnBlockScratch(group, hd, np int) int {
+	M := attnBlock * group
+	return M*hd + M*np + hd*np + gemmBlock(M, 0)
 }

@@ -221,6 +221,15 @@ func gemmPanels[P, E uint16 | float32](q0, q1, cols int, x []E, T int, panels []
 	}
 }
 
+// quadRows16 is rows 4q..4q+3 of 16-bit values where they are stored, for
+// the tiles that pack them on the way (PackBF16, PackF16).
+func quadRows16(row func(r int) []byte, q int) (w [4]*uint16) {
+	for i := range w {
+		w[i] = (*uint16)(unsafe.Pointer(&row(q*gemmRows + i)[0]))
+	}
+	return w
+}
+
 // packWidePanel writes rows r0..r0+3 widened to float32 (through wide, cols
 // floats) into dst as Panel reads them: 16 columns of each row in turn.
 func packWidePanel(dst, wide []float32, ops *Ops, row func(r int) []byte, r0, cols int) {
@@ -273,10 +282,7 @@ func gemmRowsOf(g *GemmKernel, ops *Ops, dt format.DType, row func(r int) []byte
 	if xb != nil {
 		panels := unsafe.Slice((*uint16)(unsafe.Pointer(&block[0])), 2*len(block))
 		gemmPanels(q0, q1, cols, xb, T, panels, func(panel []uint16, q int, x *[6]*uint16, n int, out *[24]float32) {
-			var w [4]*uint16
-			for i := range w {
-				w[i] = (*uint16)(unsafe.Pointer(&row(q*gemmRows + i)[0]))
-			}
+			w := quadRows16(row, q)
 			g.PackBF16(&w, &panel[0], x, n, out)
 		}, g.PanelBF16, emit)
 		return
@@ -289,10 +295,7 @@ func gemmRowsOf(g *GemmKernel, ops *Ops, dt format.DType, row func(r int) []byte
 				g.PanelF16(&panel[0], x, n, out)
 				return
 			}
-			var w [4]*uint16
-			for i := range w {
-				w[i] = (*uint16)(unsafe.Pointer(&row(q*gemmRows + i)[0]))
-			}
+			w := quadRows16(row, q)
 			g.PackF16(&w, &panel[0], x, n, out)
 		}, g.PanelF16, emit)
 		return

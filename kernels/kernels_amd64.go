@@ -325,18 +325,8 @@ func avx2Table() *Table {
 	}
 	q80.Dot, q40.Dot = blockDot(dotQ80AVX2), blockDot(dotQ40AVX2)
 	// The integer GEMM panels' packing, a row at a time (BenchmarkPackPanel).
-	q40.PackRow = func(dst, w []byte, nb int, signed bool) {
-		if nb > 0 {
-			_ = dst[(nb-1)*panelBlockBytes+515]
-			packRowQ40AVX2(&dst[0], &w[0], nb, packRowQ4Bias(signed))
-		}
-	}
-	q80.PackRow = func(dst, w []byte, nb int, signed bool) {
-		if nb > 0 {
-			_ = dst[(nb-1)*panelBlockBytes+515]
-			packRowQ80AVX2(&dst[0], &w[0], nb, packRowQ8Flip(signed))
-		}
-	}
+	q40.PackRow = packRowOf(packRowQ40AVX2, packRowQ4Bias)
+	q80.PackRow = packRowOf(packRowQ80AVX2, packRowQ8Flip)
 	q80.Axpy, q40.Axpy = blockAxpy(axpyQ80AVX2), blockAxpy(axpyQ40AVX2)
 	// The four-row axpys of the block types exist on AVX-512 only; the
 	// reference composes four of this table's row axpys.
@@ -536,6 +526,19 @@ func avx512Table(avx2 *Table) *Table {
 		out[1] += q80Tail(b, act, full)
 	}
 	return t
+}
+
+// packRowOf adapts a row-packing kernel to Ops.PackRow: its four-byte
+// argument (the Q4_0 bias, the Q8_0 flip) from the panel's signedness, and
+// a bounds check on the row's last write (4 bytes at 512 + 4·r of the last
+// block; dst starts at 4·r).
+func packRowOf(k func(dst, w *byte, nb int, arg uint32), arg func(signed bool) uint32) func(dst, w []byte, nb int, signed bool) {
+	return func(dst, w []byte, nb int, signed bool) {
+		if nb > 0 {
+			_ = dst[(nb-1)*panelBlockBytes+515]
+			k(&dst[0], &w[0], nb, arg(signed))
+		}
+	}
 }
 
 // roundBF16Fast is GemmKernel.RoundBF16 through roundBF16AVX512, the

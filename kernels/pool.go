@@ -264,9 +264,8 @@ func (p *Pool) gemmScratch(n int) []float32 {
 // dots and keys. A memory plan adds it once per pool, not per sequence.
 func PrefillScratchBytes(T, H, N, heads, kvHeads, hd, ctx, workers int) uint64 {
 	cols := max(H, heads*hd)
-	group := max(1, heads/max(1, kvHeads))
-	M, np := attnBlock*group, (ctx+31)&^31
-	attn := M*hd + M*np + hd*np + gemmBlock(M, 0)
+	np := (ctx + 31) &^ 31
+	attn := attnBlockScratch(max(1, heads/max(1, kvHeads)), hd, np)
 	gemm := max(ffnBlock(T, H, max(ffnRecBlock, ffnRecBlockBF16)), gemmBlock(T, cols), attn)
 	floats := workers*(T*H+gemm) + 2*workers*np
 	// xb and xr: 6 bytes a value; acts (int8 values, their VNNI layout, a
