@@ -414,11 +414,11 @@ func pairDot(ops *Ops, a, b []byte, x []float32, acts []Q8Act, next []byte, out 
 }
 
 // downForms is the down projection's kernels for a decode group and the
-// group's size: the four-row axpy, and on the integer path the int8 one
-// (eight rows; the float path stays exact).
+// group's size: the four-row axpy, and on the integer path, where the
+// table takes it (Table.Int8Down), the int8 one (eight rows).
 func downForms(ops *Ops, acts []Q8Act) (axpy4 func([]float32, *[4]float32, *[4][]byte), axpy8 func([]float32, *[8]float32, *[8][]byte), group int) {
 	axpy4, axpy8, group = ops.Axpy4, ops.Axpy8Act, 4
-	if acts == nil {
+	if acts == nil || !active.Int8Down {
 		axpy8 = nil
 	}
 	if axpy8 != nil {
@@ -447,7 +447,7 @@ func addDowns(acc []float32, ops *Ops, axpy4 func([]float32, *[4]float32, *[4][]
 // record, prefetching up to record end: the gate and up dots per record,
 // then the down axpys, four records at a time where the dtype has a
 // four-row axpy (y loaded and stored once per four), eight on the integer
-// path where it has the int8 down projection (Axpy8Act).
+// path where it takes the int8 down projection (Axpy8Act, Table.Int8Down).
 func ffnDecodeRecords(acc []float32, records *recordCursor, ops *Ops, lo, hi, end int, x []float32, acts []Q8Act, act []float32) {
 	axpy4, axpy8, group := downForms(ops, acts)
 	pf := active.PrefetchL2

@@ -13,7 +13,7 @@ import (
 
 // BenchmarkFFNGatedDRAM: one decode token's FFN of a Llama-3.2-1B-shape
 // layer (H 2048, N 8192) at γ 0.7, 2 threads, from memory (copies of the
-// layer cycled, about 1 GiB a layout), in bands of 64 records laid out as
+// layer cycled, about 1 GiB a layout), in bands of 256 records (convert.DefaultBand for this shape) laid out as
 // version 1 packs do (interleaved records) and as version 2 packs do (each
 // band's gate rows together, then its up|down pairs). "paper" computes the
 // first 0.4·N records (a static set, or the compact decode set), "gate"
@@ -22,7 +22,7 @@ import (
 // and down for 0.125·N by their gates — the same bytes (SetBytes: 0.4·N
 // records for all three, so MB/s compares their speed).
 func BenchmarkFFNGatedDRAM(b *testing.B) {
-	const H, N, B = 2048, 8192, 64
+	const H, N, B = 2048, 8192, 256
 	loaded, phi, k := 7*N/10, 4*N/10, N/4
 	for _, dt := range []format.DType{format.BF16, format.Q4_0} {
 		copies, x := gatedLayers(dt, H, N, B, loaded)
@@ -54,7 +54,7 @@ func BenchmarkFFNGatedDRAM(b *testing.B) {
 // ±15 % from one second to the next, so two timings taken far apart do not
 // compare, two taken back to back do.
 func BenchmarkGatedOverPaper(b *testing.B) {
-	const H, N, B = 2048, 8192, 64
+	const H, N, B = 2048, 8192, 256
 	loaded, phi, k := 7*N/10, 4*N/10, N/4
 	for _, dt := range []format.DType{format.BF16, format.Q4_0} {
 		copies, x := gatedLayers(dt, H, N, B, loaded)
@@ -180,12 +180,12 @@ func BenchmarkInt8DownOverFloat(b *testing.B) {
 }
 
 func benchInt8Down(b *testing.B, dt format.DType) {
-	const H, N, B = 2048, 8192, 64
-	int8Table := Active().WithIntegerPath(true)
+	const H, N, B = 2048, 8192, 256
+	int8Table := Active().WithIntegerPath(true).WithInt8Down(true)
 	if int8Table.Ops(dt).Axpy8Act == nil {
 		b.Skipf("table %s has no int8 down projection", int8Table.Name)
 	}
-	floatTable := int8Table.WithExactDown()
+	floatTable := int8Table.WithInt8Down(false)
 	copies, x := gatedLayers(dt, H, N, B, N)
 	y := make([]float32, H)
 	p := NewPool(2)

@@ -52,7 +52,8 @@ type Ops struct {
 	// signed layout, arm64's SDOT) rather than unsigned ones (VPDPBUSD).
 	PanelSigned bool
 	// Axpy8Act, where present, is the decode FFN's down projection of
-	// eight rows on the integer path (taken only while ActDot is set):
+	// eight rows on the integer path (taken only while ActDot and the
+	// table's Int8Down are set):
 	// y += Σ_r a[r]·w[r] with the coefficients a[r]·d rounded to int8 per
 	// block, as llama.cpp rounds the down projection's input to Q8
 	// (axpy8Q40ActRef states the arithmetic). The float path stays exact.
@@ -113,6 +114,11 @@ type Table struct {
 	// Gemm.PanelBF16, the activations rounded to BF16 (set where the CPU
 	// has it; SIPACK_BF16DOT=exact turns it off).
 	PrefillBF16 bool
+	// Int8Down says the integer path's decode FFN takes the int8 down
+	// projection (Ops.Axpy8Act) where the dtype has one; off, the down
+	// projection stays in float (Axpy4), which now measures no slower
+	// (docs/bench.md, fourteenth session). SIPACK_QDOWN=int8 turns it on.
+	Int8Down bool
 }
 
 // Ops returns the operations for dtype dt.
@@ -166,9 +172,9 @@ func Use(t *Table) (restore func()) {
 // register appends the architecture's tables (in order of preference) and
 // activates the best, or the one SIPACK_KERNELS names. SIPACK_QDOT=int or
 // =float then forces the integer or the float path for the block types in
-// every table (the active one included), SIPACK_QDOWN=exact keeps the
-// integer path's down projection in float (no int8 rounding of its
-// coefficients: WithExactDown), and SIPACK_BF16DOT the BF16 path:
+// every table (the active one included), SIPACK_QDOWN=int8 rounds the
+// integer path's down projection's coefficients to int8 (WithInt8Down;
+// =exact, the default, keeps it in float), and SIPACK_BF16DOT the BF16 path:
 // exact (no rounding), prefill (the prefill GEMM rounds activations to BF16,
 // decode exact: the default where the CPU has AVX512_BF16) or round (both).
 func register(ts ...*Table) {
@@ -193,8 +199,8 @@ func register(ts ...*Table) {
 	if q := os.Getenv("SIPACK_QDOT"); q == "int" || q == "float" {
 		swap(func(t *Table) *Table { return t.WithIntegerPath(q == "int") })
 	}
-	if os.Getenv("SIPACK_QDOWN") == "exact" {
-		swap(func(t *Table) *Table { return t.WithExactDown() })
+	if os.Getenv("SIPACK_QDOWN") == "int8" {
+		swap(func(t *Table) *Table { return t.WithInt8Down(true) })
 	}
 	switch q := os.Getenv("SIPACK_BF16DOT"); q {
 	case "round", "exact":
@@ -215,30 +221,29 @@ func (t *Table) WithIntegerPath(on bool) *Table {
 	return &c
 }
 
-// WithExactDown returns a copy of t whose integer path computes the decode
-// FFN's down projection in float (Axpy4) instead of rounding its
-// coefficients to int8 (Axpy8Act).
-func (t *Table) WithExactDown() *Table {
+// WithInt8Down returns a copy of t whose integer path computes the decode
+// FFN's down projection with its coefficients rounded to int8 (Axpy8Act,
+// where the dtype has it: on) or in float (Axpy4: off).
+func (t *Table) WithInt8Down(on bool) *Table {
 	c := *t
-	for dt := range c.ops {
-		c.ops[dt].Axpy8Act = nil
-	}
-	c.Name += "+exactdown"
+	c.Int8Down = on
+	c.Name += map[bool]string{true: "+int8down", false: "+exactdown"}[on]
 	return &c
 }
 
 // IntegerReference is the reference of t's integer path: Generic with the
 // block types' integer dots, and the int8 down projection (Axpy8Act) where
-// t has one, so a table and its reference do the same arithmetic.
+// t takes one, so a table and its reference do the same arithmetic.
 func (t *Table) IntegerReference() *Table {
 	c := Generic.WithIntegerPath(true)
 	down := false
 	for dt := range c.ops {
-		if t.ops[dt].Axpy8Act != nil {
+		if t.Int8Down && t.ops[dt].Axpy8Act != nil {
 			c.ops[dt].Axpy8Act, down = axpy8ActRef(format.DType(dt)), true
 		}
 	}
 	if down {
+		c.Int8Down = true
 		c.Name += "+int8down"
 	}
 	return c

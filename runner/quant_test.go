@@ -108,12 +108,12 @@ func TestInt8Down(t *testing.T) {
 }
 
 func testInt8Down(t *testing.T, dt format.DType) {
-	int8Table := kernels.Active().WithIntegerPath(true)
+	int8Table := kernels.Active().WithIntegerPath(true).WithInt8Down(true)
 	if int8Table.Ops(dt).Axpy8Act == nil {
 		t.Logf("table %s has no %v int8 down projection: nothing to compare", int8Table.Name, dt)
 		return
 	}
-	exactTable := int8Table.WithExactDown()
+	exactTable := int8Table.WithInt8Down(false)
 	cases := readGolden(t, "../testdata/tinyllama/golden.json")
 	pool := kernels.NewPool(2)
 	defer pool.Close()

@@ -213,16 +213,19 @@ func TestFastAndGenericKernelsAgree(t *testing.T) {
 	long := slices.Concat(prompt, prompt, prompt)
 	for _, sel := range []*Selection{nil, {Phi: 0.4, Alpha: 0.2, Base: 0.3, Compact: true}} {
 		for _, tb := range kernels.Tables()[1:] {
-			// The reference of this table's integer path (its int8 down
-			// projection too, where it has one).
-			restore := kernels.Use(tb.IntegerReference())
-			generic, _ := greedyWorkers(t, qm, sel, long, 16, 1)
-			restore()
-			restore = kernels.Use(tb.WithIntegerPath(true))
-			fast, _ := greedyWorkers(t, qm, sel, long, 16, 1)
-			restore()
-			if !slices.Equal(fast, generic) {
-				t.Fatalf("q4_0, %d-token prompt, selection %+v: table %s %v, generic %v", len(long), sel, tb.Name, fast, generic)
+			for _, int8Down := range []bool{false, true} {
+				// The reference of this table's integer path (its int8
+				// down projection too, where it has one and takes it).
+				tb := tb.WithInt8Down(int8Down)
+				restore := kernels.Use(tb.IntegerReference())
+				generic, _ := greedyWorkers(t, qm, sel, long, 16, 1)
+				restore()
+				restore = kernels.Use(tb.WithIntegerPath(true))
+				fast, _ := greedyWorkers(t, qm, sel, long, 16, 1)
+				restore()
+				if !slices.Equal(fast, generic) {
+					t.Fatalf("q4_0, %d-token prompt, selection %+v: table %s %v, generic %v", len(long), sel, tb.Name, fast, generic)
+				}
 			}
 		}
 	}
