@@ -11,8 +11,9 @@ const Magic = "SIPK\r\n\x1a\n"
 
 const (
 	// VersionMajor changes only when the byte layout changes; a reader must
-	// refuse any other major version.
-	VersionMajor = 2 // 2: a band block's gate rows together, then its up|down pairs (§5)
+	// refuse a major it does not know. Writers write 3 or 2 by the records'
+	// dtype (LayoutFor).
+	VersionMajor = 3 // 3: a band block's gate rows, up rows and down rows in three runs; 2: gate rows, then up|down pairs (§5)
 	// VersionMinor counts compatible additions (new index fields); a reader
 	// must accept any minor version of its major.
 	VersionMinor = 3 // 1: ranks_present (sliced packs); 2: Q8_0 and Q4_0 dtypes; 3: chat_templates
@@ -107,7 +108,7 @@ func parsePreamble(b []byte, fileSize int64) (*Preamble, error) {
 		FileLen: le.Uint64(b[112:]),
 	}
 	copy(p.IndexHash[:], b[80:112])
-	if p.Major != VersionMajor && p.Major != 1 { // 1: interleaved records, still read
+	if p.Major < 1 || p.Major > VersionMajor { // 1, 2: interleaved records, pairs (§5), still read and written
 		return nil, formatErr(ErrVersion, sec, 8, "unsupported major version", p.Major)
 	}
 	if crc := le.Uint32(b[120:]); crc != crc32.Checksum(b[:120], castagnoli) {

@@ -382,6 +382,9 @@ func (p *Pack) SparseIndex(l int) (int, bool) {
 // together (version 2, §5) rather than whole records (version 1).
 func (p *Pack) Split() bool { return p.Preamble.Major >= 2 }
 
+// Layout is the layout of the pack's band blocks (§5).
+func (p *Pack) Layout() Layout { return LayoutOf(p.Preamble.Major) }
+
 // Record returns the neuron record of rank r (< LoadedRanks) of the si-th
 // sparse layer as gate row | up row | down column, copied (in a version 2
 // pack its rows do not lie together).
@@ -399,12 +402,7 @@ func (p *Pack) RecordBlock(si, lo, hi int) RecordBlock {
 	R := int(rb / 3)
 	off := p.Preamble.FFNOff + uint64(lo/B)*p.Preamble.BandBytes + uint64(si*B)*rb
 	block := p.data[off : off+uint64(B)*rb]
-	var all RecordBlock
-	if p.Split() {
-		all = SplitBlock(block, B, B, R)
-	} else {
-		all = InterleavedBlock(block, R)
-	}
+	all := ViewBlock(block, B, B, R, p.Layout())
 	return all.Sub(lo%B, lo%B+hi-lo)
 }
 

@@ -35,6 +35,7 @@ func planLayout(idx *Index) (*Preamble, error) {
 		return nil, fmt.Errorf("sip: record dtype %v cannot hold rows of %d (hidden_size must be a multiple of %d)", idx.RecordDType, c.HiddenSize, idx.RecordDType.BlockElems())
 	}
 	idx.RecordBytes = uint64(3 * rb)
+	layout := packLayout(idx.RecordDType)
 	nSparse := len(idx.SparseLayers)
 	var bandCount, bandBytes uint64
 	if nSparse > 0 {
@@ -67,7 +68,7 @@ func planLayout(idx *Index) (*Preamble, error) {
 	}
 	indexLen := uint64(len(encodeIndex(idx)))
 	p := &Preamble{
-		Major: writeMajor, Minor: VersionMinor,
+		Major: layout.Major(), Minor: VersionMinor,
 		IndexOff: PreambleSize, IndexLen: indexLen,
 		DenseOff:  alignUp(PreambleSize+indexLen, SectionAlign),
 		BandBytes: bandBytes, BandNeurons: uint32(idx.BandNeurons), BandCount: uint32(bandCount),
@@ -121,9 +122,17 @@ func (c *countingWriter) padTo(off uint64) error {
 	return nil
 }
 
-// writeMajor is the version packs are written in; tests set it to 1 to
-// check that version 1 packs (interleaved records in the bands) still load.
-var writeMajor uint16 = VersionMajor
+// packLayout is the band layout packs of record dtype dt are written in.
+func packLayout(dt DType) Layout {
+	if writeMajor != 0 {
+		return LayoutOf(writeMajor)
+	}
+	return LayoutFor(dt)
+}
+
+// writeMajor, where not 0, is the version packs are written in, whatever
+// their dtype; tests set it to check that every version still loads.
+var writeMajor uint16
 
 // WritePack writes a pack to path. It writes path+".tmp-PID" (tmpfile.Name:
 // unique per process, so a file left by a killed writer can be recognised
@@ -195,13 +204,9 @@ func WritePack(ctx context.Context, path string, spec *WriteSpec) (err error) {
 				if err := spec.Records(sl.Layer, sl.Perm[lo:hi], recs[:uint64(hi-lo)*idx.RecordBytes]); err != nil {
 					return fmt.Errorf("sip: layer %d records: %w", sl.Layer, err)
 				}
-				// §5: the block's gate rows, then its up | down pairs.
+				// §5: the block's rows in the pack's layout.
 				blk := band[uint64(li*B)*idx.RecordBytes:]
-				if writeMajor == 1 {
-					copy(blk, recs[:uint64(hi-lo)*idx.RecordBytes])
-				} else {
-					PutSplit(blk, recs[:uint64(hi-lo)*idx.RecordBytes], B, R)
-				}
+				PutBlock(blk, recs[:uint64(hi-lo)*idx.RecordBytes], B, R, packLayout(idx.RecordDType))
 			}
 			idx.BandHashes[b] = blake3.Sum256(band)
 			if _, err := cw.Write(band); err != nil {

@@ -70,7 +70,7 @@ func benchFFNType(b *testing.B, dt format.DType, records, threads int, generic b
 	b.SetBytes(int64(len(wb)))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		FFNRecords(p, y, recordBlocks(dt, H, false, wb), dt, H, x, nil)
+		FFNRecords(p, y, recordBlocks(dt, H, format.Interleaved, wb), dt, H, x, nil)
 	}
 }
 

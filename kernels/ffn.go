@@ -145,7 +145,7 @@ func FFNRecords(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DTy
 					b := &blocks[spans[first].block]
 					down := b.Downs(j0 - spans[first].first)
 					for t := t0; t+4 <= t1; t += 4 {
-						gemmDown(acc[t*H:], H, hbuf[(t-t0)*recBlock:], recBlock, down, b.UDStride, j1-j0, H)
+						gemmDown(acc[t*H:], H, hbuf[(t-t0)*recBlock:], recBlock, down, b.DownStride, j1-j0, H)
 					}
 				}
 			}
@@ -353,6 +353,10 @@ func ffnDecodeSplit(acc []float32, blk *format.RecordBlock, k, m int, ops *Ops, 
 			}
 			g[q-s] = rowDot1(ops, blk.GateRow(k+q), x, acts)
 		}
+		if blk.Runs() {
+			ffnDecodeRuns(acc, blk, k, s, e, m, ops, x, acts, act, g[:e-s], then)
+			continue
+		}
 		for q0 := s; q0 < e; q0 += group {
 			n := min(group, e-q0)
 			for q := 0; q < n; q += 2 {
@@ -384,6 +388,40 @@ func ffnDecodeSplit(acc []float32, blk *format.RecordBlock, k, m int, ops *Ops, 
 			}
 			addDowns(acc, ops, axpy4, axpy8, &h, &down, n)
 		}
+	}
+}
+
+// ffnDecodeRuns is ffnDecodeSplit's second and third passes over records
+// [k+s, k+e) of a block in three runs (format.Runs): the up rows one at a
+// time, one ascending run, then the down rows, another, four (or eight)
+// a group; g holds the records' gate dots. Near each pass's end the next
+// pass's first rows are prefetched, and the next block's gate rows (then)
+// before the last group.
+func ffnDecodeRuns(acc []float32, blk *format.RecordBlock, k, s, e, m int, ops *Ops, x []float32, acts []Q8Act, act []float32, g []float32, then []byte) {
+	axpy4, axpy8, group := downForms(ops, acts)
+	pf := active.PrefetchL2
+	var u [splitRun]float32
+	var h [8]float32
+	var down [8][]byte
+	for q := s; q < e; q++ {
+		if r := s + q + prefetchAhead - e; r >= s && r < e {
+			pf(blk.DownRow(k + r))
+		}
+		u[q-s] = rowDot1(ops, blk.UpRow(k+q), x, acts)
+	}
+	for q0 := s; q0 < e; q0 += group {
+		n := min(group, e-q0)
+		for q := 0; q < n; q++ {
+			h[q] = SiLU(g[q0-s+q]) * u[q0-s+q]
+			if act != nil {
+				act[q0+q] = h[q]
+			}
+			down[q] = blk.DownRow(k + q0 + q)
+		}
+		if then != nil && q0+n == m {
+			pf(then)
+		}
+		addDowns(acc, ops, axpy4, axpy8, &h, &down, n)
 	}
 }
 

@@ -207,6 +207,9 @@ func prefetchUD(records *recordCursor, sel []int32, a int, pf func([]byte)) {
 	if a < len(sel) {
 		b, k := records.at(int(sel[a]))
 		pf(b.UpDown(k))
+		if b.Runs() {
+			pf(b.DownRow(k))
+		}
 	}
 }
 

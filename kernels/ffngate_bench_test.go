@@ -13,9 +13,11 @@ import (
 
 // BenchmarkFFNGatedDRAM: one decode token's FFN of a Llama-3.2-1B-shape
 // layer (H 2048, N 8192) at γ 0.7, 2 threads, from memory (copies of the
-// layer cycled, about 1 GiB a layout), in bands of 256 records (convert.DefaultBand for this shape) laid out as
-// version 1 packs do (interleaved records) and as version 2 packs do (each
-// band's gate rows together, then its up|down pairs). "paper" computes the
+// layer cycled, about 1 GiB a layout), in bands of 256 records
+// (convert.DefaultBand for this shape) laid out as version 1 packs do
+// (interleaved records) and as packs of the dtype are now written (each
+// band's gate rows together, then its up|down pairs, or its up rows and
+// its down rows: format.LayoutFor). "paper" computes the
 // first 0.4·N records (a static set, or the compact decode set), "gate"
 // dots the gate rows of all 0.7·N and computes up and down for 0.25·N,
 // "hybrid" computes the first 0.125·N whole and, of the other loaded, up
@@ -30,13 +32,13 @@ func BenchmarkFFNGatedDRAM(b *testing.B) {
 		y := make([]float32, H)
 		p := NewPool(2)
 		for _, v := range []string{"paper", "gate", "hybrid"} {
-			for _, layout := range []string{"v1", "v2"} {
+			for _, layout := range []string{"v1", "split"} {
 				b.Run(fmt.Sprintf("%v-%s-%s", dt, v, layout), func(b *testing.B) {
 					b.SetBytes(int64(phi * 3 * R))
 					for i := 0; i < b.N; i++ {
 						blocks := copies[i%len(copies)].v1
-						if layout == "v2" {
-							blocks = copies[i%len(copies)].v2
+						if layout == "split" {
+							blocks = copies[i%len(copies)].split
 						}
 						gatedStep(p, v, y, blocks, dt, H, x, phi/B, k)
 					}
@@ -65,7 +67,7 @@ func BenchmarkGatedOverPaper(b *testing.B) {
 				ratios := make([]float64, 0, b.N)
 				var tp, tm time.Duration
 				for i := 0; i < b.N; i++ {
-					blocks := copies[i%len(copies)].v2
+					blocks := copies[i%len(copies)].split
 					var d [2]time.Duration
 					for o := range 2 {
 						which := (i + o) % 2 // 0: paper, 1: the method
@@ -76,7 +78,7 @@ func BenchmarkGatedOverPaper(b *testing.B) {
 						t0 := time.Now()
 						gatedStep(p, name, y, blocks, dt, H, x, phi/B, k)
 						d[which] = time.Since(t0)
-						blocks = copies[(i+1)%len(copies)].v2 // the second from memory too
+						blocks = copies[(i+1)%len(copies)].split // the second from memory too
 					}
 					tp, tm = tp+d[0], tm+d[1]
 					ratios = append(ratios, float64(d[1])/float64(d[0]))
@@ -91,8 +93,9 @@ func BenchmarkGatedOverPaper(b *testing.B) {
 	}
 }
 
-// gatedCopies is one layer in both layouts.
-type gatedCopies struct{ v1, v2 []format.RecordBlock }
+// gatedCopies is one layer interleaved (version 1) and split as packs of
+// its dtype are now (format.LayoutFor: version 3 or 2).
+type gatedCopies struct{ v1, split []format.RecordBlock }
 
 // gatedLayers builds copies of a layer's first loaded records (about 1 GiB
 // a layout, so each step reads from memory), in bands of B records, and an
@@ -110,7 +113,7 @@ func gatedLayers(dt format.DType, H, N, B, loaded int) ([]gatedCopies, []float32
 			d := make([]byte, B*rec)
 			copy(d, layer[:m*rec])
 			copies[i].v1 = append(copies[i].v1, format.InterleavedBlock(d[:m*rec], R))
-			copies[i].v2 = append(copies[i].v2, format.PutSplit(make([]byte, B*rec), d[:m*rec], B, R))
+			copies[i].split = append(copies[i].split, format.PutBlock(make([]byte, B*rec), d[:m*rec], B, R, format.LayoutFor(dt)))
 		}
 	}
 	x := randVec(rng, H)
@@ -167,7 +170,7 @@ func BenchmarkTopKeys(b *testing.B) {
 }
 
 // BenchmarkInt8DownOverFloat: one decode token's FFN of a 1B-shape Q4_0
-// or Q8_0 layer from memory (all N records, version 2 bands, 2 threads) on the
+// or Q8_0 layer from memory (all N records, version 2 bands of 256, 2 threads) on the
 // integer path, with the down projection's coefficients rounded to int8
 // (Axpy8Act) and in float (WithExactDown), timed back to back in turn
 // (order alternating); reports the median of the per-pair ratios
@@ -199,18 +202,21 @@ func benchInt8Down(b *testing.B, dt format.DType) {
 		for o := range 2 {
 			which := (i + o) % 2 // 0: float, 1: int8
 			restore := Use([]*Table{floatTable, int8Table}[which])
-			blocks := copies[(2*i+o)%len(copies)].v2
+			blocks := copies[(2*i+o)%len(copies)].split
 			t0 := time.Now()
 			FFNRecords(p, y, blocks, dt, H, x, nil)
 			d[which] = time.Since(t0)
 			restore()
 		}
-		blocks := copies[(2*i+2)%len(copies)].v2
+		blocks := copies[(2*i+2)%len(copies)].split
 		t0 := time.Now()
 		p.Run(len(blocks), func(lo, hi, _ int) {
 			for _, blk := range blocks[lo:hi] {
 				SumBytes(blk.Gate[:blk.N*R])
-				SumBytes(blk.UD[:2*blk.N*R])
+				SumBytes(blk.Up[:blk.N*blk.UpStride])
+				if blk.Runs() {
+					SumBytes(blk.Down[:blk.N*R])
+				}
 			}
 		})
 		tr += time.Since(t0)

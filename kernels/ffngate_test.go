@@ -62,7 +62,7 @@ func testFFNGatedMatchesReference(t *testing.T, tb *Table) {
 					for j := range act {
 						act[j] = float32(j + 1) // overwritten: zero where not computed
 					}
-					FFNGated(p, y, recordBlocks(dt, H, k%2 == 1, blocks...), dt, H, x, static, k, act)
+					FFNGated(p, y, recordBlocks(dt, H, format.Layout(k%3), blocks...), dt, H, x, static, k, act)
 					in := make([]bool, total)
 					n := 0
 					for j, h := range act {
@@ -111,19 +111,20 @@ func testFFNGatedMatchesReference(t *testing.T, tb *Table) {
 }
 
 // recordBlocks views interleaved record bytes (gate | up | down rows of
-// H elements of dt) as blocks: as they are, or copied into the split
-// layout of a version 2 band block (gate rows together, then the up|down
-// pairs, in a block of room for n+3 records so strides and offsets differ).
-func recordBlocks(dt format.DType, H int, split bool, bs ...[]byte) []format.RecordBlock {
+// H elements of dt) as blocks: as they are (l Interleaved), or copied into
+// a band block of layout l (version 2: gate rows together, then the up|down
+// pairs; version 3: gate, up and down rows in three runs), in a block of
+// room for n+3 records so strides and offsets differ.
+func recordBlocks(dt format.DType, H int, l format.Layout, bs ...[]byte) []format.RecordBlock {
 	R, _ := dt.RowBytes(H)
 	out := make([]format.RecordBlock, len(bs))
 	for i, b := range bs {
-		if !split {
+		if l == format.Interleaved {
 			out[i] = format.InterleavedBlock(b, R)
 			continue
 		}
 		B := len(b)/(3*R) + 3
-		out[i] = format.PutSplit(make([]byte, 3*B*R), b, B, R)
+		out[i] = format.PutBlock(make([]byte, 3*B*R), b, B, R, l)
 	}
 	return out
 }

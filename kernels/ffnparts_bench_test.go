@@ -53,7 +53,7 @@ func benchFFNPartsN(b *testing.B, dt format.DType, threads, records int) {
 	b.Run("whole", func(b *testing.B) {
 		b.SetBytes(int64(records * recBytes))
 		for i := 0; i < b.N; i++ {
-			FFNRecords(p, y, recordBlocks(dt, H, false, wb), dt, H, x, nil)
+			FFNRecords(p, y, recordBlocks(dt, H, format.Interleaved, wb), dt, H, x, nil)
 		}
 	})
 	var acts []Q8Act

@@ -558,7 +558,7 @@ func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCur
 			b, k0 := records.at(j0) // the block's records are consecutive
 			down := b.Downs(k0)
 			for ; t+4 <= T; t += 4 {
-				ops.GemmDown(acc[t*H:], H, hbuf[t*n:], n, down, b.UDStride, n, H)
+				ops.GemmDown(acc[t*H:], H, hbuf[t*n:], n, down, b.DownStride, n, H)
 			}
 		}
 		for ; t < T; t++ {

@@ -57,7 +57,7 @@ func BenchmarkFFNPrefill(b *testing.B) {
 			defer p.Close()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				FFNRecords(p, y, recordBlocks(dt, H, false, wb), dt, H, x, nil)
+				FFNRecords(p, y, recordBlocks(dt, H, format.Interleaved, wb), dt, H, x, nil)
 			}
 			b.ReportMetric(2*3*float64(H*records*T)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})

@@ -261,16 +261,23 @@ func testMatMulAndFFNMatchReference(t *testing.T, tb *Table) {
 				xw := roundedActs(tb, dt, x, 2*total, H, T)
 				y := make([]float32, T*H)
 				act := make([]float32, T*len(recs))
-				// The split layout of version 2 bands is checked against the
-				// reference with 2 threads, and bit for bit against the
-				// interleaved one with 1 (more threads sum in the order the
-				// workers claim records).
-				FFNRecords(p, y, recordBlocks(dt, H, threads == 2, blocks...), dt, H, x, act)
+				// The split layouts of version 2 and 3 bands are checked
+				// against the reference with 2 threads (one or the other
+				// by the case), and bit for bit against the interleaved one
+				// with 1 (more threads sum in the order the workers claim
+				// records).
+				layout := format.Interleaved
+				if threads == 2 {
+					layout = format.Layout(1 + (H/8+T+len(counts))%2)
+				}
+				FFNRecords(p, y, recordBlocks(dt, H, layout, blocks...), dt, H, x, act)
 				if threads == 1 {
-					y2, act2 := make([]float32, T*H), make([]float32, T*len(recs))
-					FFNRecords(p, y2, recordBlocks(dt, H, true, blocks...), dt, H, x, act2)
-					if !slices.Equal(y, y2) || !slices.Equal(act, act2) {
-						t.Fatalf("%v FFN H=%d T=%d: split records give another result than interleaved", dt, H, T)
+					for _, l := range []format.Layout{format.Pairs, format.Runs} {
+						y2, act2 := make([]float32, T*H), make([]float32, T*len(recs))
+						FFNRecords(p, y2, recordBlocks(dt, H, l, blocks...), dt, H, x, act2)
+						if !slices.Equal(y, y2) || !slices.Equal(act, act2) {
+							t.Fatalf("%v FFN H=%d T=%d: records in layout %d give another result than interleaved", dt, H, T, l)
+						}
 					}
 				}
 				downBF16 := dt == format.BF16 && tb.PrefillBF16 && tb.Gemm != nil && tb.Gemm.DownBF16 != nil &&
@@ -420,10 +427,10 @@ func FuzzFFNDecode(f *testing.F) {
 		p := NewPool(2)
 		defer p.Close()
 		fast := make([]float32, H)
-		FFNRecords(p, fast, recordBlocks(dt, H, false, blocks...), dt, H, x, nil)
+		FFNRecords(p, fast, recordBlocks(dt, H, format.Interleaved, blocks...), dt, H, x, nil)
 		restore := Use(referenceOf(Active()))
 		ref := make([]float32, H)
-		FFNRecords(p, ref, recordBlocks(dt, H, true, blocks...), dt, H, x, nil)
+		FFNRecords(p, ref, recordBlocks(dt, H, format.Layout(1+int(split)%2), blocks...), dt, H, x, nil)
 		restore()
 		// Δh_j from the dots' rounding, then each y[i]'s bound.
 		eps := 2 * float64(H+2) * 6e-8

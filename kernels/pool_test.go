@@ -103,7 +103,7 @@ func TestPrefillScratchBound(t *testing.T) {
 				wq, _ := randRow(rng, dt, qDim*s.H)
 				Wq := &Weight{Data: wq, DType: dt, Rows: qDim, Cols: s.H}
 				recs, _ := randRow(rng, dt, s.N*3*s.H)
-				blocks := recordBlocks(dt, s.H, false, recs)
+				blocks := recordBlocks(dt, s.H, format.Interleaved, recs)
 				const ctx = 160
 				keys, values := randVec(rng, ctx*kvDim), randVec(rng, ctx*kvDim)
 				p := NewPool(2)

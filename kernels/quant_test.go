@@ -154,7 +154,7 @@ func TestIntegerPathMatVecAndFFN(t *testing.T) {
 				y := make([]float32, T*H)
 				// Two blocks of records, split off the group-of-four boundary.
 				rb, _ := dt.RowBytes(H)
-				FFNRecords(p, y, recordBlocks(dt, H, false, ffn[:10*3*rb], ffn[10*3*rb:]), dt, H, x, nil)
+				FFNRecords(p, y, recordBlocks(dt, H, format.Interleaved, ffn[:10*3*rb], ffn[10*3*rb:]), dt, H, x, nil)
 				return out, y
 			}
 			out, y := run()
@@ -200,7 +200,7 @@ func TestFFNDecodeQ40Float64(t *testing.T) {
 		p := NewPool(c.threads)
 		y := make([]float32, H)
 		act := make([]float32, c.records)
-		FFNRecords(p, y, recordBlocks(format.Q4_0, H, true, ffn[:split], ffn[split:]), format.Q4_0, H, x, act)
+		FFNRecords(p, y, recordBlocks(format.Q4_0, H, format.Pairs, ffn[:split], ffn[split:]), format.Q4_0, H, x, act)
 		p.Close()
 		want := make([]float64, H)
 		var rms float64

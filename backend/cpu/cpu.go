@@ -36,7 +36,7 @@ func (m *Matrix) DType() format.DType { return m.W.DType }
 func (m *Matrix) Bytes() int          { return len(m.W.Data) }
 
 // records is a set of FFN neuron records: blocks of consecutive records
-// (format.RecordBlock: interleaved, or a version 2 band's split block),
+// (format.RecordBlock: interleaved, or a version 2 or 3 band's split block),
 // record i of the set being record i − starts[b] of the block b that holds it.
 type records struct {
 	blocks []format.RecordBlock
@@ -292,18 +292,26 @@ func (e *Exec) Gather(all backend.Records, ranks []int, static int, compact bool
 		buf := make([]byte, n*a.rec)
 		// Over the pool: one thread copying a 1B bf16 pack's dynamic
 		// records (10 MB a layer at φ 0.4) was 10 % of a 16-token prompt's
-		// time to first token. The copy is split whatever the source (the
-		// gate rows together, then the up | down pairs), so the decode
-		// reads it as it reads a version 2 band's block: two passes, each
-		// one stream.
+		// time to first token. The copy is laid out as the dtype's bands
+		// are written (format.LayoutFor: the gate rows together, then the
+		// up rows and the down rows, or the up | down pairs), whatever the
+		// source, so the decode reads it as it reads a band's block: one
+		// stream a pass.
+		layout := format.LayoutFor(a.dt)
 		e.pool.Run(n, func(lo, hi, _ int) {
 			for k := lo; k < hi; k++ {
 				b, j := a.at(rest[k])
 				copy(buf[k*R:(k+1)*R], b.GateRow(j))
-				copy(buf[n*R+2*k*R:n*R+2*(k+1)*R], b.UpDown(j))
+				if layout == format.Runs {
+					copy(buf[(n+k)*R:(n+k+1)*R], b.UpRow(j))
+					copy(buf[(2*n+k)*R:(2*n+k+1)*R], b.DownRow(j))
+				} else {
+					copy(buf[n*R+2*k*R:n*R+2*k*R+R], b.UpRow(j))
+					copy(buf[n*R+2*k*R+R:n*R+2*(k+1)*R], b.DownRow(j))
+				}
 			}
 		})
-		blocks = append(blocks, format.SplitBlock(buf, n, n, R))
+		blocks = append(blocks, format.ViewBlock(buf, n, n, R, layout))
 	}
 	return newRecords(blocks, a.dt, a.hidden)
 }

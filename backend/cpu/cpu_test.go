@@ -31,26 +31,27 @@ func bands(n, B, H int) ([][]byte, [][]byte) {
 // the selected records in order; runs never cross a band; bad sets are
 // refused.
 func TestGather(t *testing.T) {
-	for _, split := range []bool{false, true} {
-		testGather(t, split)
+	for _, l := range []format.Layout{format.Interleaved, format.Pairs, format.Runs} {
+		// The same bytes as F32 records and as BF16 ones of twice the
+		// width: the compact copy is laid out as each dtype's bands are
+		// written (format.LayoutFor: pairs, three runs).
+		testGather(t, l, format.F32)
+		testGather(t, l, format.BF16)
 	}
 }
 
 // testGather runs TestGather over bands as version 1 packs lay them out
-// (interleaved records) or as version 2 packs do (split).
-func testGather(t *testing.T, split bool) {
+// (interleaved records), as version 2 packs do (gate rows, then up | down
+// pairs) or as version 3 packs do (gate, up and down rows in three runs).
+func testGather(t *testing.T, l format.Layout, dt format.DType) {
 	const n, B, H = 50, 8, 4
 	raw, recs := bands(n, B, H)
 	blocks := make([]format.RecordBlock, len(raw))
 	for i, b := range raw {
-		if split {
-			blocks[i] = format.PutSplit(make([]byte, 3*4*H*B), b, B, 4*H)
-		} else {
-			blocks[i] = format.InterleavedBlock(b, 4*H)
-		}
+		blocks[i] = format.PutBlock(make([]byte, 3*4*H*B), b, B, 4*H, l)
 	}
 	d := New()
-	all, err := d.Records(blocks, format.F32, H)
+	all, err := d.Records(blocks, dt, 4*H/dt.Size())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func testGather(t *testing.T, split bool) {
 				got := make([]byte, r.rec)
 				b.CopyRecord(got, j)
 				if !bytes.Equal(got, recs[rank]) {
-					t.Fatalf("split %v compact %v: record %d is not rank %d", split, compact, i, rank)
+					t.Fatalf("layout %d compact %v: record %d is not rank %d", l, compact, i, rank)
 				}
 			}
 			if !compact {

@@ -212,7 +212,7 @@ func (d *Device) Records(rblocks []format.RecordBlock, dt format.DType, hidden i
 	}
 	rec := 3 * rb
 	// The device kernels read whole records (gate | up | down at one
-	// address): a version 2 band's split block is interleaved on the host
+	// address): a version 2 or 3 band's split block is interleaved on the host
 	// first and copied (it cannot be used in place).
 	blocks := make([][]byte, len(rblocks))
 	for i := range rblocks {

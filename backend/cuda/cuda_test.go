@@ -373,17 +373,17 @@ type ffnCase struct {
 }
 
 // recordBlocks views the case's blocks as interleaved records, or copies
-// them into the split layout of version 2 bands.
-func (c ffnCase) recordBlocks(dt format.DType, H int, split bool) []format.RecordBlock {
+// them into the split layouts of version 2 or 3 bands.
+func (c ffnCase) recordBlocks(dt format.DType, H int, l format.Layout) []format.RecordBlock {
 	R, _ := dt.RowBytes(H)
 	out := make([]format.RecordBlock, len(c.blocks))
 	for i, b := range c.blocks {
-		if split {
-			B := len(b) / (3 * R)
-			out[i] = format.PutSplit(make([]byte, len(b)), b, B, R)
-		} else {
+		if l == format.Interleaved {
 			out[i] = format.InterleavedBlock(b, R)
+			continue
 		}
+		B := len(b) / (3 * R)
+		out[i] = format.PutBlock(make([]byte, len(b)), b, B, R, l)
 	}
 	return out
 }
@@ -447,14 +447,14 @@ func TestFFN(t *testing.T) {
 		for _, H := range widths(dt) {
 			for _, n := range pick([]int{1, 13, 200}, []int{1, 13, 70}) {
 				c := newFFN(rng, dt, H, n, 70)
-				// The GPU gets the blocks as a version 2 pack lays them out
-				// (split: interleaved on upload) when n is odd, the CPU
-				// reference as version 1 did.
-				gr, err := p.gd.Records(c.recordBlocks(dt, H, n%2 == 1), dt, H)
+				// The GPU gets the blocks as a version 1, 2 or 3 pack lays
+				// them out (split ones interleaved on upload) by n, the
+				// CPU reference as version 1 did.
+				gr, err := p.gd.Records(c.recordBlocks(dt, H, format.Layout(n%3)), dt, H)
 				if err != nil {
 					t.Fatal(err)
 				}
-				cr, _ := p.cd.Records(c.recordBlocks(dt, H, false), dt, H)
+				cr, _ := p.cd.Records(c.recordBlocks(dt, H, format.Interleaved), dt, H)
 				for _, T := range []int{1, 2, 5, 33} {
 					x := randVec(rng, T*H)
 					check := func(what string, grec, crec backend.Records, rows [][]float32) {
@@ -520,11 +520,11 @@ func TestFFNGated(t *testing.T) {
 		for _, H := range widths(dt) {
 			n := 37
 			c := newFFN(rng, dt, H, n, 20)
-			gr, err := p.gd.Records(c.recordBlocks(dt, H, true), dt, H)
+			gr, err := p.gd.Records(c.recordBlocks(dt, H, format.Runs), dt, H)
 			if err != nil {
 				t.Fatal(err)
 			}
-			cr, _ := p.cd.Records(c.recordBlocks(dt, H, false), dt, H)
+			cr, _ := p.cd.Records(c.recordBlocks(dt, H, format.Interleaved), dt, H)
 			x := randVec(rng, H)
 			for i := range x {
 				x[i] /= float32(math.Sqrt(float64(H)))
@@ -727,7 +727,7 @@ func TestGraphStep(t *testing.T) {
 	wk, _ := p.gd.Matrix(wkb, format.BF16, kvHeads*hd, H)
 	norm, _ := p.gd.Vector(randVec(rng, H))
 	c := newFFN(rng, format.BF16, H, n, 20)
-	recs, _ := p.gd.Records(c.recordBlocks(format.BF16, H, false), format.BF16, H)
+	recs, _ := p.gd.Records(c.recordBlocks(format.BF16, H, format.Interleaved), format.BF16, H)
 	inv := make([]float64, hd/2)
 	for i := range inv {
 		inv[i] = 1 / math.Pow(10000, float64(2*i)/hd)
