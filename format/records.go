@@ -182,41 +182,20 @@ func (b *RecordBlock) CopyRecord(dst []byte, j int) {
 // n gate rows from the start, the n up | down pairs from B·rowBytes on.
 // It returns the block's view.
 func PutSplit(dst, recs []byte, B, rowBytes int) RecordBlock {
-	R := rowBytes
-	n := len(recs) / (3 * R)
-	for j := 0; j < n; j++ {
-		rec := recs[j*3*R : (j+1)*3*R]
-		copy(dst[j*R:(j+1)*R], rec[:R])
-		copy(dst[B*R+j*2*R:B*R+(j+1)*2*R], rec[R:])
-	}
-	return SplitBlock(dst, n, B, R)
+	return PutBlock(dst, recs, B, rowBytes, Pairs)
 }
 
-// PutRuns writes recs, whole interleaved records, into dst as a version 3
-// band block of B ≥ n records (§5): the n gate rows from the start, the up
-// rows from B·rowBytes on, the down rows from 2B·rowBytes on. It returns
-// the block's view.
-func PutRuns(dst, recs []byte, B, rowBytes int) RecordBlock {
-	R := rowBytes
-	n := len(recs) / (3 * R)
-	for j := 0; j < n; j++ {
-		rec := recs[j*3*R : (j+1)*3*R]
-		copy(dst[j*R:(j+1)*R], rec[:R])
-		copy(dst[(B+j)*R:(B+j+1)*R], rec[R:2*R])
-		copy(dst[(2*B+j)*R:(2*B+j+1)*R], rec[2*R:])
-	}
-	return RunsBlock(dst, n, B, R)
-}
-
-// PutBlock writes recs into dst as a band block of B ≥ n records in
-// layout l and returns its view.
+// PutBlock writes recs, whole interleaved records, into dst as a band
+// block of B ≥ n records in layout l (§5) and returns its view.
 func PutBlock(dst, recs []byte, B, rowBytes int, l Layout) RecordBlock {
-	switch l {
-	case Pairs:
-		return PutSplit(dst, recs, B, rowBytes)
-	case Runs:
-		return PutRuns(dst, recs, B, rowBytes)
+	R := rowBytes
+	n := len(recs) / (3 * R)
+	b := ViewBlock(dst, n, B, R, l)
+	for j := 0; j < n; j++ {
+		rec := recs[j*3*R : (j+1)*3*R]
+		copy(b.GateRow(j), rec[:R])
+		copy(b.UpRow(j), rec[R:2*R])
+		copy(b.DownRow(j), rec[2*R:])
 	}
-	copy(dst, recs)
-	return InterleavedBlock(dst[:len(recs)], rowBytes)
+	return b
 }

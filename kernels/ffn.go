@@ -331,6 +331,7 @@ func ffnDecodeSplit(acc []float32, blk *format.RecordBlock, k, m int, ops *Ops, 
 	var h, u [8]float32
 	var gu [2]float32
 	var down [8][]byte
+	dp := downPass{acc: acc, blk: blk, k: k, m: m, ops: ops, axpy4: axpy4, axpy8: axpy8, act: act, then: then, h: &h, down: &down}
 	for s := 0; s < m; s += splitRun {
 		e := min(m, s+splitRun)
 		// The gate rows one at a time: they lie together, one sequential
@@ -354,7 +355,7 @@ func ffnDecodeSplit(acc []float32, blk *format.RecordBlock, k, m int, ops *Ops, 
 			g[q-s] = rowDot1(ops, blk.GateRow(k+q), x, acts)
 		}
 		if blk.Runs() {
-			ffnDecodeRuns(acc, blk, k, s, e, m, ops, x, acts, act, g[:e-s], then)
+			ffnDecodeRuns(&dp, group, s, e, x, acts, g[:e-s])
 			continue
 		}
 		for q0 := s; q0 < e; q0 += group {
@@ -376,52 +377,62 @@ func ffnDecodeSplit(acc []float32, blk *format.RecordBlock, k, m int, ops *Ops, 
 					pf(blk.DownRow(r + prefetchAhead + 1))
 				}
 			}
-			for q := 0; q < n; q++ {
-				h[q] = SiLU(g[q0-s+q]) * u[q]
-				if act != nil {
-					act[q0+q] = h[q]
-				}
-				down[q] = blk.DownRow(k + q0 + q)
-			}
-			if then != nil && q0+n == m {
-				pf(then)
-			}
-			addDowns(acc, ops, axpy4, axpy8, &h, &down, n)
+			dp.add(q0, n, g[q0-s:], u[:])
 		}
 	}
 }
 
+// downPass adds the down rows of a block's records k+q (q < m, the
+// records a decode FFN call takes of it) into acc, a group at a time,
+// with their h; h and down are the caller's (through the kernels' func
+// values a local array would escape, an allocation a group).
+type downPass struct {
+	acc   []float32
+	blk   *format.RecordBlock
+	k, m  int
+	ops   *Ops
+	axpy4 func([]float32, *[4]float32, *[4][]byte)
+	axpy8 func([]float32, *[8]float32, *[8][]byte)
+	act   []float32
+	then  []byte
+	h     *[8]float32
+	down  *[8][]byte
+}
+
+// add adds records [k+q0, k+q0+n) with h = silu(g[i])·u[i] (g holding
+// the gate dots, i < n), storing h in act[q0:] where act is not nil, and
+// prefetches then (the next block's first gate rows) before the last group.
+func (d *downPass) add(q0, n int, g, u []float32) {
+	for q := 0; q < n; q++ {
+		d.h[q] = SiLU(g[q]) * u[q]
+		if d.act != nil {
+			d.act[q0+q] = d.h[q]
+		}
+		d.down[q] = d.blk.DownRow(d.k + q0 + q)
+	}
+	if d.then != nil && q0+n == d.m {
+		active.PrefetchL2(d.then)
+	}
+	addDowns(d.acc, d.ops, d.axpy4, d.axpy8, d.h, d.down, n)
+}
+
 // ffnDecodeRuns is ffnDecodeSplit's second and third passes over records
-// [k+s, k+e) of a block in three runs (format.Runs): the up rows one at a
-// time, one ascending run, then the down rows, another, four (or eight)
-// a group; g holds the records' gate dots. Near each pass's end the next
-// pass's first rows are prefetched, and the next block's gate rows (then)
-// before the last group.
-func ffnDecodeRuns(acc []float32, blk *format.RecordBlock, k, s, e, m int, ops *Ops, x []float32, acts []Q8Act, act []float32, g []float32, then []byte) {
-	axpy4, axpy8, group := downForms(ops, acts)
-	pf := active.PrefetchL2
+// [k+s, k+e) of a block in three runs (format.Runs; dp holds the block, k
+// and the down projection's kernels): the up rows one at a time, one
+// ascending run, then the down rows, another, a group at a time; g holds
+// the records' gate dots. Near the up pass's end the first down rows are
+// prefetched.
+func ffnDecodeRuns(dp *downPass, group, s, e int, x []float32, acts []Q8Act, g []float32) {
+	blk, k := dp.blk, dp.k
 	var u [splitRun]float32
-	var h [8]float32
-	var down [8][]byte
 	for q := s; q < e; q++ {
 		if r := s + q + prefetchAhead - e; r >= s && r < e {
-			pf(blk.DownRow(k + r))
+			active.PrefetchL2(blk.DownRow(k + r))
 		}
-		u[q-s] = rowDot1(ops, blk.UpRow(k+q), x, acts)
+		u[q-s] = rowDot1(dp.ops, blk.UpRow(k+q), x, acts)
 	}
 	for q0 := s; q0 < e; q0 += group {
-		n := min(group, e-q0)
-		for q := 0; q < n; q++ {
-			h[q] = SiLU(g[q0-s+q]) * u[q0-s+q]
-			if act != nil {
-				act[q0+q] = h[q]
-			}
-			down[q] = blk.DownRow(k + q0 + q)
-		}
-		if then != nil && q0+n == m {
-			pf(then)
-		}
-		addDowns(acc, ops, axpy4, axpy8, &h, &down, n)
+		dp.add(q0, min(group, e-q0), g[q0-s:], u[q0-s:])
 	}
 }
 
