@@ -45,13 +45,15 @@ func Open(ordinal int) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Device{drv: drv, name: name, sms: sms, integrated: integrated, graphs: os.Getenv("SIPACK_CUDA_GRAPH") == "1"}, nil
+	return &Device{drv: drv, name: name, sms: sms, integrated: integrated, graphs: os.Getenv("SIPACK_CUDA_GRAPH") != "0"}, nil
 }
 
 // SetGraphs makes the Execs started afterwards queue each decode step (one
 // token, from Embed to Read) and run it as a CUDA graph: captured when the
 // step's launches differ from the last one's (a new prompt's plan, new
-// buffers), replayed otherwise. Open sets it from SIPACK_CUDA_GRAPH=1.
+// buffers), replayed otherwise. Open turns it on unless SIPACK_CUDA_GRAPH=0
+// (the first GPU run, an H200: the same text, decode 1.00-1.07× the
+// launches one by one; docs/cuda.md).
 func (d *Device) SetGraphs(on bool) { d.graphs = on }
 
 // enter readies the driver for one call; the returned function ends it.

@@ -54,7 +54,7 @@ type Exec struct {
 	posBuf *devMem // int32: the batch's first position, read by RoPE, KV append, attention
 	posVal int     // the value it holds (−1: none)
 
-	// CUDA graphs (SIPACK_CUDA_GRAPH=1): a decode step's launches are
+	// CUDA graphs (on unless SIPACK_CUDA_GRAPH=0): a decode step's launches are
 	// queued from Embed to Read; a step whose launches are those of the
 	// previous one replays its graph, another is captured into a new one.
 	graphs   bool
@@ -181,7 +181,7 @@ func (e *Exec) runStep() {
 }
 
 // GraphStats is how many decode steps ran from a CUDA graph and how many
-// graphs were captured (SIPACK_CUDA_GRAPH=1).
+// graphs were captured (the default; SIPACK_CUDA_GRAPH=0 turns them off).
 func (e *Exec) GraphStats() (replays, captures int) { return e.replays, e.captures }
 
 // setPos makes the device's position buffer hold pos.
