@@ -1,0 +1,198 @@
+#include "textflag.h"
+#include "amd64_macros.h"
+#include "avx512_scales.h"
+
+#define PAIRIDX(b) DATA q8pairidx<>+b*32(SB)/4, $b; DATA q8pairidx<>+b*32+4(SB)/4, $b; DATA q8pairidx<>+b*32+8(SB)/4, $b; DATA q8pairidx<>+b*32+12(SB)/4, $b; DATA q8pairidx<>+b*32+16(SB)/4, $b; DATA q8pairidx<>+b*32+20(SB)/4, $b; DATA q8pairidx<>+b*32+24(SB)/4, $b; DATA q8pairidx<>+b*32+28(SB)/4, $b
+PAIRIDX(0)
+PAIRIDX(1)
+PAIRIDX(2)
+PAIRIDX(3)
+PAIRIDX(4)
+PAIRIDX(5)
+PAIRIDX(6)
+PAIRIDX(7)
+PAIRIDX(8)
+PAIRIDX(9)
+PAIRIDX(10)
+PAIRIDX(11)
+PAIRIDX(12)
+PAIRIDX(13)
+PAIRIDX(14)
+PAIRIDX(15)
+GLOBL q8pairidx<>(SB), RODATA|NOPTR, $512
+
+#define SCALEDSUM(sums, sc, idx, tmp, acc) VCVTDQ2PS sums, sums; VPERMPS sc, idx, tmp; VFMADD231PS sums, tmp, acc
+#define Q8PAIRW(off, base, yw, zw) VMOVDQU off+2(base), yw; VINSERTI64X4 $1, off+36(base), zw, zw; VPXORD Z2, zw, zw
+#define ROWQ8PAIR(wp, xp, idx, acc) Q8PAIRW(wp, SI, Y4, Z4); VPXORD Z6, Z6, Z6; VPDPBUSD xp(DI), Z4, Z6; SCALEDSUM(Z6, Z3, idx, Z4, acc)
+#define Q8IDXLD VMOVDQU32 q8pairidx<>+0(SB), Z16; VMOVDQU32 q8pairidx<>+64(SB), Z17; VMOVDQU32 q8pairidx<>+128(SB), Z18; VMOVDQU32 q8pairidx<>+192(SB), Z19; VMOVDQU32 q8pairidx<>+256(SB), Z20; VMOVDQU32 q8pairidx<>+320(SB), Z21; VMOVDQU32 q8pairidx<>+384(SB), Z22; VMOVDQU32 q8pairidx<>+448(SB), Z23
+
+// func dotQ80Q8VNNI(w *byte, xq *int8, xd *float32, xs *int32, nb int) float32
+TEXT ·zzQ80T2(SB), NOSPLIT, $0-44
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xd+16(FP), R8
+	MOVQ xs+24(FP), R9
+	MOVQ nb+32(FP), CX
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z2
+	Q8SCALESETUP
+	Q8IDXLD
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z10, Z10, Z10
+vq8chunkzzQ80T2:
+	PREFETCHT2 4352(SI)
+	PREFETCHT2 4416(SI)
+	PREFETCHT2 4480(SI)
+	PREFETCHT2 4544(SI)
+	PREFETCHT2 4608(SI)
+	PREFETCHT2 4672(SI)
+	PREFETCHT2 4736(SI)
+	PREFETCHT2 4800(SI)
+	PREFETCHT2 4864(SI)
+	SCALES16Q8(SI, Z3)
+	VMULPS 0(R8), Z3, Z3
+	VCVTDQ2PS 0(R9), Z8
+	VFMADD231PS Z8, Z3, Z10
+	ROWQ8PAIR(0, 0, Z16, Z0)
+	ROWQ8PAIR(68, 64, Z17, Z1)
+	ROWQ8PAIR(136, 128, Z18, Z0)
+	ROWQ8PAIR(204, 192, Z19, Z1)
+	ROWQ8PAIR(272, 256, Z20, Z0)
+	ROWQ8PAIR(340, 320, Z21, Z1)
+	ROWQ8PAIR(408, 384, Z22, Z0)
+	ROWQ8PAIR(476, 448, Z23, Z1)
+	ADDQ $544, SI
+	ADDQ $512, DI
+	ADDQ $64, R8
+	ADDQ $64, R9
+	SUBQ $16, CX
+	JNZ  vq8chunkzzQ80T2
+	// dot2Q80Q8VNNI's fold for one row (the two accumulators added, then
+	// the 128·S correction, then halves and pairs), so a row's dot is the
+	// same to the bit alone or in a pair.
+	MOVL $0x43000000, AX
+	VPBROADCASTD AX, Z11
+	VADDPS Z1, Z0, Z0
+	VFNMADD231PS Z11, Z10, Z0
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VZEROUPPER
+	MOVSS X0, ret+40(FP)
+	RET
+
+
+// func dotQ80Q8VNNI(w *byte, xq *int8, xd *float32, xs *int32, nb int) float32
+TEXT ·zzQ80Far(SB), NOSPLIT, $0-44
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xd+16(FP), R8
+	MOVQ xs+24(FP), R9
+	MOVQ nb+32(FP), CX
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z2
+	Q8SCALESETUP
+	Q8IDXLD
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z10, Z10, Z10
+vq8chunkzzQ80Far:
+	PREFETCHT0 8704(SI)
+	PREFETCHT0 8768(SI)
+	PREFETCHT0 8832(SI)
+	PREFETCHT0 8896(SI)
+	PREFETCHT0 8960(SI)
+	PREFETCHT0 9024(SI)
+	PREFETCHT0 9088(SI)
+	PREFETCHT0 9152(SI)
+	PREFETCHT0 9216(SI)
+	SCALES16Q8(SI, Z3)
+	VMULPS 0(R8), Z3, Z3
+	VCVTDQ2PS 0(R9), Z8
+	VFMADD231PS Z8, Z3, Z10
+	ROWQ8PAIR(0, 0, Z16, Z0)
+	ROWQ8PAIR(68, 64, Z17, Z1)
+	ROWQ8PAIR(136, 128, Z18, Z0)
+	ROWQ8PAIR(204, 192, Z19, Z1)
+	ROWQ8PAIR(272, 256, Z20, Z0)
+	ROWQ8PAIR(340, 320, Z21, Z1)
+	ROWQ8PAIR(408, 384, Z22, Z0)
+	ROWQ8PAIR(476, 448, Z23, Z1)
+	ADDQ $544, SI
+	ADDQ $512, DI
+	ADDQ $64, R8
+	ADDQ $64, R9
+	SUBQ $16, CX
+	JNZ  vq8chunkzzQ80Far
+	// dot2Q80Q8VNNI's fold for one row (the two accumulators added, then
+	// the 128·S correction, then halves and pairs), so a row's dot is the
+	// same to the bit alone or in a pair.
+	MOVL $0x43000000, AX
+	VPBROADCASTD AX, Z11
+	VADDPS Z1, Z0, Z0
+	VFNMADD231PS Z11, Z10, Z0
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VZEROUPPER
+	MOVSS X0, ret+40(FP)
+	RET
+
+
+// func dotQ80Q8VNNI(w *byte, xq *int8, xd *float32, xs *int32, nb int) float32
+TEXT ·zzQ80None(SB), NOSPLIT, $0-44
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xd+16(FP), R8
+	MOVQ xs+24(FP), R9
+	MOVQ nb+32(FP), CX
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z2
+	Q8SCALESETUP
+	Q8IDXLD
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z10, Z10, Z10
+vq8chunkzzQ80None:
+	SCALES16Q8(SI, Z3)
+	VMULPS 0(R8), Z3, Z3
+	VCVTDQ2PS 0(R9), Z8
+	VFMADD231PS Z8, Z3, Z10
+	ROWQ8PAIR(0, 0, Z16, Z0)
+	ROWQ8PAIR(68, 64, Z17, Z1)
+	ROWQ8PAIR(136, 128, Z18, Z0)
+	ROWQ8PAIR(204, 192, Z19, Z1)
+	ROWQ8PAIR(272, 256, Z20, Z0)
+	ROWQ8PAIR(340, 320, Z21, Z1)
+	ROWQ8PAIR(408, 384, Z22, Z0)
+	ROWQ8PAIR(476, 448, Z23, Z1)
+	ADDQ $544, SI
+	ADDQ $512, DI
+	ADDQ $64, R8
+	ADDQ $64, R9
+	SUBQ $16, CX
+	JNZ  vq8chunkzzQ80None
+	// dot2Q80Q8VNNI's fold for one row (the two accumulators added, then
+	// the 128·S correction, then halves and pairs), so a row's dot is the
+	// same to the bit alone or in a pair.
+	MOVL $0x43000000, AX
+	VPBROADCASTD AX, Z11
+	VADDPS Z1, Z0, Z0
+	VFNMADD231PS Z11, Z10, Z0
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VZEROUPPER
+	MOVSS X0, ret+40(FP)
+	RET
+
