@@ -3,7 +3,9 @@ package kernels
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/sipack/sipack/format"
 )
@@ -131,6 +133,68 @@ func BenchmarkMatVecDRAM(b *testing.B) {
 			})
 			p.Close()
 		}
+	}
+}
+
+// BenchmarkMatVecRowsOverPairs: a one-token integer matvec over a 1 GiB
+// matrix from memory (2 threads), its rows a row at a time (DotAct) and
+// two at a time through the pair dot prefetching eight rows ahead (what
+// matMulInteger does for Q4_0), the two in turn; reports each form's GB/s
+// and the median of the per-pair ratios (rows ÷ pairs speed).
+func BenchmarkMatVecRowsOverPairs(b *testing.B) {
+	for _, dt := range []format.DType{format.Q8_0, format.Q4_0} {
+		ops := active.Ops(dt)
+		if !ops.ActDot || ops.Dot2Act == nil {
+			continue
+		}
+		b.Run(dt.String(), func(b *testing.B) {
+			const cols = 2048
+			rng := rand.New(rand.NewPCG(2, 2))
+			rb, _ := dt.RowBytes(cols)
+			rows := (1 << 30) / rb
+			row, _ := randRow(rng, dt, cols)
+			wb := make([]byte, rows*rb)
+			for r := 0; r < rows; r++ {
+				copy(wb[r*rb:], row)
+			}
+			x := randVec(rng, cols)
+			p := NewPool(2)
+			defer p.Close()
+			out := make([]float32, rows)
+			var t [2]time.Duration
+			ratios := make([]float64, 0, b.N)
+			for i := 0; i < b.N; i++ {
+				var d [2]time.Duration
+				for o := range 2 {
+					form := (i + o) % 2 // 0: pairs, 1: rows
+					acts := quantizeTokens(p, ops, x, cols, 1)
+					t0 := time.Now()
+					p.Run(rows, func(lo, hi, _ int) {
+						r := lo
+						var o2 [2]float32
+						for ; form == 0 && r+2 <= hi; r += 2 {
+							var next []byte
+							if r+matPairAhead < hi {
+								next = wb[(r+matPairAhead)*rb : (r+matPairAhead+1)*rb]
+							}
+							ops.Dot2Act(wb[r*rb:(r+1)*rb], wb[(r+1)*rb:(r+2)*rb], &acts[0], &o2, next)
+							out[r], out[r+1] = o2[0], o2[1]
+						}
+						for ; r < hi; r++ {
+							out[r] = ops.DotAct(wb[r*rb:(r+1)*rb], &acts[0])
+						}
+					})
+					d[form] = time.Since(t0)
+				}
+				t[0], t[1] = t[0]+d[0], t[1]+d[1]
+				ratios = append(ratios, float64(d[0])/float64(d[1]))
+			}
+			slices.Sort(ratios)
+			bytes := float64(len(wb)) * float64(b.N)
+			b.ReportMetric(bytes/t[0].Seconds()/1e9, "pairs-GB/s")
+			b.ReportMetric(bytes/t[1].Seconds()/1e9, "rows-GB/s")
+			b.ReportMetric(ratios[len(ratios)/2], "rows/pairs")
+		})
 	}
 }
 
