@@ -253,13 +253,15 @@ func matMulInteger(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 	// median speed ratios 8 ahead 1.03-1.07 (2 threads) and 1.03 (1), 16
 	// ahead 1.03-1.06, 4 ahead 0.97-1.00; without a prefetch 0.4. Whole
 	// q4_0 steps with the row dots instead (same rounds): 1.02-1.04× with
-	// 2 threads, 0.94-0.98× with 1, so Q4_0 keeps the pairs. Q8_0 takes a
-	// row at a time (one ascending stream a worker that the row kernel's
-	// prefetch and the hardware's follow): a 1 GiB matrix from memory, 2
-	// threads, 54.5 / 52.9 GB/s against 39.5 / 38.9 in pairs; whole q8_0
-	// steps 1.09× dense, 1.16× at γ0.7 φ0.4 (2 threads), 1.12× and 1.21×
-	// (1 thread) (docs/bench.md, fourteenth session).
-	pairs := T == 1 && ops.Dot2Act != nil && dt != format.Q8_0
+	// 2 threads, 0.94-0.98× with 1 (one core is compute-bound, and the
+	// pairs share the activations' loads), so Q4_0 keeps the pairs on one
+	// worker only. Q8_0 takes a row at a time (one ascending stream a
+	// worker that the row kernel's prefetch and the hardware's follow): a
+	// 1 GiB matrix from memory, 2 threads, 54.5 / 52.9 GB/s against 39.5 /
+	// 38.9 in pairs; whole q8_0 steps 1.09× dense, 1.16× at γ0.7 φ0.4 (2
+	// threads), 1.12× and 1.21× (1 thread) (docs/bench.md, fourteenth
+	// session).
+	pairs := T == 1 && ops.Dot2Act != nil && dt != format.Q8_0 && p.Workers() == 1
 	p.Run(starts[len(ws)], func(lo, hi, _ int) {
 		var o [2]float32
 		for i, w := range ws {
