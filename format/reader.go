@@ -379,8 +379,8 @@ func (p *Pack) SparseIndex(l int) (int, bool) {
 }
 
 // Split reports whether the pack's band blocks hold their gate rows
-// together (version 2, §5) rather than whole records (version 1).
-func (p *Pack) Split() bool { return p.Preamble.Major >= 2 }
+// together (versions 2 and 3, §5) rather than whole records (version 1).
+func (p *Pack) Split() bool { return p.Layout() != Interleaved }
 
 // Layout is the layout of the pack's band blocks (§5).
 func (p *Pack) Layout() Layout { return LayoutOf(p.Preamble.Major) }

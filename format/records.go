@@ -152,11 +152,12 @@ func (b *RecordBlock) Sub(lo, hi int) RecordBlock {
 		s.Up, s.Down = s.Gate[R:], s.Gate[2*R:]
 		return s
 	}
-	s.Up = b.Up[lo*b.UpStride : (hi-1)*b.UpStride+R]
-	s.Down = b.Down[lo*b.DownStride : (hi-1)*b.DownStride+R]
+	upEnd := R
 	if !b.Runs() {
-		s.Up = b.Up[lo*b.UpStride : (hi-1)*b.UpStride+2*R] // the last pair whole
+		upEnd = 2 * R // the last up | down pair whole (UpDown)
 	}
+	s.Up = b.Up[lo*b.UpStride : (hi-1)*b.UpStride+upEnd]
+	s.Down = b.Down[lo*b.DownStride : (hi-1)*b.DownStride+R]
 	return s
 }
 

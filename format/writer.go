@@ -191,6 +191,7 @@ func WritePack(ctx context.Context, path string, spec *WriteSpec) (err error) {
 	}
 	if pre.BandCount > 0 {
 		B, N := idx.BandNeurons, idx.RanksPresent
+		layout := LayoutOf(pre.Major) // what planLayout chose
 		R := int(idx.RecordBytes / 3)
 		band := make([]byte, pre.BandBytes)
 		recs := make([]byte, uint64(B)*idx.RecordBytes) // one layer's records of the band, whole
@@ -206,7 +207,7 @@ func WritePack(ctx context.Context, path string, spec *WriteSpec) (err error) {
 				}
 				// §5: the block's rows in the pack's layout.
 				blk := band[uint64(li*B)*idx.RecordBytes:]
-				PutBlock(blk, recs[:uint64(hi-lo)*idx.RecordBytes], B, R, packLayout(idx.RecordDType))
+				PutBlock(blk, recs[:uint64(hi-lo)*idx.RecordBytes], B, R, layout)
 			}
 			idx.BandHashes[b] = blake3.Sum256(band)
 			if _, err := cw.Write(band); err != nil {

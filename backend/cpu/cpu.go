@@ -297,21 +297,16 @@ func (e *Exec) Gather(all backend.Records, ranks []int, static int, compact bool
 		// up rows and the down rows, or the up | down pairs), whatever the
 		// source, so the decode reads it as it reads a band's block: one
 		// stream a pass.
-		layout := format.LayoutFor(a.dt)
+		c := format.ViewBlock(buf, n, n, R, format.LayoutFor(a.dt))
 		e.pool.Run(n, func(lo, hi, _ int) {
 			for k := lo; k < hi; k++ {
 				b, j := a.at(rest[k])
-				copy(buf[k*R:(k+1)*R], b.GateRow(j))
-				if layout == format.Runs {
-					copy(buf[(n+k)*R:(n+k+1)*R], b.UpRow(j))
-					copy(buf[(2*n+k)*R:(2*n+k+1)*R], b.DownRow(j))
-				} else {
-					copy(buf[n*R+2*k*R:n*R+2*k*R+R], b.UpRow(j))
-					copy(buf[n*R+2*k*R+R:n*R+2*(k+1)*R], b.DownRow(j))
-				}
+				copy(c.GateRow(k), b.GateRow(j))
+				copy(c.UpRow(k), b.UpRow(j))
+				copy(c.DownRow(k), b.DownRow(j))
 			}
 		})
-		blocks = append(blocks, format.ViewBlock(buf, n, n, R, layout))
+		blocks = append(blocks, c)
 	}
 	return newRecords(blocks, a.dt, a.hidden)
 }
