@@ -75,50 +75,50 @@ const gateAhead, udAhead = 4, 4
 // gateDots sets g[j] = silu(gate_j · x) for records [lo, hi), and keys[j]
 // to the order-preserving bits of |g[j]| (so the chosen records' h needs
 // no second SiLU: BenchmarkGatedOverPaper, q4_0 hybrid 1.13 → 1.05 of the
-// paper, bf16 1.06 → 1.04), two rows a pass where the dtype fuses them.
-// The gate rows gateAhead records ahead are prefetched: on split blocks
-// (one run of gate rows) through the fused dots' own prefetch of three
-// rows' worth from next, in interleaved ones (every third row) one call a
-// row (without any, Q4_0 took 1.1-1.5 ms against 0.7-0.9,
-// BenchmarkFFNGatedDRAM).
+// paper, bf16 1.06 → 1.04). A split block's gate rows are one run, dotted
+// a row at a time as the paper's decode dots them (ffnDecodeSplit: one
+// sequential stream the hardware prefetcher follows; in pairs through the
+// fused dots and their prefetch the hybrid's pass of static records and
+// gate rows took 1.04-1.10× as long, BenchmarkGatedOverPaper, q4_0 and
+// bf16, alternating builds). Interleaved blocks (every third row a gate
+// row) take two rows a pass where the dtype fuses them, prefetching the
+// gate rows gateAhead records ahead one call a row (without any, Q4_0
+// took 1.1-1.5 ms against 0.7-0.9, BenchmarkFFNGatedDRAM).
 func gateDots(g []float32, keys []uint32, records *recordCursor, ops *Ops, lo, hi int, x []float32, acts []Q8Act) {
-	pf := active.PrefetchL2
-	var gg [2]float32
-	j := lo
-	if fusedDot2(ops, acts) {
-		for ; j+2 <= hi; j += 2 {
-			var next []byte
-			if q := j + gateAhead; q < hi {
-				if qb, qk := records.at(q); qb.Split() {
-					// A split block's gate rows are one run: the fused dots'
-					// own prefetch (three rows' worth from next) covers the
-					// rows to come.
-					next = qb.Gate[qk*qb.GateStride:]
-				} else {
-					for ; q < min(j+gateAhead+2, hi); q++ {
-						pf(gateRow(records, q))
-					}
-				}
+	fused := fusedDot2(ops, acts)
+	for j := lo; j < hi; {
+		blk, k := records.at(j)
+		m := min(hi-j, blk.N-k)
+		if blk.Split() || !fused {
+			for q := 0; q < m; q++ {
+				g[j+q] = rowDot1(ops, blk.GateRow(k+q), x, acts)
 			}
-			a, b := gateRow(records, j), gateRow(records, j+1)
-			if acts != nil {
-				ops.Dot2Act(a, b, &acts[0], &gg, next)
-			} else {
-				ops.Dot2(a, b, x, &gg, next)
-			}
-			g[j], g[j+1] = gg[0], gg[1]
-		}
-	}
-	for ; j < hi; j++ {
-		gate := gateRow(records, j)
-		if acts != nil {
-			g[j] = ops.DotAct(gate, &acts[0])
 		} else {
-			g[j] = ops.Dot(gate, x)
+			gatePairs(g, records, ops, j, j+m, hi, x, acts)
 		}
+		j += m
 	}
 	// g keeps silu(g): what the chosen records' h takes.
 	gateKeys(keys[lo:hi], g[lo:hi], g[lo:hi])
+}
+
+// gatePairs sets g[j] to the gate dots of records [lo, hi) of one
+// interleaved block two at a time, prefetching the gate rows gateAhead
+// records ahead (up to end).
+func gatePairs(g []float32, records *recordCursor, ops *Ops, lo, hi, end int, x []float32, acts []Q8Act) {
+	pf := active.PrefetchL2
+	var gg [2]float32
+	j := lo
+	for ; j+2 <= hi; j += 2 {
+		for q := j + gateAhead; q < min(j+gateAhead+2, end); q++ {
+			pf(gateRow(records, q))
+		}
+		pairDot(ops, gateRow(records, j), gateRow(records, j+1), x, acts, nil, &gg)
+		g[j], g[j+1] = gg[0], gg[1]
+	}
+	if j < hi {
+		g[j] = rowDot1(ops, gateRow(records, j), x, acts)
+	}
 }
 
 // GateKeys sets keys[j] to the gated FFN's ranking key of the gate dot
