@@ -43,14 +43,17 @@ func LayoutOf(major uint16) Layout {
 }
 
 // LayoutFor is the layout writers give records of dtype dt: three runs for
-// BF16, pairs for the others. Whole decode steps of the 1B shape, the two
-// layouts in the same rounds (docs/bench.md, fourteenth session): BF16
-// dense 1.06-1.08× in three runs, γ0.7 φ0.4 0.99-1.02×; F16 0.97-1.02×
-// and 0.95-1.00× (its AVX2 row dots are compute-bound one row at a time);
-// the block types' down projection pass is compute-bound alone (Q4_0's
-// FFN 0.87-0.96× in three runs). F32 is not measured and keeps pairs.
+// the 16-bit types, pairs for the others. Whole decode steps of the 1B
+// shape, the two layouts in the same rounds, both packs' page cache
+// dropped and read again first (docs/bench.md): BF16 dense 1.06-1.08× in
+// three runs, γ0.7 φ0.4 0.99-1.02× (fourteenth session); F16 dense 1.22×
+// (2 threads) and 1.25× (1), γ0.7 φ0.4 1.08× and 1.09× (fifteenth
+// session: the fourteenth's 0.97-1.02× had the packs' page cache in
+// different states). The block types' down projection pass is
+// compute-bound alone: Q4_0 dense 0.85×, Q8_0 0.98× in three runs. F32 is
+// not measured and keeps pairs.
 func LayoutFor(dt DType) Layout {
-	if dt == BF16 {
+	if dt == BF16 || dt == F16 {
 		return Runs
 	}
 	return Pairs
