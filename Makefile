@@ -5,7 +5,7 @@ BIN     ?= bin
 FUZZTIME ?= 30s
 SYNTH   ?= /tmp/sipack-synth-1b
 
-.PHONY: all build test demo generate fuzz bench compare synth clean vet accuracy accuracy-quant test-arm64 cross loadtest \
+.PHONY: all build test demo generate fuzz bench compare recache synth clean vet accuracy accuracy-quant test-arm64 cross loadtest \
 	cuda-kernels cuda-check build-cuda device-check device-rehearse
 
 all: build
@@ -158,9 +158,25 @@ bench: build
 	$(GO) test -run XXX -bench 'GatedOverPaper|TopKeys' -benchtime 100x ./kernels
 
 # sirun against llama.cpp on the same machine (../shared/llamacpp/compare.sh),
-# with the packs sipack synth writes.
+# with the packs sipack synth writes. The packs and llama.cpp's GGUFs are
+# first put in the same page-cache state (recache): a file just written, or
+# partly evicted and faulted back, decodes up to a fifth slower than one read
+# whole into the cache (docs/bench.md, fifteenth session), on either side.
+# GGUFs compare.sh makes on its first run are fresh: run it again.
 compare: build
+	for d in $(BENCH_DTYPES); do \
+	  test -f $(BENCH_DIR)/synth-1b-$$d.sip || $(BIN)/sipack synth --dtype $$d --dir $(BENCH_DIR)/synth-1b -o $(BENCH_DIR)/synth-1b-$$d.sip || exit 1; \
+	done
+	$(MAKE) recache
 	BENCH_DIR=$(BENCH_DIR) MAKE_PACK='$(BIN)/sipack synth --dtype $$DTYPE --dir $(BENCH_DIR)/synth-1b -o $$OUT' ../shared/llamacpp/compare.sh --threads 2
+
+# Drops the benchmark packs' and llama.cpp's GGUFs' page cache and reads each
+# file back whole (GNU dd's nocache flag).
+LLAMA_WORK ?= /tmp/sipack-llamacpp
+recache:
+	for f in $(BENCH_DIR)/synth-1b-*.sip $(LLAMA_WORK)/*.gguf; do \
+	  [ -f "$$f" ] || continue; dd if="$$f" iflag=nocache count=0 status=none && cat "$$f" >/dev/null || exit 1; \
+	done
 
 # The kernels and the golden runner tests on arm64 (the NEON and SDOT paths)
 # under qemu user emulation (installs Debian's qemu-user when missing). The
