@@ -280,9 +280,12 @@ func init() {
 	b, f := &wide.ops[format.BF16], &wide.ops[format.F16]
 	// Dot is Dot2's arithmetic for one row (dot1*: the same lanes, fold
 	// and tail), so a row's dot does not depend on which kernel took it.
-	b.Dot, b.Axpy = rowDot(dot1BF16AVX512, dotBF16Ref, 63), rowAxpy(axpyBF16AVX512, axpyBF16Ref, 15)
+	// The row axpys over the four-row ones' multiples of 64 (the rest by the
+	// reference): a version 3 block's down rows go one at a time, the
+	// other layouts' four at a time, and the sums must not depend on it.
+	b.Dot, b.Axpy = rowDot(dot1BF16AVX512, dotBF16Ref, 63), rowAxpy(axpyBF16AVX512, axpyBF16Ref, 63)
 	b.Dot2, b.Axpy4 = dot2OfN(dot2BF16AVX512, dotBF16Ref, 63), axpy4OfN(axpy4BF16AVX512, axpyBF16Ref, 63)
-	f.Dot = rowDot(dot1F16AVX512, dotF16Ref, 63)
+	f.Dot, f.Axpy = rowDot(dot1F16AVX512, dotF16Ref, 63), rowAxpy(axpyF16AVX2, axpyF16Ref, 63)
 	f.Dot2, f.Axpy4 = dot2OfN(dot2F16AVX512, dotF16Ref, 63), axpy4OfN(axpy4F16AVX512, axpyF16Ref, 63)
 	// The 16-bit AVX-512 table is registered before avx512 so that avx512
 	// stays the default; SIPACK_KERNELS=avx512[-vnni]-wide16 picks it.
@@ -295,13 +298,15 @@ func avx2Table() *Table {
 	bf16, f16, f32 := &t.ops[format.BF16], &t.ops[format.F16], &t.ops[format.F32]
 	q80, q40 := &t.ops[format.Q8_0], &t.ops[format.Q4_0]
 	// The row dots over multiples of 32, as the pair dots (Dot2): the
-	// same lanes and fold, so a row's dot is the same taken alone or paired.
-	bf16.Dot, bf16.Axpy = rowDot(dotBF16AVX2, dotBF16Ref, 31), rowAxpy(axpyBF16AVX2, axpyBF16Ref, 7)
+	// same lanes and fold, so a row's dot is the same taken alone or paired;
+	// the row axpys too, as the four-row ones (a version 3 block's down
+	// rows go one at a time, the other layouts' four at a time).
+	bf16.Dot, bf16.Axpy = rowDot(dotBF16AVX2, dotBF16Ref, 31), rowAxpy(axpyBF16AVX2, axpyBF16Ref, 31)
 	bf16.Dot4 = dot4Of(dot4BF16AVX2, dotBF16Ref)
 	bf16.Dot2, bf16.Axpy4 = dot2Of(dot2BF16AVX2, dotBF16Ref), axpy4Of(axpy4BF16AVX2, axpyBF16Ref)
 	bf16.GemmDown = gemmDownOf(gemmDownBF16AVX2, gemmDownBF16Ref)
 	bf16.Widen, f16.Widen = widenOf(widenBF16AVX2, axpyBF16Ref), widenOf(widenF16AVX2, axpyF16Ref)
-	f16.Dot, f16.Axpy = rowDot(dotF16AVX2, dotF16Ref, 31), rowAxpy(axpyF16AVX2, axpyF16Ref, 7)
+	f16.Dot, f16.Axpy = rowDot(dotF16AVX2, dotF16Ref, 31), rowAxpy(axpyF16AVX2, axpyF16Ref, 31)
 	f16.Dot4 = dot4Of(dot4F16AVX2, dotF16Ref)
 	f16.Dot2, f16.Axpy4 = dot2Of(dot2F16AVX2, dotF16Ref), axpy4Of(axpy4F16AVX2, axpyF16Ref)
 	// The decode attention's scores, and its weighted values 16 of the
