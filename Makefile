@@ -5,7 +5,7 @@ BIN     ?= bin
 FUZZTIME ?= 30s
 SYNTH   ?= /tmp/sipack-synth-1b
 
-.PHONY: all build test demo generate fuzz bench compare recache synth clean vet accuracy accuracy-quant test-arm64 cross loadtest \
+.PHONY: all build test demo generate fuzz bench compare recache bench-packs synth clean vet accuracy accuracy-quant test-arm64 cross loadtest \
 	cuda-kernels cuda-check build-cuda device-check device-rehearse
 
 all: build
@@ -144,11 +144,14 @@ accuracy-quant: build
 # (or `make compare`); compare.sh keeps its packs in BENCH_DIR, /tmp/sipack-bench by default, as here.
 BENCH_DIR ?= /tmp/sipack-bench
 BENCH_DTYPES = bf16 f16 q4_0 q8_0
-bench: build
-	$(GO) test -run '^$$' -bench . -benchtime 20x ./kernels
+# The benchmark packs sipack synth writes, those BENCH_DIR lacks.
+bench-packs: build
 	for d in $(BENCH_DTYPES); do \
 	  test -f $(BENCH_DIR)/synth-1b-$$d.sip || $(BIN)/sipack synth --dtype $$d --dir $(BENCH_DIR)/synth-1b -o $(BENCH_DIR)/synth-1b-$$d.sip || exit 1; \
 	done
+
+bench: bench-packs
+	$(GO) test -run '^$$' -bench . -benchtime 20x ./kernels
 	$(BIN)/sirun bench --threads 1 --json-out $(BIN)/bench-1t.jsonl $(BENCH_DIR)/synth-1b-bf16.sip $(BENCH_DIR)/synth-1b-f16.sip
 	$(BIN)/sipack plot bench -o $(BIN)/bench-1t.png $(BIN)/bench-1t.jsonl
 	$(BIN)/sirun bench --threads 2 --json-out $(BIN)/bench-2t.jsonl $(BENCH_DIR)/synth-1b-bf16.sip $(BENCH_DIR)/synth-1b-f16.sip
@@ -163,12 +166,9 @@ bench: build
 # partly evicted and faulted back, decodes up to a fifth slower than one read
 # whole into the cache (docs/bench.md, fifteenth session), on either side.
 # GGUFs compare.sh makes on its first run are fresh: run it again.
-compare: build
-	for d in $(BENCH_DTYPES); do \
-	  test -f $(BENCH_DIR)/synth-1b-$$d.sip || $(BIN)/sipack synth --dtype $$d --dir $(BENCH_DIR)/synth-1b -o $(BENCH_DIR)/synth-1b-$$d.sip || exit 1; \
-	done
+compare: bench-packs
 	$(MAKE) recache
-	BENCH_DIR=$(BENCH_DIR) MAKE_PACK='$(BIN)/sipack synth --dtype $$DTYPE --dir $(BENCH_DIR)/synth-1b -o $$OUT' ../shared/llamacpp/compare.sh --threads 2
+	BENCH_DIR=$(BENCH_DIR) SIRUN=$(BIN)/sirun ../shared/llamacpp/compare.sh --threads 2
 
 # Drops the benchmark packs' and llama.cpp's GGUFs' page cache and reads each
 # file back whole (GNU dd's nocache flag).

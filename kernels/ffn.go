@@ -417,8 +417,8 @@ func (d *downPass) add(q0, n int, g, u []float32) {
 }
 
 // ffnDecodeRuns is ffnDecodeSplit's second and third passes over records
-// [k+s, k+e) of a block in three runs (format.Runs; dp holds the block, k
-// and the down projection's kernels): the up rows one at a time, one
+// [k+s, k+e) of a block in three runs (format.Runs; dp holds the block, k,
+// the kernels, act and then): the up rows one at a time, one
 // ascending run, then the down rows, another, also one at a time; g holds
 // the records' gate dots. Near the up pass's end the first down rows are
 // prefetched. A row at a time the down pass reads one ascending stream, as
