@@ -29,7 +29,12 @@ type Options struct {
 	// given against the first method's of the same round (VsFirstSelect):
 	// the comparison issue 20's default rule asks for, in one run.
 	Select []string
-	Log    io.Writer // progress lines; nil: none
+	// Load is how each pack is loaded: "mmap" (the default) and/or
+	// "no-mmap" (read into the process's memory, sirun --no-mmap). With
+	// both, every pack is measured both ways in the same rounds, as two
+	// reports.
+	Load []string
+	Log  io.Writer // progress lines; nil: none
 }
 
 // decodeDepth is the prompt length the decode figures follow.
@@ -97,6 +102,7 @@ type GridPoint struct {
 // (one object per pack, per line).
 type Report struct {
 	Pack               string      `json:"pack"`
+	Load               string      `json:"load"` // mmap or no-mmap
 	DType              string      `json:"dtype"`
 	Kernels            string      `json:"kernels"`
 	Threads            int         `json:"threads"`
@@ -116,6 +122,7 @@ type Report struct {
 	PeakRSSBytes       uint64      `json:"peak_rss_bytes"`
 	Rounds             int         `json:"rounds"`
 	FirstPack          string      `json:"first_pack"`
+	FirstLoad          string      `json:"first_load"`
 	DenseVsFirst       float64     `json:"dense_vs_first_dense"`
 	Grid               []GridPoint `json:"grid"`
 }
@@ -134,12 +141,13 @@ type benchFigure struct {
 // packBench is one pack's report in the making.
 type packBench struct {
 	path    string
+	noMmap  bool
 	r       *Report
 	figures []*benchFigure
 }
 
-func openModel(path string, gamma float64) (*format.Pack, *runner.Model, error) {
-	p, err := format.Open(path, format.OpenOptions{Gamma: gamma})
+func openModel(path string, gamma float64, noMmap bool) (*format.Pack, *runner.Model, error) {
+	p, err := format.Open(path, format.OpenOptions{Gamma: gamma, NoMmap: noMmap})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -164,10 +172,15 @@ func runPacks(opt Options, paths []string, pool *kernels.Pool, probe *BandwidthP
 	if opt.Quick {
 		gammas, phis = []float64{0.7}, []float64{0.4}
 	}
+	loads := opt.Load
+	if len(loads) == 0 {
+		loads = []string{"mmap"}
+	}
 	var benches []*packBench
-	for _, path := range paths {
-		pb := &packBench{path: path, r: &Report{Pack: path, Kernels: kernels.Active().Name, Threads: pool.Workers(), FMAPeakGFlops: peak / 1e9, Rounds: opt.Rounds, DecodeDepth: opt.decodeDepth()}}
-		p, m, err := openModel(path, 1)
+	for _, pl := range packLoads(paths, loads) {
+		path := pl.path
+		pb := &packBench{path: path, noMmap: pl.load == "no-mmap", r: &Report{Pack: path, Load: pl.load, Kernels: kernels.Active().Name, Threads: pool.Workers(), FMAPeakGFlops: peak / 1e9, Rounds: opt.Rounds, DecodeDepth: opt.decodeDepth()}}
+		p, m, err := openModel(path, 1, pb.noMmap)
 		if err != nil {
 			return nil, err
 		}
@@ -255,6 +268,20 @@ func runPacks(opt Options, paths []string, pool *kernels.Pool, probe *BandwidthP
 	return reports, nil
 }
 
+// packLoad is one pack measured one way (Options.Load).
+type packLoad struct{ path, load string }
+
+// packLoads is every pack in every load mode, a pack's modes side by side.
+func packLoads(paths, loads []string) []packLoad {
+	var pl []packLoad
+	for _, path := range paths {
+		for _, l := range loads {
+			pl = append(pl, packLoad{path, l})
+		}
+	}
+	return pl
+}
+
 // measureRound measures every decode figure of the pack once.
 func (pb *packBench) measureRound(opt Options, pool *kernels.Pool, probe *BandwidthProbe, round int) error {
 	var p *format.Pack
@@ -270,7 +297,7 @@ func (pb *packBench) measureRound(opt Options, pool *kernels.Pool, probe *Bandwi
 				p.Close()
 			}
 			var err error
-			if p, m, err = openModel(pb.path, f.gamma); err != nil {
+			if p, m, err = openModel(pb.path, f.gamma, pb.noMmap); err != nil {
 				return err
 			}
 		}
@@ -280,6 +307,9 @@ func (pb *packBench) measureRound(opt Options, pool *kernels.Pool, probe *Bandwi
 		}
 		if f.method != "" && len(opt.Select) > 1 {
 			name += ", " + f.method
+		}
+		if len(opt.Load) > 1 {
+			name += ", " + pb.r.Load
 		}
 		fmt.Fprintf(opt.Log, "sirun bench: %s: %s (round %d of %d)\n", filepath.Base(pb.path), name, round+1, opt.Rounds)
 		before := probe.Measure(3)
@@ -314,7 +344,7 @@ func (pb *packBench) finish(first *packBench) {
 	}
 	r.DenseTokS, r.DenseBytesPerToken, r.DenseBandwidthGBs = median(dense.tokS), dense.bytes, median(dense.bw)/1e9
 	r.DenseBoundFraction = fraction(dense)
-	r.FirstPack, r.DenseVsFirst = first.path, ratio(dense, first.figures[0])
+	r.FirstPack, r.FirstLoad, r.DenseVsFirst = first.path, first.r.Load, ratio(dense, first.figures[0])
 	for _, f := range pb.figures[1:] {
 		bw := median(f.bw)
 		g := GridPoint{Gamma: f.gamma, Phi: f.phi, TokS: median(f.tokS), BytesPerToken: f.bytes,
@@ -345,13 +375,21 @@ func (r *Report) Markdown(w io.Writer) {
 	if r.Threads == 1 {
 		threads = "1 thread"
 	}
-	fmt.Fprintf(w, "\n### %s (%s, kernels %s, %s)\n\n", filepath.Base(r.Pack), r.DType, r.Kernels, threads)
+	load := ""
+	if r.Load == "no-mmap" {
+		load = ", read into memory (--no-mmap)"
+	}
+	fmt.Fprintf(w, "\n### %s (%s, kernels %s, %s%s)\n\n", filepath.Base(r.Pack), r.DType, r.Kernels, threads, load)
 	fmt.Fprintf(w, "decode timed after a %d-token prompt; read bandwidth measured before and after every decode figure, up to %.2f GB/s; medians of %d interleaved rounds; FMA peak %.1f GFLOP/s; peak RSS %s (with the %d MiB probe buffer)\n\n", r.DecodeDepth, r.BandwidthGBs, r.Rounds, r.FMAPeakGFlops, humanBytes(r.PeakRSSBytes), ProbeBytes>>20)
 	// Against the first pack's dense decode too, when this is another pack.
-	cross := r.FirstPack != r.Pack
+	cross := r.FirstPack != r.Pack || r.FirstLoad != r.Load
 	head, rule, denseCross := "", "", ""
 	if cross {
-		head, rule = fmt.Sprintf(" vs %s dense |", filepath.Base(r.FirstPack)), "---:|"
+		firstName := filepath.Base(r.FirstPack)
+		if r.FirstLoad == "no-mmap" {
+			firstName += " (--no-mmap)"
+		}
+		head, rule = fmt.Sprintf(" vs %s dense |", firstName), "---:|"
 		denseCross = fmt.Sprintf(" %.2f× |", r.DenseVsFirst)
 	}
 	// Several methods: each figure's method, and its speed against the
@@ -405,7 +443,7 @@ func Ops(paths []string, opt Options, w io.Writer) error {
 	defer pool.Close()
 	for _, path := range paths {
 		for _, f := range []struct{ gamma, phi float64 }{{1, 1}, {0.7, 0.4}} {
-			p, m, err := openModel(path, f.gamma)
+			p, m, err := openModel(path, f.gamma, len(opt.Load) > 0 && opt.Load[0] == "no-mmap")
 			if err != nil {
 				return err
 			}

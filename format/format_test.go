@@ -1,6 +1,7 @@
 package format
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/zeebo/blake3"
@@ -362,6 +364,59 @@ func TestCount(t *testing.T) {
 		{0.25, 768, 192}, {0.999, 1000, 999}, {0.99999, 1000, 1000}} {
 		if got := Count(c.f, c.n); got != c.want {
 			t.Errorf("Count(%v, %d) = %d, want %d", c.f, c.n, got, c.want)
+		}
+	}
+}
+
+// TestNoMmapReadsTheSamePrefix: a load read into memory (NoMmap) holds
+// the mapped load's bytes at every γ, verifies, locks where asked (or says
+// why not), and is released by Close; a file cut short inside the prefix is
+// refused the same way both ways.
+func TestNoMmapReadsTheSamePrefix(t *testing.T) {
+	dir := t.TempDir()
+	path := writeSmall(t, dir, map[int]bool{1: true}, 8)
+	for _, g := range []float64{0.25, 1} {
+		m, err := Open(path, OpenOptions{Gamma: g})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := Open(path, OpenOptions{Gamma: g, NoMmap: true, Mlock: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !a.Anon || m.Anon {
+			t.Errorf("γ=%v: Anon %v read, %v mapped", g, a.Anon, m.Anon)
+		}
+		if !bytes.Equal(a.Bytes(), m.Bytes()) || a.LoadedRanks != m.LoadedRanks {
+			t.Errorf("γ=%v: the read prefix (%d bytes, %d ranks) differs from the mapped one (%d, %d)", g, len(a.Bytes()), a.LoadedRanks, len(m.Bytes()), m.LoadedRanks)
+		}
+		if a.Locked == (a.LockErr != nil) {
+			t.Errorf("γ=%v: Locked %v with LockErr %v", g, a.Locked, a.LockErr)
+		}
+		if _, err := a.Verify(); err != nil {
+			t.Errorf("γ=%v: verify the read prefix: %v", g, err)
+		}
+		if err := a.Close(); err != nil || a.Bytes() != nil {
+			t.Errorf("γ=%v: close: %v", g, err)
+		}
+		m.Close()
+	}
+	// Cut inside the second band: γ 0.25 (two bands) cannot load either way.
+	full, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Open(path, OpenOptions{HeaderOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(dir, "cut.sip")
+	os.WriteFile(cut, full[:p.Preamble.FFNOff+p.Preamble.BandBytes+100], 0o644)
+	p.Close()
+	for _, nm := range []bool{false, true} {
+		_, err := Open(cut, OpenOptions{Gamma: 0.25, NoMmap: nm})
+		if err == nil || !strings.Contains(err.Error(), cut) || !strings.Contains(err.Error(), "truncated") {
+			t.Errorf("NoMmap %v: a pack cut inside the prefix: %v", nm, err)
 		}
 	}
 }

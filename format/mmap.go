@@ -52,3 +52,60 @@ func Unmap(b []byte) error {
 	}
 	return unmap(b)
 }
+
+// ReadFileAnon reads [0, length) of f into anonymous memory of its own
+// (llama.cpp's --no-mmap): the pages are the process's, not the page
+// cache's, so they cannot be evicted and re-read under memory pressure as
+// a mapping's can, and the load reads every byte before it returns. On
+// Linux the memory is advised for transparent huge pages. On this project's
+// test VM such memory streamed faster than the same file's cached pages,
+// for llama.cpp as for sirun (docs/bench.md, sixteenth session). Release
+// it with FreeAnon.
+func ReadFileAnon(f *os.File, length int64) ([]byte, error) {
+	if length == 0 {
+		return []byte{}, nil
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if length < 0 || length > st.Size() {
+		return nil, fmt.Errorf("read %s: length %d outside file of %d bytes", f.Name(), length, st.Size())
+	}
+	if int64(int(length)) != length {
+		return nil, fmt.Errorf("read %s: length %d does not fit this platform's address space", f.Name(), length)
+	}
+	b, err := allocAnon(int(length))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: allocating %d bytes: %w", f.Name(), length, err)
+	}
+	// In pieces, so that a huge read is never one syscall the kernel may
+	// cut short at an awkward place, and the loop below handles short reads.
+	const piece = 64 << 20
+	for off := 0; off < len(b); {
+		n, err := f.ReadAt(b[off:min(len(b), off+piece)], int64(off))
+		off += n
+		if err != nil && off < len(b) {
+			_ = freeAnon(b)
+			return nil, fmt.Errorf("read %s at byte %d: %w", f.Name(), off, err)
+		}
+	}
+	return b, nil
+}
+
+// FreeAnon releases memory from ReadFileAnon.
+func FreeAnon(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	return freeAnon(b)
+}
+
+// Lock keeps b's pages in memory (mlock, llama.cpp's --mlock): mapped
+// weights are never evicted, so a long idle time costs no re-read.
+func Lock(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	return lockMemory(b)
+}

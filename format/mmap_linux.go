@@ -30,3 +30,18 @@ func mapFile(f *os.File, length int, populate bool) ([]byte, error) {
 }
 
 func unmap(b []byte) error { return unix.Munmap(b) }
+
+// allocAnon is private anonymous memory of length bytes, advised for
+// transparent huge pages (advice only: with THP off it is plain pages).
+func allocAnon(length int) ([]byte, error) {
+	b, err := unix.Mmap(-1, 0, length, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return nil, err
+	}
+	_ = unix.Madvise(b, unix.MADV_HUGEPAGE)
+	return b, nil
+}
+
+func freeAnon(b []byte) error { return unix.Munmap(b) }
+
+func lockMemory(b []byte) error { return unix.Mlock(b) }

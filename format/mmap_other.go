@@ -3,6 +3,7 @@
 package format
 
 import (
+	"errors"
 	"io"
 	"os"
 )
@@ -18,3 +19,10 @@ func mapFile(f *os.File, length int, _ bool) ([]byte, error) {
 }
 
 func unmap([]byte) error { return nil }
+
+// allocAnon is Go heap memory: the collector frees it once the pack drops it.
+func allocAnon(length int) ([]byte, error) { return make([]byte, length), nil }
+
+func freeAnon([]byte) error { return nil }
+
+func lockMemory([]byte) error { return errors.New("locking memory is not supported on this OS") }

@@ -21,3 +21,12 @@ func mapFile(f *os.File, length int, _ bool) ([]byte, error) {
 }
 
 func unmap(b []byte) error { return unix.Munmap(b) }
+
+// allocAnon is private anonymous memory of length bytes.
+func allocAnon(length int) ([]byte, error) {
+	return unix.Mmap(-1, 0, length, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
+}
+
+func freeAnon(b []byte) error { return unix.Munmap(b) }
+
+func lockMemory(b []byte) error { return unix.Mlock(b) }

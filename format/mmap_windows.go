@@ -34,3 +34,12 @@ func mapFile(f *os.File, length int, _ bool) ([]byte, error) {
 func unmap(b []byte) error {
 	return os.NewSyscallError("UnmapViewOfFile", windows.UnmapViewOfFile(uintptr(unsafe.Pointer(&b[0]))))
 }
+
+// allocAnon is Go heap memory: the collector frees it once the pack drops it.
+func allocAnon(length int) ([]byte, error) { return make([]byte, length), nil }
+
+func freeAnon([]byte) error { return nil }
+
+func lockMemory(b []byte) error {
+	return os.NewSyscallError("VirtualLock", windows.VirtualLock(uintptr(unsafe.Pointer(&b[0])), uintptr(len(b))))
+}

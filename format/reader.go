@@ -34,6 +34,14 @@ type OpenOptions struct {
 	// nothing (LoadedRanks is 0): for tools that only need the config,
 	// the sizes or the tokenizer.
 	HeaderOnly bool
+	// NoMmap reads the prefix into the process's own memory instead of
+	// mapping it (ReadFileAnon; llama.cpp's --no-mmap): the load reads every
+	// byte before it returns, and the pages are never evicted and re-read.
+	NoMmap bool
+	// Mlock locks the loaded prefix in memory (llama.cpp's --mlock). A
+	// lock the system refuses (RLIMIT_MEMLOCK, no privilege) is not an
+	// error: LockErr says why, and the pack runs unlocked.
+	Mlock bool
 }
 
 // Pack is an open, structurally validated pack with its loaded prefix mapped.
@@ -46,6 +54,11 @@ type Pack struct {
 	// each sparse layer in use, floor(γ·N) (the last band may hold more).
 	LoadedBands int
 	LoadedRanks int
+	// Anon says the prefix was read into the process's memory (NoMmap),
+	// Locked that it is locked in memory (Mlock); LockErr is why a lock
+	// asked for was refused.
+	Anon, Locked bool
+	LockErr      error
 
 	data    []byte // the mapped prefix [0, FFNOff + LoadedBands*BandBytes)
 	tensors map[string]int
@@ -197,9 +210,18 @@ func open(path string, opt OpenOptions) (*Pack, error) {
 	}
 	p.LoadedBands = p.bandsFor(ranks)
 	p.LoadedRanks = ranks
-	p.data, err = MapFilePopulated(f, int64(p.prefixFor(ranks)))
+	if opt.NoMmap {
+		p.data, err = ReadFileAnon(f, int64(p.prefixFor(ranks)))
+		p.Anon = err == nil
+	} else {
+		p.data, err = MapFilePopulated(f, int64(p.prefixFor(ranks)))
+	}
 	if err != nil {
 		return nil, err
+	}
+	if opt.Mlock {
+		p.LockErr = Lock(p.data)
+		p.Locked = p.LockErr == nil
 	}
 	ok = true
 	return p, nil
@@ -354,7 +376,12 @@ func (p *Pack) validate() error {
 
 // Close unmaps the pack.
 func (p *Pack) Close() error {
-	err := Unmap(p.data)
+	var err error
+	if p.Anon {
+		err = FreeAnon(p.data)
+	} else {
+		err = Unmap(p.data)
+	}
 	p.data = nil
 	if cerr := p.file.Close(); err == nil {
 		err = cerr

@@ -34,6 +34,7 @@ var benchCmd = &cli.Command{
 		&cli.IntFlag{Name: "depth", Value: 0, Usage: "time every decode figure after a prompt of this many tokens (0: 16), to measure decode deep in a context as llama-bench -d does"},
 		&cli.BoolFlag{Name: "ops", Usage: "instead of the figures, print where a decode step's time goes: each operation's ms/token, dense and at γ 0.7 φ 0.4"},
 		&cli.StringFlag{Name: "select", Value: "paper", Usage: "how the sparse figures choose their neurons (as sirun's --select: paper, mass, l2, signed, gate or hybrid); a comma list (paper,hybrid) measures each in every round and gives each against the first, round by round"},
+		&cli.StringFlag{Name: "load", Value: "mmap", Usage: "how each pack is loaded: mmap (as sirun by default) or no-mmap (as sirun --no-mmap); mmap,no-mmap measures both in the same rounds, as two reports a pack"},
 		&cli.BoolFlag{Name: "quick", Usage: "dense and γ 0.7 × φ 0.4 only, shorter prefill unless --prefill is given"},
 		&cli.StringFlag{Name: "cpuprofile", Usage: "write a Go CPU profile of the whole benchmark to `FILE` (go tool pprof)"},
 	},
@@ -54,6 +55,15 @@ var benchCmd = &cli.Command{
 				return fmt.Errorf("--select names %q twice", m)
 			}
 			opt.Select = append(opt.Select, m)
+		}
+		for _, l := range strings.Split(c.String("load"), ",") {
+			if l != "mmap" && l != "no-mmap" {
+				return fmt.Errorf("--load must be mmap, no-mmap or both, comma-separated, got %q", c.String("load"))
+			}
+			if slices.Contains(opt.Load, l) {
+				return fmt.Errorf("--load names %q twice", l)
+			}
+			opt.Load = append(opt.Load, l)
 		}
 		if opt.Quick && !c.IsSet("prefill") {
 			opt.Prefill = 64

@@ -34,6 +34,8 @@ var selectionFlags = []cli.Flag{
 	&cli.Float64Flag{Name: "reselect-weight", Value: 1, Usage: "votes a re-selection token casts, against a prompt token's 1"},
 	&cli.StringFlag{Name: "mem-budget", Usage: "pick the largest γ whose whole process fits in this much memory (e.g. 1.5GiB): mapped weights, KV cache, buffers, tokenizer, Go runtime and code"},
 	&cli.BoolFlag{Name: "verify", Usage: "check the BLAKE3 hashes of every byte loaded before running"},
+	&cli.BoolFlag{Name: "no-mmap", Usage: "read the loaded prefix into the process's memory instead of mapping it (as llama.cpp's --no-mmap): slower to start, never evicted; on some machines it decodes faster (docs/bench.md)"},
+	&cli.BoolFlag{Name: "mlock", Usage: "lock the loaded prefix in memory so the system never evicts it (as llama.cpp's --mlock; a refused lock is a warning)"},
 }
 
 // openSelected opens a pack at the γ the flags ask for (or the budget
@@ -68,9 +70,12 @@ func openSelected(c *cli.Context, path string, ctx, seqs int) (*format.Pack, *ru
 			fmt.Fprintf(os.Stderr, "sirun: --mem-budget %s: loading γ = %.3f, planned %s\n", c.String("mem-budget"), gamma, plan)
 		}
 	}
-	pack, err := format.Open(path, format.OpenOptions{Gamma: gamma})
+	pack, err := format.Open(path, format.OpenOptions{Gamma: gamma, NoMmap: c.Bool("no-mmap"), Mlock: c.Bool("mlock")})
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if pack.LockErr != nil && !c.Bool("quiet") {
+		fmt.Fprintf(os.Stderr, "sirun: warning: --mlock: cannot lock %s's %d loaded bytes (%v): running unlocked (raise `ulimit -l`)\n", path, len(pack.Bytes()), pack.LockErr)
 	}
 	if n := pack.Index.Config.IntermediateSize; gamma == 0 && pack.LoadedRanks < n && !c.Bool("quiet") {
 		fmt.Fprintf(os.Stderr, "sirun: %s holds a prefix of %d of %d ranks per sparse layer (sliced): loading all of it, γ = %.3f\n", path, pack.LoadedRanks, n, pack.MaxGamma())

@@ -274,8 +274,15 @@ func printSummary(w io.Writer, st *runner.Stats, load time.Duration, p *format.P
 		}
 		return float64(n) / d.Seconds()
 	}
-	fmt.Fprintf(w, "\nsirun: load       %8.1f ms (γ=%.2f: %d of %d bands, %s mapped)\n", ms(load),
-		float64(p.LoadedRanks)/float64(p.Index.Config.IntermediateSize), p.LoadedBands, p.Preamble.BandCount, cliutil.HumanBytes(uint64(len(p.Bytes()))))
+	how := "mapped"
+	if p.Anon {
+		how = "read into memory"
+	}
+	if p.Locked {
+		how += ", locked"
+	}
+	fmt.Fprintf(w, "\nsirun: load       %8.1f ms (γ=%.2f: %d of %d bands, %s %s)\n", ms(load),
+		float64(p.LoadedRanks)/float64(p.Index.Config.IntermediateSize), p.LoadedBands, p.Preamble.BandCount, cliutil.HumanBytes(uint64(len(p.Bytes()))), how)
 	fmt.Fprintf(w, "sirun: prompt     %8.1f ms / %4d tokens (%8.2f tok/s)  [time to first token]\n", ms(st.Prefill), st.PromptTokens, rate(st.PromptTokens, st.Prefill))
 	gen := st.GeneratedTokens - 1 // the first token came with the prompt
 	if gen < 0 {

@@ -346,3 +346,60 @@ func TestBenchComparesMethods(t *testing.T) {
 		}
 	}
 }
+
+// TestNoMmapAndMlock: --no-mmap (the prefix read into memory) and --mlock
+// give the golden greedy tokens, dense and at γ 0.7 φ 0.4 the same as the
+// mapped load; `bench --load mmap,no-mmap` measures a pack both ways in the
+// same rounds (the second against the first), and a bad --load is refused.
+func TestNoMmapAndMlock(t *testing.T) {
+	_, ids, greedy, _ := goldenGreedy(t)
+	idsJSON, _ := json.Marshal(ids)
+	args := []string{pack, "--prompt-ids", string(idsJSON), "-n", "32", "--temperature", "0", "--output-ids", "--ignore-eos"}
+	out, errOut, code := run(t, "", append(args, "--no-mmap", "--mlock")...)
+	var got []int
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || !slices.Equal(got, greedy) {
+		t.Fatalf("--no-mmap --mlock (%d): %q, want %v\n%s", code, out, greedy, errOut)
+	}
+	sparse := append(args, "--gamma", "0.7", "--phi", "0.4")
+	mapped, _, _ := run(t, "", sparse...)
+	read, errOut, code := run(t, "", append(sparse, "--no-mmap")...)
+	if code != 0 || read != mapped {
+		t.Fatalf("γ0.7 φ0.4 --no-mmap (%d): %q, mapped %q\n%s", code, read, mapped, errOut)
+	}
+	// The summary says how the prefix was loaded.
+	for _, c := range []struct {
+		flags []string
+		want  string
+	}{{nil, "mapped)"}, {[]string{"--no-mmap"}, "read into memory)"}, {[]string{"--mlock"}, "mapped, locked)"}} {
+		_, errOut, _ := run(t, "", append([]string{pack, "-p", "x", "-n", "1"}, c.flags...)...)
+		if !strings.Contains(errOut, c.want) && !strings.Contains(errOut, "--mlock: cannot lock") {
+			t.Errorf("%v: the load line lacks %q:\n%s", c.flags, c.want, errOut)
+		}
+	}
+
+	out, errOut, code = run(t, "", "bench", "--quick", "--json", "--load", "mmap,no-mmap", "--rounds", "2", "--tokens", "2", "--prefill", "8", pack)
+	if code != 0 {
+		t.Fatalf("bench --load (%d): %s", code, errOut)
+	}
+	var loads []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r struct {
+			Load      string  `json:"load"`
+			FirstLoad string  `json:"first_load"`
+			Dense     float64 `json:"dense_tok_s"`
+			VsFirst   float64 `json:"dense_vs_first_dense"`
+		}
+		if err := json.Unmarshal([]byte(l), &r); err != nil || r.Dense <= 0 || r.FirstLoad != "mmap" || r.VsFirst <= 0 {
+			t.Fatalf("bench --load line %q: %v", l, err)
+		}
+		loads = append(loads, r.Load)
+	}
+	if !slices.Equal(loads, []string{"mmap", "no-mmap"}) {
+		t.Fatalf("bench --load mmap,no-mmap reported %v", loads)
+	}
+	for _, bad := range []string{"mmap,mmap", "mmap,copy", ""} {
+		if _, errOut, code := run(t, "", "bench", "--quick", "--load", bad, pack); code == 0 || !strings.Contains(errOut, "--load") {
+			t.Errorf("bench --load %q: exit %d, %q", bad, code, errOut)
+		}
+	}
+}
