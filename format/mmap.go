@@ -57,10 +57,11 @@ func Unmap(b []byte) error {
 // (llama.cpp's --no-mmap): the pages are the process's, not the page
 // cache's, so they cannot be evicted and re-read under memory pressure as
 // a mapping's can, and the load reads every byte before it returns. On
-// Linux the memory is advised for transparent huge pages. On this project's
-// test VM such memory streamed faster than the same file's cached pages,
-// for llama.cpp as for sirun (docs/bench.md, sixteenth session). Release
-// it with FreeAnon.
+// Linux the memory is advised for transparent huge pages: on this
+// project's test VM it decoded 0.93-1.28× the mapped pack's speed with one
+// thread, 0.98-1.11× with two, depending on the memory's state more than
+// on anything here (docs/bench.md, sixteenth session). Release it with
+// FreeAnon.
 func ReadFileAnon(f *os.File, length int64) ([]byte, error) {
 	if length == 0 {
 		return []byte{}, nil
