@@ -429,7 +429,7 @@ func (p *Pack) RecordBlock(si, lo, hi int) RecordBlock {
 	R := int(rb / 3)
 	off := p.Preamble.FFNOff + uint64(lo/B)*p.Preamble.BandBytes + uint64(si*B)*rb
 	block := p.data[off : off+uint64(B)*rb]
-	all := ViewBlock(block, B, B, R, p.Layout())
+	all := ViewBlock(block, B, B, R, p.Layout(), TileBytes(p.Index.RecordDType))
 	return all.Sub(lo%B, lo%B+hi-lo)
 }
 

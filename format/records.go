@@ -13,6 +13,24 @@ type RecordBlock struct {
 
 	GateStride, UpStride, DownStride int
 	RowBytes, N                      int
+	// Tile, in layout Tiled (version 4), is the bytes of a down row's
+	// piece of DownTile values (0: down rows whole, DownStride apart).
+	// Down then holds the block's down pieces by tile: piece c of the
+	// TileCap records, then piece c+1 (the last piece of a row may be
+	// shorter); this view's record j is the block's First + j.
+	Tile, TileCap, First int
+}
+
+// DownTile is the values of a down row a piece of a layout Tiled block
+// holds: 64, what four AVX-512, eight AVX2 or sixteen NEON registers keep
+// while every record of the block adds its piece (the kernels' tiled down
+// projection, kernels/ffn.go).
+const DownTile = 64
+
+// TileBytes is the bytes of a DownTile-value piece of dtype dt.
+func TileBytes(dt DType) int {
+	b, _ := dt.RowBytes(DownTile)
+	return b
 }
 
 // Layout is how a band block lays out its records (§5).
@@ -25,10 +43,14 @@ const (
 	Pairs
 	// Runs: the gate rows, then the up rows, then the down rows (version 3).
 	Runs
+	// Tiled: the gate rows, then the up rows, then the down rows by tile:
+	// every record's first DownTile values, then every record's next, ...
+	// (version 4).
+	Tiled
 )
 
 // Major is the pack version whose band blocks have layout l.
-func (l Layout) Major() uint16 { return [...]uint16{1, 2, 3}[l] }
+func (l Layout) Major() uint16 { return [...]uint16{1, 2, 3, 4}[l] }
 
 // LayoutOf is the band layout of a pack of version major (Interleaved for
 // an unknown one: Preamble refuses those before any block is read).
@@ -38,6 +60,8 @@ func LayoutOf(major uint16) Layout {
 		return Pairs
 	case 3:
 		return Runs
+	case 4:
+		return Tiled
 	}
 	return Interleaved
 }
@@ -49,12 +73,19 @@ func LayoutOf(major uint16) Layout {
 // three runs, γ0.7 φ0.4 0.99-1.02× (fourteenth session); F16 dense 1.22×
 // (2 threads) and 1.25× (1), γ0.7 φ0.4 1.08× and 1.09× (fifteenth
 // session: the fourteenth's 0.97-1.02× had the packs' page cache in
-// different states). The block types' down projection pass is
-// compute-bound alone: Q4_0 dense 0.85×, Q8_0 0.98× in three runs. F32 is
-// not measured and keeps pairs.
+// different states). The block types' down projection a row at a time is
+// compute-bound alone (Q4_0 dense 0.85×, Q8_0 0.98× in three runs): it
+// loads and stores y for every row, and the stores hold back the loads.
+// Tiled, Q8_0's down rows are added 64 outputs at a time in registers from
+// one stream (Ops.AxpyTiles): dense 1.145× (1 thread) and 1.13× (2)
+// against pairs, γ0.7 φ0.4 1.02× and 0.95× (sixteenth session). Q4_0 has
+// no tiled kernel yet and keeps pairs, as does F32 (not measured).
 func LayoutFor(dt DType) Layout {
-	if dt == BF16 || dt == F16 {
+	switch dt {
+	case BF16, F16:
 		return Runs
+	case Q8_0:
+		return Tiled
 	}
 	return Pairs
 }
@@ -86,14 +117,24 @@ func RunsBlock(b []byte, n, B, rowBytes int) RecordBlock {
 	return RecordBlock{Gate: b[:n*R], Up: b[B*R : B*R+n*R], Down: b[2*B*R : 2*B*R+n*R], GateStride: R, UpStride: R, DownStride: R, RowBytes: R, N: n}
 }
 
+// TiledBlock views the first n records of a version 4 band block b of B
+// records: B gate rows, then B up rows, then the B down rows by pieces of
+// tile bytes (TileBytes of the dtype).
+func TiledBlock(b []byte, n, B, rowBytes, tile int) RecordBlock {
+	R := rowBytes
+	return RecordBlock{Gate: b[:n*R], Up: b[B*R : B*R+n*R], Down: b[2*B*R : 3*B*R], GateStride: R, UpStride: R, DownStride: R, RowBytes: R, N: n, Tile: tile, TileCap: B}
+}
+
 // ViewBlock views the first n records of a band block b of B records in
-// layout l.
-func ViewBlock(b []byte, n, B, rowBytes int, l Layout) RecordBlock {
+// layout l; tile is the dtype's TileBytes (read by layout Tiled only).
+func ViewBlock(b []byte, n, B, rowBytes int, l Layout, tile int) RecordBlock {
 	switch l {
 	case Pairs:
 		return SplitBlock(b, n, B, rowBytes)
 	case Runs:
 		return RunsBlock(b, n, B, rowBytes)
+	case Tiled:
+		return TiledBlock(b, n, B, rowBytes, tile)
 	}
 	return InterleavedBlock(b[:n*3*rowBytes], rowBytes)
 }
@@ -103,8 +144,75 @@ func ViewBlock(b []byte, n, B, rowBytes int, l Layout) RecordBlock {
 func (b *RecordBlock) Split() bool { return b.GateStride == b.RowBytes }
 
 // Runs reports whether the up rows lie together too, and the down rows
-// (layout Runs).
+// (layouts Runs and Tiled).
 func (b *RecordBlock) Runs() bool { return b.UpStride == b.RowBytes }
+
+// Tiled reports whether the down rows lie in pieces (layout Tiled): then
+// DownRow, Downs and UpDown's down row do not exist; DownPiece, CopyDown
+// and SetDown do.
+func (b *RecordBlock) Tiled() bool { return b.Tile > 0 }
+
+// DownPieces is the number of pieces of a down row in layout Tiled.
+func (b *RecordBlock) DownPieces() int { return (b.RowBytes + b.Tile - 1) / b.Tile }
+
+// DownPiece is piece c of record j's down row (layout Tiled): values
+// [c·DownTile, min(H, (c+1)·DownTile)).
+func (b *RecordBlock) DownPiece(j, c int) []byte {
+	pl := min(b.Tile, b.RowBytes-c*b.Tile)
+	o := c*b.TileCap*b.Tile + (b.First+j)*pl
+	return b.Down[o : o+pl]
+}
+
+// TilePieces is piece c of records [j, j+n) of a layout Tiled block: n
+// pieces back to back, each len/n bytes.
+func (b *RecordBlock) TilePieces(j, n, c int) []byte {
+	pl := min(b.Tile, b.RowBytes-c*b.Tile)
+	o := c*b.TileCap*b.Tile + (b.First+j)*pl
+	return b.Down[o : o+n*pl]
+}
+
+// CopyDown writes record j's down row, whole, into dst (RowBytes).
+func (b *RecordBlock) CopyDown(dst []byte, j int) {
+	if !b.Tiled() {
+		copy(dst[:b.RowBytes], b.DownRow(j))
+		return
+	}
+	for c := 0; c < b.DownPieces(); c++ {
+		copy(dst[c*b.Tile:], b.DownPiece(j, c))
+	}
+}
+
+// CopyDownFrom writes record j of src's down row as record k's, either
+// block tiled or not (piece by piece where both are: no whole row between).
+func (b *RecordBlock) CopyDownFrom(k int, src *RecordBlock, j int) {
+	switch {
+	case b.Tiled() && src.Tiled() && b.Tile == src.Tile:
+		for c := 0; c < b.DownPieces(); c++ {
+			copy(b.DownPiece(k, c), src.DownPiece(j, c))
+		}
+	case b.Tiled():
+		if src.Tiled() { // different tiles: cannot happen within a pack
+			row := make([]byte, src.RowBytes)
+			src.CopyDown(row, j)
+			b.SetDown(k, row)
+			return
+		}
+		b.SetDown(k, src.DownRow(j))
+	default:
+		src.CopyDown(b.DownRow(k), j)
+	}
+}
+
+// SetDown writes row, a whole down row, as record j's.
+func (b *RecordBlock) SetDown(j int, row []byte) {
+	if !b.Tiled() {
+		copy(b.DownRow(j), row)
+		return
+	}
+	for c := 0; c < b.DownPieces(); c++ {
+		copy(b.DownPiece(j, c), row[c*b.Tile:])
+	}
+}
 
 // GateRow, UpRow and DownRow are record j's rows.
 func (b *RecordBlock) GateRow(j int) []byte {
@@ -114,6 +222,9 @@ func (b *RecordBlock) GateRow(j int) []byte {
 func (b *RecordBlock) UpRow(j int) []byte { return b.Up[j*b.UpStride : j*b.UpStride+b.RowBytes] }
 
 func (b *RecordBlock) DownRow(j int) []byte {
+	if b.Tiled() {
+		panic("format: DownRow of a layout Tiled block (its down rows lie in pieces: CopyDown, DownPiece)")
+	}
 	return b.Down[j*b.DownStride : j*b.DownStride+b.RowBytes]
 }
 
@@ -129,7 +240,12 @@ func (b *RecordBlock) UpDown(j int) []byte {
 
 // Downs is the block's memory from record j's down row on: down rows
 // DownStride apart (a prefill GEMM's operand).
-func (b *RecordBlock) Downs(j int) []byte { return b.Down[j*b.DownStride:] }
+func (b *RecordBlock) Downs(j int) []byte {
+	if b.Tiled() {
+		panic("format: Downs of a layout Tiled block")
+	}
+	return b.Down[j*b.DownStride:]
+}
 
 // Ahead is where a kernel prefetching three rows for record j should
 // start: the whole record where records are interleaved, else its up row
@@ -160,6 +276,10 @@ func (b *RecordBlock) Sub(lo, hi int) RecordBlock {
 		upEnd = 2 * R // the last up | down pair whole (UpDown)
 	}
 	s.Up = b.Up[lo*b.UpStride : (hi-1)*b.UpStride+upEnd]
+	if b.Tiled() {
+		s.First = b.First + lo // the pieces stay where the block has them
+		return s
+	}
 	s.Down = b.Down[lo*b.DownStride : (hi-1)*b.DownStride+R]
 	return s
 }
@@ -178,7 +298,7 @@ func (b *RecordBlock) CopyRecord(dst []byte, j int) {
 	R := b.RowBytes
 	copy(dst[:R], b.GateRow(j))
 	copy(dst[R:2*R], b.UpRow(j))
-	copy(dst[2*R:3*R], b.DownRow(j))
+	b.CopyDown(dst[2*R:3*R], j)
 }
 
 // PutSplit writes recs, whole interleaved records (gate | up | down rows of
@@ -186,20 +306,21 @@ func (b *RecordBlock) CopyRecord(dst []byte, j int) {
 // n gate rows from the start, the n up | down pairs from B·rowBytes on.
 // It returns the block's view.
 func PutSplit(dst, recs []byte, B, rowBytes int) RecordBlock {
-	return PutBlock(dst, recs, B, rowBytes, Pairs)
+	return PutBlock(dst, recs, B, rowBytes, Pairs, 0)
 }
 
 // PutBlock writes recs, whole interleaved records, into dst as a band
-// block of B ≥ n records in layout l (§5) and returns its view.
-func PutBlock(dst, recs []byte, B, rowBytes int, l Layout) RecordBlock {
+// block of B ≥ n records in layout l (§5; tile: TileBytes of the dtype,
+// for layout Tiled) and returns its view.
+func PutBlock(dst, recs []byte, B, rowBytes int, l Layout, tile int) RecordBlock {
 	R := rowBytes
 	n := len(recs) / (3 * R)
-	b := ViewBlock(dst, n, B, R, l)
+	b := ViewBlock(dst, n, B, R, l, tile)
 	for j := 0; j < n; j++ {
 		rec := recs[j*3*R : (j+1)*3*R]
 		copy(b.GateRow(j), rec[:R])
 		copy(b.UpRow(j), rec[R:2*R])
-		copy(b.DownRow(j), rec[2*R:])
+		b.SetDown(j, rec[2*R:])
 	}
 	return b
 }

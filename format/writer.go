@@ -207,7 +207,7 @@ func WritePack(ctx context.Context, path string, spec *WriteSpec) (err error) {
 				}
 				// §5: the block's rows in the pack's layout.
 				blk := band[uint64(li*B)*idx.RecordBytes:]
-				PutBlock(blk, recs[:uint64(hi-lo)*idx.RecordBytes], B, R, layout)
+				PutBlock(blk, recs[:uint64(hi-lo)*idx.RecordBytes], B, R, layout, TileBytes(idx.RecordDType))
 			}
 			idx.BandHashes[b] = blake3.Sum256(band)
 			if _, err := cw.Write(band); err != nil {

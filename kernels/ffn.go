@@ -1,6 +1,8 @@
 package kernels
 
 import (
+	"sync"
+
 	"github.com/sipack/sipack/format"
 )
 
@@ -94,6 +96,7 @@ func FFNRecords(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DTy
 		if acts != nil {
 			gemmDown = nil // the float path's tile: its h comes from Dot4
 		}
+		var dgather []byte // a tiled block's down rows of a tile, whole
 		var hbuf []float32 // h of a tile, token-major, for the prefill GEMM only
 		if gemmDown != nil && T >= 4 {
 			hbuf = make([]float32, tokTile*recBlock)
@@ -107,9 +110,21 @@ func FFNRecords(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DTy
 				// all of the tile's activations are known.
 				first, contiguous := blockOf(spans, j0, j1)
 				gemm := four != nil && gemmDown != nil && t1-t0 >= 4 && contiguous // h in hbuf comes from the four-token loop
+				tiled := false
 				for j := j0; j < j1; j++ {
 					blk, k := records.at(j)
-					gate, up, down := blk.GateRow(k), blk.UpRow(k), blk.DownRow(k)
+					gate, up := blk.GateRow(k), blk.UpRow(k)
+					var down []byte
+					if blk.Tiled() { // gathered whole, in record order (the GEMM reads them so too)
+						if dgather == nil {
+							dgather = make([]byte, recBlock*rowBytes)
+						}
+						down = dgather[(j-j0)*rowBytes : (j-j0+1)*rowBytes]
+						blk.CopyDown(down, k)
+						tiled = true
+					} else {
+						down = blk.DownRow(k)
+					}
 					t := t0
 					if four != nil {
 						for ; t+4 <= t1; t += 4 {
@@ -143,9 +158,12 @@ func FFNRecords(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DTy
 				}
 				if gemm {
 					b := &blocks[spans[first].block]
-					down := b.Downs(j0 - spans[first].first)
+					down, stride := dgather, rowBytes
+					if !tiled {
+						down, stride = b.Downs(j0-spans[first].first), b.DownStride
+					}
 					for t := t0; t+4 <= t1; t += 4 {
-						gemmDown(acc[t*H:], H, hbuf[(t-t0)*recBlock:], recBlock, down, b.DownStride, j1-j0, H)
+						gemmDown(acc[t*H:], H, hbuf[(t-t0)*recBlock:], recBlock, down, stride, j1-j0, H)
 					}
 				}
 			}
@@ -433,10 +451,23 @@ func ffnDecodeRuns(dp *downPass, s, e int, x []float32, acts []Q8Act, g []float3
 	blk, k := dp.blk, dp.k
 	var u [splitRun]float32
 	for q := s; q < e; q++ {
-		if r := s + q + prefetchAhead - e; r >= s && r < e {
+		if r := s + q + prefetchAhead - e; r >= s && r < e && !blk.Tiled() {
 			active.PrefetchL2(blk.DownRow(k + r))
 		}
 		u[q-s] = rowDot1(dp.ops, blk.UpRow(k+q), x, acts)
+	}
+	if blk.Tiled() {
+		for q := s; q < e; q++ {
+			u[q-s] = SiLU(g[q-s]) * u[q-s]
+			if dp.act != nil {
+				dp.act[q] = u[q-s]
+			}
+		}
+		if dp.then != nil && e == dp.m {
+			active.PrefetchL2(dp.then)
+		}
+		downTiles(dp.ops, dp.acc, u[:e-s], blk, k+s)
+		return
 	}
 	for q := s; q < e; q++ {
 		h := SiLU(g[q-s]) * u[q-s]
@@ -517,6 +548,7 @@ func ffnDecodeRecords(acc []float32, records *recordCursor, ops *Ops, lo, hi, en
 	var h, gs, us [8]float32
 	var gu [2]float32
 	var down [8][]byte
+	var rows *[]byte // down rows gathered from tiled blocks
 	for j0 := lo; j0 < hi; j0 += group {
 		n := min(group, hi-j0)
 		for q := 0; q < n; q++ {
@@ -547,7 +579,15 @@ func ffnDecodeRecords(acc []float32, records *recordCursor, ops *Ops, lo, hi, en
 			}
 			pairDot(ops, blk.GateRow(k), blk.UpRow(k), x, acts, ahead, &gu)
 			gs[q], us[q] = gu[0], gu[1]
-			down[q] = blk.DownRow(k)
+			if blk.Tiled() { // a lone record of a tiled block (ffnDecode)
+				if rows == nil {
+					rows = getRows(8 * blk.RowBytes)
+					defer putRows(rows)
+				}
+				down[q] = downRowOf(blk, k, (*rows)[q*blk.RowBytes:])
+			} else {
+				down[q] = blk.DownRow(k)
+			}
 		}
 		// SiLU after the group's dots: independent exp chains overlap
 		// instead of each one stalling before the next record's dots.
@@ -559,4 +599,64 @@ func ffnDecodeRecords(acc []float32, records *recordCursor, ops *Ops, lo, hi, en
 		}
 		addDowns(acc, ops, axpy4, axpy8, &h, &down, n)
 	}
+}
+
+// downTiles adds Σ_q h[q]·down_{j0+q} into y for records j0.. of a layout
+// Tiled block: through the table's AxpyTiles over the whole pieces (one
+// call, every chunk), and a last, shorter piece (H not a multiple of
+// format.DownTile) a record at a time; without AxpyTiles piece by piece
+// through Axpy (the same sums: each output's multiply-adds in record
+// order).
+func downTiles(ops *Ops, y, h []float32, blk *format.RecordBlock, j0 int) {
+	n := len(h)
+	if n == 0 {
+		return
+	}
+	T, nc := blk.Tile, blk.DownPieces()
+	whole := nc
+	if blk.RowBytes%T != 0 {
+		whole--
+	}
+	c := 0
+	if ops.AxpyTiles != nil && whole > 0 {
+		// From record j0's first piece to the end of the block's pieces:
+		// the kernel reads chunk c's n pieces at c·TileCap·T on.
+		o := (blk.First + j0) * T
+		ops.AxpyTiles(y[:whole*format.DownTile], h, blk.Down[o:], blk.TileCap*T)
+		c = whole
+	}
+	for ; c < nc; c++ {
+		p := blk.TilePieces(j0, n, c)
+		pl := len(p) / n
+		yc := y[c*format.DownTile : min(len(y), (c+1)*format.DownTile)]
+		for q := 0; q < n; q++ {
+			ops.Axpy(yc, h[q], p[q*pl:(q+1)*pl])
+		}
+	}
+}
+
+// rowScratch holds byte buffers for down rows gathered whole from layout
+// Tiled blocks where a decode path reads scattered records (getRows).
+var rowScratch sync.Pool
+
+// getRows is a buffer of at least n bytes from rowScratch; putRows gives
+// it back.
+func getRows(n int) *[]byte {
+	if b, ok := rowScratch.Get().(*[]byte); ok && cap(*b) >= n {
+		return b
+	}
+	b := make([]byte, n)
+	return &b
+}
+
+func putRows(b *[]byte) { rowScratch.Put(b) }
+
+// downRowOf is record k's down row: the block's bytes, or for a layout
+// Tiled block the row gathered whole into buf.
+func downRowOf(blk *format.RecordBlock, k int, buf []byte) []byte {
+	if !blk.Tiled() {
+		return blk.DownRow(k)
+	}
+	blk.CopyDown(buf, k)
+	return buf[:blk.RowBytes]
 }

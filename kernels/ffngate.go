@@ -163,6 +163,7 @@ func upDown(acc []float32, records *recordCursor, ops *Ops, sel []int32, g, x []
 	var h [8]float32
 	var down [8][]byte
 	var uu [2]float32
+	var rows *[]byte // down rows gathered from tiled blocks
 	for q0 := 0; q0 < len(sel); q0 += group {
 		n := min(group, len(sel)-q0)
 		for q := 0; q < n; q++ {
@@ -170,7 +171,11 @@ func upDown(acc []float32, records *recordCursor, ops *Ops, sel []int32, g, x []
 			j := int(sel[q0+q])
 			blk, k := records.at(j)
 			up := blk.UpRow(k)
-			down[q] = blk.DownRow(k)
+			if blk.Tiled() && rows == nil {
+				rows = getRows(8 * blk.RowBytes)
+				defer putRows(rows)
+			}
+			down[q] = gathered(blk, k, rows, q)
 			if dot2 && q+1 < n {
 				j1 := int(sel[q0+q+1])
 				blk1, k1 := records.at(j1)
@@ -181,7 +186,11 @@ func upDown(acc []float32, records *recordCursor, ops *Ops, sel []int32, g, x []
 				}
 				prefetchUD(records, sel, q0+q+1+udAhead, pf)
 				h[q], h[q+1] = g[j]*uu[0], g[j1]*uu[1]
-				down[q+1] = blk1.DownRow(k1)
+				if blk1.Tiled() && rows == nil {
+					rows = getRows(8 * blk1.RowBytes)
+					defer putRows(rows)
+				}
+				down[q+1] = gathered(blk1, k1, rows, q+1)
 				q++
 				continue
 			}
@@ -207,7 +216,7 @@ func prefetchUD(records *recordCursor, sel []int32, a int, pf func([]byte)) {
 	if a < len(sel) {
 		b, k := records.at(int(sel[a]))
 		pf(b.UpDown(k))
-		if b.Runs() {
+		if b.Runs() && !b.Tiled() {
 			pf(b.DownRow(k))
 		}
 	}
@@ -291,4 +300,13 @@ func (p *Pool) gateScratch(n int) ([]float32, []uint32) {
 		p.keys = make([]uint32, 2*n)
 	}
 	return p.gates[:n], p.keys[:n]
+}
+
+// gathered is record k's down row: the block's bytes, or for a layout
+// Tiled block the row gathered whole into slot q of rows.
+func gathered(blk *format.RecordBlock, k int, rows *[]byte, q int) []byte {
+	if !blk.Tiled() {
+		return blk.DownRow(k)
+	}
+	return downRowOf(blk, k, (*rows)[q*blk.RowBytes:])
 }

@@ -113,7 +113,7 @@ func gatedLayers(dt format.DType, H, N, B, loaded int) ([]gatedCopies, []float32
 			d := make([]byte, B*rec)
 			copy(d, layer[:m*rec])
 			copies[i].v1 = append(copies[i].v1, format.InterleavedBlock(d[:m*rec], R))
-			copies[i].split = append(copies[i].split, format.PutBlock(make([]byte, B*rec), d[:m*rec], B, R, format.LayoutFor(dt)))
+			copies[i].split = append(copies[i].split, format.PutBlock(make([]byte, B*rec), d[:m*rec], B, R, format.LayoutFor(dt), format.TileBytes(dt)))
 		}
 	}
 	x := randVec(rng, H)

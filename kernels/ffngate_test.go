@@ -62,7 +62,7 @@ func testFFNGatedMatchesReference(t *testing.T, tb *Table) {
 					for j := range act {
 						act[j] = float32(j + 1) // overwritten: zero where not computed
 					}
-					FFNGated(p, y, recordBlocks(dt, H, format.Layout(k%3), blocks...), dt, H, x, static, k, act)
+					FFNGated(p, y, recordBlocks(dt, H, format.Layout(k%4), blocks...), dt, H, x, static, k, act)
 					in := make([]bool, total)
 					n := 0
 					for j, h := range act {
@@ -124,7 +124,7 @@ func recordBlocks(dt format.DType, H int, l format.Layout, bs ...[]byte) []forma
 			continue
 		}
 		B := len(b)/(3*R) + 3
-		out[i] = format.PutBlock(make([]byte, 3*B*R), b, B, R, l)
+		out[i] = format.PutBlock(make([]byte, 3*B*R), b, B, R, l, format.TileBytes(dt))
 	}
 	return out
 }

@@ -430,6 +430,7 @@ func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCur
 			copy(acc[t*H:T*H], tail[:(T-t)*H])
 		}
 	}
+	var dgather []byte // a tiled block's down rows, whole (wholeDowns)
 	for j0 := lo; j0 < hi; {
 		// The block of records: at most rb, within one span.
 		j1 := min(j0+rb, hi)
@@ -477,13 +478,15 @@ func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCur
 				copy(act[t*total+j0:t*total+j0+n], hbuf[t*n:(t+1)*n])
 			}
 		}
-		// down: y_t += Σ_i h[t, i]·down_i, the records contiguous in one block.
+		// down: y_t += Σ_i h[t, i]·down_i, the records contiguous in one block
+		// (their down rows gathered whole where the block is tiled).
+		db, dk := wholeDowns(records, j0, n, &dgather)
 		t := 0
 		if xb != nil && g.DownBF16 != nil && H%64 == 0 {
 			// BF16 with rounded activations: records in pairs, their down
 			// columns interleaved word by word, h rounded to BF16 in
 			// matching pairs, one VDPBF16PS a pair.
-			b, k0 := records.at(j0)
+			b, k0 := db, dk
 			P := (n + 1) / 2
 			words := unsafe.Slice((*uint16)(unsafe.Pointer(&wide[0])), 2*len(wide))
 			wpair, zero := words[:P*2*H], words[P*2*H:P*2*H+H]
@@ -529,7 +532,7 @@ func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCur
 		} else if g.Down != nil && H%64 == 0 {
 			// The block's down columns as float32 rows (widened once for
 			// every token), h six tokens a record, six tokens a call.
-			b, k0 := records.at(j0)
+			b, k0 := db, dk
 			for i := 0; i < n; i++ {
 				w := wide[i*H : (i+1)*H]
 				d := b.DownRow(k0 + i)
@@ -555,7 +558,7 @@ func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCur
 			t = T
 		}
 		if ops.GemmDown != nil {
-			b, k0 := records.at(j0) // the block's records are consecutive
+			b, k0 := db, dk // the block's records are consecutive
 			down := b.Downs(k0)
 			for ; t+4 <= T; t += 4 {
 				ops.GemmDown(acc[t*H:], H, hbuf[t*n:], n, down, b.DownStride, n, H)
@@ -563,10 +566,29 @@ func ffnPrefillGEMM(g *GemmKernel, ops *Ops, dt format.DType, records *recordCur
 		}
 		for ; t < T; t++ {
 			for i := 0; i < n; i++ {
-				b, k := records.at(j0 + i)
-				ops.Axpy(acc[t*H:(t+1)*H], hbuf[t*n+i], b.DownRow(k))
+				ops.Axpy(acc[t*H:(t+1)*H], hbuf[t*n+i], db.DownRow(dk+i))
 			}
 		}
 		j0 = j1
 	}
+}
+
+// wholeDowns is the block holding records [j0, j0+n) (they lie in one)
+// and j0's index in it — or, where that block is tiled (format.Tiled), a
+// view of the n records' down rows gathered whole into *buf (grown as
+// needed), index 0: the prefill's down projections read rows.
+func wholeDowns(records *recordCursor, j0, n int, buf *[]byte) (*format.RecordBlock, int) {
+	b, k0 := records.at(j0)
+	if !b.Tiled() {
+		return b, k0
+	}
+	R := b.RowBytes
+	if cap(*buf) < n*R {
+		*buf = make([]byte, n*R)
+	}
+	d := (*buf)[:n*R]
+	for i := 0; i < n; i++ {
+		b.CopyDown(d[i*R:(i+1)*R], k0+i)
+	}
+	return &format.RecordBlock{Down: d, DownStride: R, RowBytes: R, N: n}, 0
 }

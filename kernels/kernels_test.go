@@ -268,11 +268,11 @@ func testMatMulAndFFNMatchReference(t *testing.T, tb *Table) {
 				// records).
 				layout := format.Interleaved
 				if threads == 2 {
-					layout = format.Layout(1 + (H/8+T+len(counts))%2)
+					layout = format.Layout(1 + (H/8+T+len(counts))%3)
 				}
 				FFNRecords(p, y, recordBlocks(dt, H, layout, blocks...), dt, H, x, act)
 				if threads == 1 {
-					for _, l := range []format.Layout{format.Pairs, format.Runs} {
+					for _, l := range []format.Layout{format.Pairs, format.Runs, format.Tiled} {
 						y2, act2 := make([]float32, T*H), make([]float32, T*len(recs))
 						FFNRecords(p, y2, recordBlocks(dt, H, l, blocks...), dt, H, x, act2)
 						if !slices.Equal(y, y2) || !slices.Equal(act, act2) {
@@ -430,7 +430,7 @@ func FuzzFFNDecode(f *testing.F) {
 		FFNRecords(p, fast, recordBlocks(dt, H, format.Interleaved, blocks...), dt, H, x, nil)
 		restore := Use(referenceOf(Active()))
 		ref := make([]float32, H)
-		FFNRecords(p, ref, recordBlocks(dt, H, format.Layout(1+int(split)%2), blocks...), dt, H, x, nil)
+		FFNRecords(p, ref, recordBlocks(dt, H, format.Layout(1+int(split)%3), blocks...), dt, H, x, nil)
 		restore()
 		// Δh_j from the dots' rounding, then each y[i]'s bound.
 		eps := 2 * float64(H+2) * 6e-8

@@ -158,6 +158,16 @@ func TestIntegerPathMatVecAndFFN(t *testing.T) {
 				return out, y
 			}
 			out, y := run()
+			// Every band layout gives the interleaved records' sums to the
+			// bit (the tiled one through AxpyTiles where the table has it).
+			rb, _ := dt.RowBytes(H)
+			for _, l := range []format.Layout{format.Pairs, format.Runs, format.Tiled} {
+				y2 := make([]float32, T*H)
+				FFNRecords(p, y2, recordBlocks(dt, H, l, ffn[:10*3*rb], ffn[10*3*rb:]), dt, H, x, nil)
+				if !slices.Equal(y, y2) {
+					t.Fatalf("%v H=%d T=%d: layout %d gives another FFN than interleaved records", dt, H, T, l)
+				}
+			}
 			restore := Use(referenceOf(Active()))
 			wantOut, wantY := run()
 			restore()

@@ -27,6 +27,14 @@ type Ops struct {
 	Dot2 func(a, b []byte, x []float32, out *[2]float32, next []byte)
 	// Axpy4 is y += Σ_r a[r]·w[r] over four rows (y loaded and stored once).
 	Axpy4 func(y []float32, a *[4]float32, w *[4][]byte)
+	// AxpyTiles, where present, is the down projection of len(h) records
+	// of a layout Tiled block (format.Tiled): y[c·64 : (c+1)·64] += Σ_q
+	// h[q]·piece_q of chunk c, for c < len(y)/64, the pieces of chunk c
+	// back to back from w[c·cstride:] — each chunk of y held in registers
+	// while every record adds its piece, in record order, so each output
+	// takes the single-row Axpy's multiply-adds in its order (the same
+	// sums to the bit), from one ascending stream.
+	AxpyTiles func(y, h []float32, w []byte, cstride int)
 	// GemmDown is the prefill down projection of four tokens over K
 	// contiguous records: acc[t·accStride + i] += Σ_{j<K} h[t·hStride + j]·down_j[i],
 	// down_j starting at down[j·recStride].

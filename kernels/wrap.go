@@ -99,3 +99,14 @@ func attnValuesOf(k func(out *float32, p *[4]*float32, v *float32, vstride, n in
 		}
 	}
 }
+
+// tilesAxpy adapts a block type's tiled down projection (Ops.AxpyTiles)
+// over len(y)/format.DownTile chunks of len(h) records.
+func tilesAxpy(k func(y *float32, h *float32, w *byte, n, chunks, cstride int)) func(y, h []float32, w []byte, cstride int) {
+	return func(y, h []float32, w []byte, cstride int) {
+		if len(h) == 0 || len(y) < format.DownTile {
+			return
+		}
+		k(&y[0], &h[0], &w[0], len(h), len(y)/format.DownTile, cstride)
+	}
+}

@@ -31,7 +31,7 @@ func bands(n, B, H int) ([][]byte, [][]byte) {
 // the selected records in order; runs never cross a band; bad sets are
 // refused.
 func TestGather(t *testing.T) {
-	for _, l := range []format.Layout{format.Interleaved, format.Pairs, format.Runs} {
+	for _, l := range []format.Layout{format.Interleaved, format.Pairs, format.Runs, format.Tiled} {
 		// The same bytes as F32 records and as BF16 ones of twice the
 		// width: the compact copy is laid out as each dtype's bands are
 		// written (format.LayoutFor: pairs, three runs).
@@ -48,7 +48,7 @@ func testGather(t *testing.T, l format.Layout, dt format.DType) {
 	raw, recs := bands(n, B, H)
 	blocks := make([]format.RecordBlock, len(raw))
 	for i, b := range raw {
-		blocks[i] = format.PutBlock(make([]byte, 3*4*H*B), b, B, 4*H, l)
+		blocks[i] = format.PutBlock(make([]byte, 3*4*H*B), b, B, 4*H, l, format.TileBytes(dt))
 	}
 	d := New()
 	all, err := d.Records(blocks, dt, 4*H/dt.Size())

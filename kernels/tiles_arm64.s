@@ -1,0 +1,58 @@
+#include "textflag.h"
+
+// The tiled down projection (Ops.AxpyTiles; amd64's tiles_amd64.s says
+// why) for Q8_0 with NEON: a chunk of 64 outputs in V0-V15 while every
+// record adds its piece (two blocks, 68 bytes), in record order, with the
+// single-row axpy's arithmetic (the block's fp16 d widened, times h[q] in
+// a scalar multiply, one FMLA per value), so the sums are its to the bit.
+
+// SSHLL #0 (sign extension) and SCVTF, WORD-encoded as in dot_arm64.s.
+#define TSXTL8H(n, d) WORD $(0x0F08A400 | (n<<5) | d)
+#define TSXTL28H(n, d) WORD $(0x4F08A400 | (n<<5) | d)
+#define TSXTL4S(n, d) WORD $(0x0F10A400 | (n<<5) | d)
+#define TSXTL24S(n, d) WORD $(0x4F10A400 | (n<<5) | d)
+#define TSCVTF4S(n, d) WORD $(0x4E21D800 | (n<<5) | d)
+
+// TWIDEN(v): the 16 signed bytes of Vv as float32 in V20-V23 (V16, V17
+// scratch).
+#define TWIDEN(v) TSXTL8H(v, 16); TSXTL28H(v, 17); TSXTL4S(16, 20); TSXTL24S(16, 21); TSXTL4S(17, 22); TSXTL24S(17, 23); TSCVTF4S(20, 20); TSCVTF4S(21, 21); TSCVTF4S(22, 22); TSCVTF4S(23, 23)
+
+// TFMA4(a0, a1, a2, a3): V20-V23 times the scale (V26) into four accumulators.
+#define TFMA4(a0, a1, a2, a3) VFMLA V20.S4, V26.S4, a0; VFMLA V21.S4, V26.S4, a1; VFMLA V22.S4, V26.S4, a2; VFMLA V23.S4, V26.S4, a3
+
+// TBLOCK(a0..a7): one block of the piece at R11 (advanced) into eight
+// accumulators: its scale d·h (h in F27) in every lane of V26, then its
+// 32 values.
+#define TBLOCK(a0, a1, a2, a3, a4, a5, a6, a7) MOVHU.P 2(R11), R4; FMOVS R4, F26; FCVTHS F26, F26; FMULS F27, F26, F26; VDUP V26.S[0], V26.S4; VLD1.P 32(R11), [V24.B16, V25.B16]; TWIDEN(24); TFMA4(a0, a1, a2, a3); TWIDEN(25); TFMA4(a4, a5, a6, a7)
+
+// func axpyTilesQ80NEON(y *float32, h *float32, w *byte, n, chunks, cstride int)
+TEXT ·axpyTilesQ80NEON(SB), NOSPLIT, $0-48
+	MOVD y+0(FP), R0
+	MOVD h+8(FP), R8
+	MOVD w+16(FP), R1
+	MOVD n+24(FP), R2
+	MOVD chunks+32(FP), R3
+	MOVD cstride+40(FP), R9
+tnchunk:
+	MOVD R0, R5
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1.P 64(R5), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VLD1.P 64(R5), [V8.S4, V9.S4, V10.S4, V11.S4]
+	VLD1 (R5), [V12.S4, V13.S4, V14.S4, V15.S4]
+	MOVD R1, R11
+	MOVD R8, R12
+	MOVD R2, R13
+tnrec:
+	FMOVS.P 4(R12), F27
+	TBLOCK(V0.S4, V1.S4, V2.S4, V3.S4, V4.S4, V5.S4, V6.S4, V7.S4)
+	TBLOCK(V8.S4, V9.S4, V10.S4, V11.S4, V12.S4, V13.S4, V14.S4, V15.S4)
+	SUB  $1, R13, R13
+	CBNZ R13, tnrec
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R0)
+	VST1.P [V4.S4, V5.S4, V6.S4, V7.S4], 64(R0)
+	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(R0)
+	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(R0)
+	ADD  R9, R1, R1
+	SUB  $1, R3, R3
+	CBNZ R3, tnchunk
+	RET
