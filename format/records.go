@@ -76,15 +76,16 @@ func LayoutOf(major uint16) Layout {
 // different states). The block types' down projection a row at a time is
 // compute-bound alone (Q4_0 dense 0.85×, Q8_0 0.98× in three runs): it
 // loads and stores y for every row, and the stores hold back the loads.
-// Tiled, Q8_0's down rows are added 64 outputs at a time in registers from
-// one stream (Ops.AxpyTiles): dense 1.145× (1 thread) and 1.13× (2)
-// against pairs, γ0.7 φ0.4 1.02× and 0.95× (sixteenth session). Q4_0 has
-// no tiled kernel yet and keeps pairs, as does F32 (not measured).
+// Tiled, the block types' down rows are added 64 outputs at a time in
+// registers from one stream (Ops.AxpyTiles), with the decode's chunks of
+// whole blocks: against pairs, Q8_0 dense 1.145× (1 thread) and 1.19× (2),
+// γ0.7 φ0.4 1.02× and 1.10×; Q4_0 1.03× and 1.06×, 1.03× and 1.05×
+// (sixteenth session, docs/bench.md). F32 is not measured and keeps pairs.
 func LayoutFor(dt DType) Layout {
 	switch dt {
 	case BF16, F16:
 		return Runs
-	case Q8_0:
+	case Q8_0, Q4_0:
 		return Tiled
 	}
 	return Pairs

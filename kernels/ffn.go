@@ -49,7 +49,16 @@ func FFNRecords(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DTy
 		tiles, panels = p.actTiles(acts, dt), p.panelScratch(H/format.QK)
 	}
 	if T == 1 {
-		chunkSums(p, y, H, total, func(acc []float32, lo, hi int) {
+		// Chunks of whole tiled blocks: a tiled block cut short reads its
+		// down pieces in runs as short as the cut (q4_0, γ0.7 φ0.4, 2
+		// threads, chunks of 410 records: 0.88× the pairs pack; docs/bench.md).
+		align := 1
+		for i := range blocks {
+			if blocks[i].Tiled() {
+				align = max(align, blocks[i].TileCap)
+			}
+		}
+		chunkSums(p, y, H, total, align, func(acc []float32, lo, hi int) {
 			records := recordCursor{blocks: blocks, spans: spans}
 			ffnDecode(acc, &records, ops, lo, hi, x, acts, act)
 		})
@@ -172,13 +181,14 @@ func FFNRecords(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DTy
 	addPartials(y, partial)
 }
 
-// chunkSums runs fn over n units in decodeChunks chunks a worker, claimed
-// as workers come free; each chunk adds into a partial of its own (H
+// chunkSums runs fn over n units in decodeChunks chunks a worker (their
+// size rounded up to a multiple of align), claimed as workers come free;
+// each chunk adds into a partial of its own (H
 // floats, cleared first), and the partials are added into y in chunk order,
 // so y is the same to the bit whichever worker took which chunk. (Partials
 // per worker summed the records in an order that changed from run to run,
 // and the logits in their last bits with it: TestRunsAreReproducible.)
-func chunkSums(p *Pool, y []float32, H, n int, fn func(acc []float32, lo, hi int)) {
+func chunkSums(p *Pool, y []float32, H, n, align int, fn func(acc []float32, lo, hi int)) {
 	if n == 0 {
 		return
 	}
@@ -186,6 +196,7 @@ func chunkSums(p *Pool, y []float32, H, n int, fn func(acc []float32, lo, hi int
 	if p.Workers() > 1 && n > 1 {
 		chunks := decodeChunks * p.Workers()
 		chunk = (n + chunks - 1) / chunks
+		chunk = min(n, (chunk+align-1)/align*align)
 	}
 	parts := p.scratch((n + chunk - 1) / chunk * H)
 	p.runChunks(n, chunk, func(lo, hi, _ int) {
@@ -465,6 +476,21 @@ func ffnDecodeRuns(dp *downPass, s, e int, x []float32, acts []Q8Act, g []float3
 		}
 		if dp.then != nil && e == dp.m {
 			active.PrefetchL2(dp.then)
+		}
+		if dp.axpy8 != nil {
+			// The int8 down projection (Table.Int8Down, opt-in): eight
+			// rows at a time, gathered whole.
+			rows := getRows(8 * blk.RowBytes)
+			for q0 := s; q0 < e; q0 += 8 {
+				n := min(8, e-q0)
+				for q := 0; q < n; q++ {
+					dp.h[q] = u[q0+q-s]
+					dp.down[q] = downRowOf(blk, k+q0+q, (*rows)[q*blk.RowBytes:])
+				}
+				addDowns(dp.acc, dp.ops, dp.axpy4, dp.axpy8, dp.h, dp.down, n)
+			}
+			putRows(rows)
+			return
 		}
 		downTiles(dp.ops, dp.acc, u[:e-s], blk, k+s)
 		return

@@ -44,7 +44,7 @@ func FFNGated(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DType
 		}
 		return static + u - 3*static
 	}
-	chunkSums(p, y, H, 3*static+total-static, func(acc []float32, lo, hi int) {
+	chunkSums(p, y, H, 3*static+total-static, 1, func(acc []float32, lo, hi int) {
 		records := recordCursor{blocks: blocks, spans: spans}
 		r0, r1 := record(lo), record(hi)
 		if s1 := min(r1, static); r0 < s1 {
@@ -58,7 +58,7 @@ func FFNGated(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DType
 	for i := range sel {
 		sel[i] += int32(static)
 	}
-	chunkSums(p, y, H, len(sel), func(acc []float32, lo, hi int) {
+	chunkSums(p, y, H, len(sel), 1, func(acc []float32, lo, hi int) {
 		records := recordCursor{blocks: blocks, spans: spans}
 		upDown(acc, &records, ops, sel[lo:hi], g, x, acts, act)
 	})

@@ -333,7 +333,7 @@ func avx2Table() *Table {
 	q40.PackRow = packRowOf(packRowQ40AVX2, packRowQ4Bias)
 	q80.PackRow = packRowOf(packRowQ80AVX2, packRowQ8Flip)
 	q80.Axpy, q40.Axpy = blockAxpy(axpyQ80AVX2), blockAxpy(axpyQ40AVX2)
-	q80.AxpyTiles = tilesAxpy(axpyTilesQ80AVX2)
+	q80.AxpyTiles, q40.AxpyTiles = tilesAxpy(axpyTilesQ80AVX2), tilesAxpy(axpyTilesQ40AVX2)
 	// The four-row axpys of the block types exist on AVX-512 only; the
 	// reference composes four of this table's row axpys.
 	q80.Axpy4, q40.Axpy4 = nil, nil
@@ -373,8 +373,11 @@ func avx512Table(avx2 *Table) *Table {
 	q80, q40 := &t.ops[format.Q8_0], &t.ops[format.Q4_0]
 	q40.Dot, q80.Dot = blockDot(dotQ40AVX512), blockDot(dotQ80AVX512)
 	q40.Axpy, q80.Axpy = blockAxpy(axpyQ40AVX512), blockAxpy(axpyQ80AVX512)
-	q80.AxpyTiles = tilesAxpy(axpyTilesQ80AVX512)
-	q40.Axpy4, q80.Axpy4 = blockAxpy4(axpy4Q40AVX512, axpy4Q40Ref), blockAxpy4(axpy4Q80AVX512, axpy4Q80Ref)
+	q80.AxpyTiles, q40.AxpyTiles = tilesAxpy(axpyTilesQ80AVX512), tilesAxpy(axpyTilesQ40AVX512)
+	// Rows of other lengths than whole chunks of 16 blocks: four of the
+	// row axpys, the same arithmetic in the same order, so every band
+	// layout (four rows at a time, one, or tiled) sums to the same bits.
+	q40.Axpy4, q80.Axpy4 = blockAxpy4(axpy4Q40AVX512, fourRows(q40.Axpy)), blockAxpy4(axpy4Q80AVX512, fourRows(q80.Axpy))
 	t.Gemm = &GemmKernel{Tile: gemm4x6AVX512, Panel: gemm4x6AVX512Panel, PanelF16: gemm4x6AVX512PanelF16, PackF16: gemm4x6AVX512PackF16, Fold: hsum24AVX512, Down: gemmDown6AVX512}
 	// The softmax's exponentials, 16 a step (a 256-token prefill takes
 	// about 17 million): 7 % of a prefill's profile in Go.
@@ -728,3 +731,9 @@ func axpyTilesQ80AVX512(y *float32, h *float32, w *byte, n, chunks, cstride int)
 
 //go:noescape
 func axpyTilesQ80AVX2(y *float32, h *float32, w *byte, n, chunks, cstride int)
+
+//go:noescape
+func axpyTilesQ40AVX512(y *float32, h *float32, w *byte, n, chunks, cstride int)
+
+//go:noescape
+func axpyTilesQ40AVX2(y *float32, h *float32, w *byte, n, chunks, cstride int)

@@ -132,7 +132,7 @@ func init() {
 	q80.Dot, q40.Dot = neonBlockDot(dotQ80NEON), neonBlockDot(dotQ40NEON)
 	q80.Axpy, q40.Axpy = blockAxpy(axpyQ80NEON), blockAxpy(axpyQ40NEON)
 	q80.Axpy4, q40.Axpy4 = neonBlockAxpy4(axpy4Q80NEON), neonBlockAxpy4(axpy4Q40NEON)
-	q80.AxpyTiles = tilesAxpy(axpyTilesQ80NEON)
+	q80.AxpyTiles, q40.AxpyTiles = tilesAxpy(axpyTilesQ80NEON), tilesAxpy(axpyTilesQ40NEON)
 	if !cpu.ARM64.HasASIMDDP {
 		register(neon)
 		return
@@ -322,3 +322,6 @@ func neonAxpy4(k func(y *float32, a *[4]float32, w0, w1, w2, w3 *uint16, n int),
 
 //go:noescape
 func axpyTilesQ80NEON(y *float32, h *float32, w *byte, n, chunks, cstride int)
+
+//go:noescape
+func axpyTilesQ40NEON(y *float32, h *float32, w *byte, n, chunks, cstride int)

@@ -56,3 +56,42 @@ tnrec:
 	SUB  $1, R3, R3
 	CBNZ R3, tnchunk
 	RET
+
+// Q4_0 the same: a block's 16 bytes split into low and high nibbles less
+// 8 (values 0-15 and 16-31), as the single-row axpy does. V30 = 15 and
+// V31 = 8 in every byte.
+#define TBLOCKQ4(a0, a1, a2, a3, a4, a5, a6, a7) MOVHU.P 2(R11), R4; FMOVS R4, F26; FCVTHS F26, F26; FMULS F27, F26, F26; VDUP V26.S[0], V26.S4; VLD1.P 16(R11), [V24.B16]; VAND V30.B16, V24.B16, V25.B16; VUSHR $4, V24.B16, V24.B16; VSUB V31.B16, V25.B16, V25.B16; VSUB V31.B16, V24.B16, V24.B16; TWIDEN(25); TFMA4(a0, a1, a2, a3); TWIDEN(24); TFMA4(a4, a5, a6, a7)
+
+// func axpyTilesQ40NEON(y *float32, h *float32, w *byte, n, chunks, cstride int)
+TEXT ·axpyTilesQ40NEON(SB), NOSPLIT, $0-48
+	MOVD y+0(FP), R0
+	MOVD h+8(FP), R8
+	MOVD w+16(FP), R1
+	MOVD n+24(FP), R2
+	MOVD chunks+32(FP), R3
+	MOVD cstride+40(FP), R9
+	VMOVI $15, V30.B16
+	VMOVI $8, V31.B16
+tq4nchunk:
+	MOVD R0, R5
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1.P 64(R5), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VLD1.P 64(R5), [V8.S4, V9.S4, V10.S4, V11.S4]
+	VLD1 (R5), [V12.S4, V13.S4, V14.S4, V15.S4]
+	MOVD R1, R11
+	MOVD R8, R12
+	MOVD R2, R13
+tq4nrec:
+	FMOVS.P 4(R12), F27
+	TBLOCKQ4(V0.S4, V1.S4, V2.S4, V3.S4, V4.S4, V5.S4, V6.S4, V7.S4)
+	TBLOCKQ4(V8.S4, V9.S4, V10.S4, V11.S4, V12.S4, V13.S4, V14.S4, V15.S4)
+	SUB  $1, R13, R13
+	CBNZ R13, tq4nrec
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R0)
+	VST1.P [V4.S4, V5.S4, V6.S4, V7.S4], 64(R0)
+	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(R0)
+	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(R0)
+	ADD  R9, R1, R1
+	SUB  $1, R3, R3
+	CBNZ R3, tq4nchunk
+	RET

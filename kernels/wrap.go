@@ -110,3 +110,12 @@ func tilesAxpy(k func(y *float32, h *float32, w *byte, n, chunks, cstride int)) 
 		k(&y[0], &h[0], &w[0], len(h), len(y)/format.DownTile, cstride)
 	}
 }
+
+// fourRows is a four-row axpy made of four of axpy, in row order.
+func fourRows(axpy func([]float32, float32, []byte)) func([]float32, *[4]float32, *[4][]byte) {
+	return func(y []float32, a *[4]float32, w *[4][]byte) {
+		for r := range 4 {
+			axpy(y, a[r], w[r])
+		}
+	}
+}
