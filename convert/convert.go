@@ -46,6 +46,11 @@ type Options struct {
 	// (attention, embeddings, lm_head); DType then applies to the FFN.
 	DenseDType  string
 	BandNeurons int    // neurons per band; 0: DefaultBand of the FFN size
+	// Layout, if set, is the band layout (interleaved, pairs, runs, tiled;
+	// format SPEC §5) instead of the dtype's (format.LayoutFor): tiled
+	// decodes the paper's selection fastest for the block types, pairs
+	// serves the gated methods' scattered records better (docs/bench.md).
+	Layout string
 	DenseLayers []int  // layers whose FFN stays dense (in the dense section)
 	Order       *Order // nil: original neuron order
 	// BaseFraction is δ, the static fraction, for orders that do not set
@@ -353,6 +358,14 @@ func (m *Model) WritePack(ctx context.Context, opt Options) (*Result, error) {
 			return nil, err
 		}
 	}
+	var major uint16 // 0: the dtype's layout
+	if opt.Layout != "" {
+		l, err := format.ParseLayout(opt.Layout)
+		if err != nil {
+			return nil, fmt.Errorf("--layout: %w", err)
+		}
+		major = l.Major()
+	}
 	denseDT := dt
 	if opt.DenseDType != "" {
 		var err error
@@ -432,7 +445,7 @@ func (m *Model) WritePack(ctx context.Context, opt Options) (*Result, error) {
 		return nil, fmt.Errorf("base fraction must be in [0, 1], got %v", idx.BaseFraction)
 	}
 
-	spec := &format.WriteSpec{Index: idx, Records: func(l int, neurons []uint32, dst []byte) error {
+	spec := &format.WriteSpec{Index: idx, Major: major, Records: func(l int, neurons []uint32, dst []byte) error {
 		return m.recordsAs(l, neurons, dst, dt)
 	}}
 	for _, e := range format.ExpectedTensors(c, sparse) {

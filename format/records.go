@@ -1,5 +1,7 @@
 package format
 
+import "fmt"
+
 // RecordBlock is a run of N consecutive neuron records of one layer as
 // they lie in memory: record j's gate row at Gate[j·GateStride:], its up
 // row at Up[j·UpStride:] and its down column at Down[j·DownStride:], each
@@ -324,4 +326,15 @@ func PutBlock(dst, recs []byte, B, rowBytes int, l Layout, tile int) RecordBlock
 		b.SetDown(j, rec[2*R:])
 	}
 	return b
+}
+
+// ParseLayout is the layout a name (interleaved, pairs, runs, tiled) or
+// version (1-4) names.
+func ParseLayout(s string) (Layout, error) {
+	for l, names := range [][2]string{{"interleaved", "1"}, {"pairs", "2"}, {"runs", "3"}, {"tiled", "4"}} {
+		if s == names[0] || s == names[1] {
+			return Layout(l), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown band layout %q (interleaved, pairs, runs or tiled)", s)
 }

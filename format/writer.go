@@ -25,10 +25,13 @@ type WriteSpec struct {
 	Records func(layer int, neurons []uint32, dst []byte) error
 	// Progress, if set, is called with the number of bytes just written.
 	Progress func(n int)
+	// Major, if not 0, is the version (band layout, §5) to write instead of
+	// the dtype's (LayoutFor): 1 to 4.
+	Major uint16
 }
 
 // planLayout fills the offsets of idx and the preamble. Hash bytes are left as they are.
-func planLayout(idx *Index) (*Preamble, error) {
+func planLayout(idx *Index, major uint16) (*Preamble, error) {
 	c := &idx.Config
 	rb, ok := idx.RecordDType.RowBytes(c.HiddenSize)
 	if !ok {
@@ -36,6 +39,12 @@ func planLayout(idx *Index) (*Preamble, error) {
 	}
 	idx.RecordBytes = uint64(3 * rb)
 	layout := packLayout(idx.RecordDType)
+	if major != 0 {
+		if major > VersionMajor {
+			return nil, fmt.Errorf("sip: no band layout of version %d (1 to %d)", major, VersionMajor)
+		}
+		layout = LayoutOf(major)
+	}
 	nSparse := len(idx.SparseLayers)
 	var bandCount, bandBytes uint64
 	if nSparse > 0 {
@@ -148,7 +157,7 @@ func WritePack(ctx context.Context, path string, spec *WriteSpec) (err error) {
 	if err := CheckChatTemplates(idx.ChatTemplates); err != nil {
 		return fmt.Errorf("sip: %w", err)
 	}
-	pre, err := planLayout(idx)
+	pre, err := planLayout(idx, spec.Major)
 	if err != nil {
 		return err
 	}

@@ -52,13 +52,7 @@ func FFNRecords(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DTy
 		// Chunks of whole tiled blocks: a tiled block cut short reads its
 		// down pieces in runs as short as the cut (q4_0, γ0.7 φ0.4, 2
 		// threads, chunks of 410 records: 0.88× the pairs pack; docs/bench.md).
-		align := 1
-		for i := range blocks {
-			if blocks[i].Tiled() {
-				align = max(align, blocks[i].TileCap)
-			}
-		}
-		chunkSums(p, y, H, total, align, func(acc []float32, lo, hi int) {
+		chunkSums(p, y, H, total, tiledAlign(blocks), func(acc []float32, lo, hi int) {
 			records := recordCursor{blocks: blocks, spans: spans}
 			ffnDecode(acc, &records, ops, lo, hi, x, acts, act)
 		})
@@ -685,4 +679,16 @@ func downRowOf(blk *format.RecordBlock, k int, buf []byte) []byte {
 	}
 	blk.CopyDown(buf, k)
 	return buf[:blk.RowBytes]
+}
+
+// tiledAlign is the record count a decode's chunks come in multiples of so
+// that they end at a tiled block's end (format.Tiled; 1 when none is).
+func tiledAlign(blocks []format.RecordBlock) int {
+	align := 1
+	for i := range blocks {
+		if blocks[i].Tiled() {
+			align = max(align, blocks[i].TileCap)
+		}
+	}
+	return align
 }

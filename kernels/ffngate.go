@@ -44,7 +44,9 @@ func FFNGated(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DType
 		}
 		return static + u - 3*static
 	}
-	chunkSums(p, y, H, 3*static+total-static, 1, func(acc []float32, lo, hi int) {
+	// Chunks of whole tiled blocks of the static records (three units a
+	// record), as FFNRecords' decode.
+	chunkSums(p, y, H, 3*static+total-static, 3*tiledAlign(blocks), func(acc []float32, lo, hi int) {
 		records := recordCursor{blocks: blocks, spans: spans}
 		r0, r1 := record(lo), record(hi)
 		if s1 := min(r1, static); r0 < s1 {
@@ -157,6 +159,10 @@ func gateKeys(keys []uint32, g, silu []float32) {
 // of the record udAhead chosen records ahead are prefetched before each
 // record (the records are scattered).
 func upDown(acc []float32, records *recordCursor, ops *Ops, sel []int32, g, x []float32, acts []Q8Act, act []float32) {
+	if ops.AxpyTilesIdx != nil && (acts == nil || !active.Int8Down) && tiledAlign(records.blocks) > 1 {
+		upDownTiled(acc, records, ops, sel, g, x, acts, act)
+		return
+	}
 	dot2 := fusedDot2(ops, acts)
 	pf := active.PrefetchL2
 	axpy4, axpy8, group := downForms(ops, acts)
@@ -216,7 +222,12 @@ func prefetchUD(records *recordCursor, sel []int32, a int, pf func([]byte)) {
 	if a < len(sel) {
 		b, k := records.at(int(sel[a]))
 		pf(b.UpDown(k))
-		if b.Runs() && !b.Tiled() {
+		switch {
+		case b.Tiled():
+			for c := range b.DownPieces() {
+				pf(b.DownPiece(k, c))
+			}
+		case b.Runs():
 			pf(b.DownRow(k))
 		}
 	}
@@ -309,4 +320,71 @@ func gathered(blk *format.RecordBlock, k int, rows *[]byte, q int) []byte {
 		return blk.DownRow(k)
 	}
 	return downRowOf(blk, k, (*rows)[q*blk.RowBytes:])
+}
+
+// upDownTiled is upDown where blocks are tiled (format.Tiled): the chosen
+// records of one block, up to 64 at a time, take their up dots, then their
+// down pieces chunk by chunk (Ops.AxpyTilesIdx: each chunk's region swept
+// once, ascending, where gathering a record's row whole read its 32
+// pieces from 32 regions); records of untiled blocks a row at a time. The
+// sums are upDown's: every output's multiply-adds in record order.
+func upDownTiled(acc []float32, records *recordCursor, ops *Ops, sel []int32, g, x []float32, acts []Q8Act, act []float32) {
+	const batch = 64
+	var h [batch]float32
+	var idx [batch]int32
+	pf := active.PrefetchL2
+	for i := 0; i < len(sel); {
+		blk, _ := records.at(int(sel[i]))
+		n := 0
+		for ; i+n < len(sel) && n < batch; n++ {
+			b, k := records.at(int(sel[i+n]))
+			if b != blk {
+				break
+			}
+			idx[n] = int32(k)
+		}
+		for q := 0; q < n; q++ {
+			if a := i + q + udAhead; a < len(sel) {
+				b, k := records.at(int(sel[a]))
+				pf(b.UpRow(k))
+			}
+			j := int(sel[i+q])
+			h[q] = g[j] * rowDot1(ops, blk.UpRow(int(idx[q])), x, acts)
+			if act != nil {
+				act[j] = h[q]
+			}
+		}
+		if !blk.Tiled() {
+			for q := 0; q < n; q++ {
+				ops.Axpy(acc, h[q], blk.DownRow(int(idx[q])))
+			}
+		} else {
+			downTilesIdx(ops, acc, h[:n], idx[:n], blk)
+		}
+		i += n
+	}
+}
+
+// downTilesIdx adds Σ_q h[q]·down_{idx[q]} into y for records idx (of
+// this view, ascending) of a tiled block: the whole pieces through
+// AxpyTilesIdx, a last, shorter piece a record at a time.
+func downTilesIdx(ops *Ops, y, h []float32, idx []int32, blk *format.RecordBlock) {
+	T, nc := blk.Tile, blk.DownPieces()
+	whole := nc
+	if blk.RowBytes%T != 0 {
+		whole--
+	}
+	if whole > 0 {
+		var abs [64]int32 // the block's record numbers, from its first piece
+		for q, k := range idx {
+			abs[q] = int32(blk.First) + k
+		}
+		ops.AxpyTilesIdx(y[:whole*format.DownTile], h, blk.Down, abs[:len(idx)], blk.TileCap*T)
+	}
+	for c := whole; c < nc; c++ {
+		yc := y[c*format.DownTile:]
+		for q, k := range idx {
+			ops.Axpy(yc, h[q], blk.DownPiece(int(k), c))
+		}
+	}
 }

@@ -334,6 +334,7 @@ func avx2Table() *Table {
 	q80.PackRow = packRowOf(packRowQ80AVX2, packRowQ8Flip)
 	q80.Axpy, q40.Axpy = blockAxpy(axpyQ80AVX2), blockAxpy(axpyQ40AVX2)
 	q80.AxpyTiles, q40.AxpyTiles = tilesAxpy(axpyTilesQ80AVX2), tilesAxpy(axpyTilesQ40AVX2)
+	q80.AxpyTilesIdx, q40.AxpyTilesIdx = tilesIdxAxpy(axpyTilesIdxQ80AVX2), tilesIdxAxpy(axpyTilesIdxQ40AVX2)
 	// The four-row axpys of the block types exist on AVX-512 only; the
 	// reference composes four of this table's row axpys.
 	q80.Axpy4, q40.Axpy4 = nil, nil
@@ -374,6 +375,7 @@ func avx512Table(avx2 *Table) *Table {
 	q40.Dot, q80.Dot = blockDot(dotQ40AVX512), blockDot(dotQ80AVX512)
 	q40.Axpy, q80.Axpy = blockAxpy(axpyQ40AVX512), blockAxpy(axpyQ80AVX512)
 	q80.AxpyTiles, q40.AxpyTiles = tilesAxpy(axpyTilesQ80AVX512), tilesAxpy(axpyTilesQ40AVX512)
+	q80.AxpyTilesIdx, q40.AxpyTilesIdx = tilesIdxAxpy(axpyTilesIdxQ80AVX512), tilesIdxAxpy(axpyTilesIdxQ40AVX512)
 	// Rows of other lengths than whole chunks of 16 blocks: four of the
 	// row axpys, the same arithmetic in the same order, so every band
 	// layout (four rows at a time, one, or tiled) sums to the same bits.
@@ -737,3 +739,15 @@ func axpyTilesQ40AVX512(y *float32, h *float32, w *byte, n, chunks, cstride int)
 
 //go:noescape
 func axpyTilesQ40AVX2(y *float32, h *float32, w *byte, n, chunks, cstride int)
+
+//go:noescape
+func axpyTilesIdxQ80AVX512(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
+
+//go:noescape
+func axpyTilesIdxQ40AVX512(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
+
+//go:noescape
+func axpyTilesIdxQ80AVX2(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
+
+//go:noescape
+func axpyTilesIdxQ40AVX2(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)

@@ -133,6 +133,7 @@ func init() {
 	q80.Axpy, q40.Axpy = blockAxpy(axpyQ80NEON), blockAxpy(axpyQ40NEON)
 	q80.Axpy4, q40.Axpy4 = neonBlockAxpy4(axpy4Q80NEON), neonBlockAxpy4(axpy4Q40NEON)
 	q80.AxpyTiles, q40.AxpyTiles = tilesAxpy(axpyTilesQ80NEON), tilesAxpy(axpyTilesQ40NEON)
+	q80.AxpyTilesIdx, q40.AxpyTilesIdx = tilesIdxAxpy(axpyTilesIdxQ80NEON), tilesIdxAxpy(axpyTilesIdxQ40NEON)
 	if !cpu.ARM64.HasASIMDDP {
 		register(neon)
 		return
@@ -325,3 +326,9 @@ func axpyTilesQ80NEON(y *float32, h *float32, w *byte, n, chunks, cstride int)
 
 //go:noescape
 func axpyTilesQ40NEON(y *float32, h *float32, w *byte, n, chunks, cstride int)
+
+//go:noescape
+func axpyTilesIdxQ80NEON(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
+
+//go:noescape
+func axpyTilesIdxQ40NEON(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)

@@ -173,6 +173,21 @@ func TestIntegerPathMatVecAndFFN(t *testing.T) {
 					t.Fatalf("%v H=%d T=%d: layout %d gives another FFN than interleaved records", dt, H, T, l)
 				}
 			}
+			if T == 1 {
+				// The gated FFN too (a static prefix, then the gate's choice
+				// among the rest), the chosen records' downs by tiles.
+				gated := func(l format.Layout) []float32 {
+					yg := make([]float32, H)
+					FFNGated(p1, yg, recordBlocks(dt, H, l, ffn[:10*3*rb], ffn[10*3*rb:]), dt, H, x, 4, 7, nil)
+					return yg
+				}
+				yi := gated(format.Interleaved)
+				for _, l := range []format.Layout{format.Pairs, format.Runs, format.Tiled} {
+					if yl := gated(l); !slices.Equal(yi, yl) {
+						t.Fatalf("%v H=%d: the gated FFN in layout %d differs from interleaved records", dt, H, l)
+					}
+				}
+			}
 			p1.Close()
 			restore := Use(referenceOf(Active()))
 			wantOut, wantY := run()

@@ -35,6 +35,10 @@ type Ops struct {
 	// takes the single-row Axpy's multiply-adds in its order (the same
 	// sums to the bit), from one ascending stream.
 	AxpyTiles func(y, h []float32, w []byte, cstride int)
+	// AxpyTilesIdx is AxpyTiles over chosen records of a tiled block:
+	// record q's piece of chunk c at w[c·cstride + idx[q]·piece:], idx
+	// ascending (the gated methods' chosen records).
+	AxpyTilesIdx func(y, h []float32, w []byte, idx []int32, cstride int)
 	// GemmDown is the prefill down projection of four tokens over K
 	// contiguous records: acc[t·accStride + i] += Σ_{j<K} h[t·hStride + j]·down_j[i],
 	// down_j starting at down[j·recStride].

@@ -213,3 +213,186 @@ tq4yrec:
 	JNZ  tq4ychunk
 	VZEROUPPER
 	RET
+
+// The same kernels over chosen records of a run (the gated methods' up |
+// down pass): record q's piece of chunk c at w + c·cstride + idx[q]·piece,
+// idx ascending, so each chunk's region is read in one ascending sweep.
+
+// func axpyTilesIdxQ80AVX512(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
+TEXT ·axpyTilesIdxQ80AVX512(SB), NOSPLIT, $0-56
+	MOVQ y+0(FP), DI
+	MOVQ h+8(FP), R8
+	MOVQ w+16(FP), SI
+	MOVQ idx+24(FP), BX
+	MOVQ n+32(FP), R10
+	MOVQ chunks+40(FP), CX
+	MOVQ cstride+48(FP), R9
+axpyTilesIdxQ80AVX512chunk:
+	VMOVUPS 0(DI), Z0
+	VMOVUPS 64(DI), Z1
+	VMOVUPS 128(DI), Z2
+	VMOVUPS 192(DI), Z3
+	MOVQ R8, R12
+	MOVQ BX, R14
+	MOVQ R10, R13
+axpyTilesIdxQ80AVX512rec:
+	MOVLQZX (R14), AX
+	IMULQ $68, AX
+	LEAQ (SI)(AX*1), R11
+	VBROADCASTSS (R12), Z16
+	TILEQ8AVX512(0, Z0, Z1)
+	TILEQ8AVX512(1, Z2, Z3)
+	ADDQ $4, R14
+	ADDQ $4, R12
+	DECQ R13
+	JNZ  axpyTilesIdxQ80AVX512rec
+	VMOVUPS Z0, 0(DI)
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z2, 128(DI)
+	VMOVUPS Z3, 192(DI)
+	ADDQ $256, DI
+	ADDQ R9, SI
+	DECQ CX
+	JNZ  axpyTilesIdxQ80AVX512chunk
+	VZEROUPPER
+	RET
+
+// func axpyTilesIdxQ40AVX512(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
+TEXT ·axpyTilesIdxQ40AVX512(SB), NOSPLIT, $0-56
+	MOVQ y+0(FP), DI
+	MOVQ h+8(FP), R8
+	MOVQ w+16(FP), SI
+	MOVQ idx+24(FP), BX
+	MOVQ n+32(FP), R10
+	MOVQ chunks+40(FP), CX
+	MOVQ cstride+48(FP), R9
+	VMOVUPS tileq4values<>(SB), Z21
+axpyTilesIdxQ40AVX512chunk:
+	VMOVUPS 0(DI), Z0
+	VMOVUPS 64(DI), Z1
+	VMOVUPS 128(DI), Z2
+	VMOVUPS 192(DI), Z3
+	MOVQ R8, R12
+	MOVQ BX, R14
+	MOVQ R10, R13
+axpyTilesIdxQ40AVX512rec:
+	MOVLQZX (R14), AX
+	IMULQ $36, AX
+	LEAQ (SI)(AX*1), R11
+	VBROADCASTSS (R12), Z16
+	TILEQ4AVX512(0, Z0, Z1)
+	TILEQ4AVX512(1, Z2, Z3)
+	ADDQ $4, R14
+	ADDQ $4, R12
+	DECQ R13
+	JNZ  axpyTilesIdxQ40AVX512rec
+	VMOVUPS Z0, 0(DI)
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z2, 128(DI)
+	VMOVUPS Z3, 192(DI)
+	ADDQ $256, DI
+	ADDQ R9, SI
+	DECQ CX
+	JNZ  axpyTilesIdxQ40AVX512chunk
+	VZEROUPPER
+	RET
+
+// func axpyTilesIdxQ80AVX2(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
+TEXT ·axpyTilesIdxQ80AVX2(SB), NOSPLIT, $0-56
+	MOVQ y+0(FP), DI
+	MOVQ h+8(FP), R8
+	MOVQ w+16(FP), SI
+	MOVQ idx+24(FP), BX
+	MOVQ n+32(FP), R10
+	MOVQ chunks+40(FP), CX
+	MOVQ cstride+48(FP), R9
+axpyTilesIdxQ80AVX2chunk:
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	MOVQ R8, R12
+	MOVQ BX, R14
+	MOVQ R10, R13
+axpyTilesIdxQ80AVX2rec:
+	MOVLQZX (R14), AX
+	IMULQ $68, AX
+	LEAQ (SI)(AX*1), R11
+	VBROADCASTSS (R12), Y13
+	TILEQ8AVX2(0, Y0, Y1, Y2, Y3)
+	TILEQ8AVX2(1, Y4, Y5, Y6, Y7)
+	ADDQ $4, R14
+	ADDQ $4, R12
+	DECQ R13
+	JNZ  axpyTilesIdxQ80AVX2rec
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	ADDQ $256, DI
+	ADDQ R9, SI
+	DECQ CX
+	JNZ  axpyTilesIdxQ80AVX2chunk
+	VZEROUPPER
+	RET
+
+// func axpyTilesIdxQ40AVX2(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
+TEXT ·axpyTilesIdxQ40AVX2(SB), NOSPLIT, $0-56
+	MOVQ y+0(FP), DI
+	MOVQ h+8(FP), R8
+	MOVQ w+16(FP), SI
+	MOVQ idx+24(FP), BX
+	MOVQ n+32(FP), R10
+	MOVQ chunks+40(FP), CX
+	MOVQ cstride+48(FP), R9
+	MOVL $15, AX
+	VMOVQ AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $8, AX
+	VMOVQ AX, X15
+	VPBROADCASTD X15, Y15
+axpyTilesIdxQ40AVX2chunk:
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	MOVQ R8, R12
+	MOVQ BX, R14
+	MOVQ R10, R13
+axpyTilesIdxQ40AVX2rec:
+	MOVLQZX (R14), AX
+	IMULQ $36, AX
+	LEAQ (SI)(AX*1), R11
+	VBROADCASTSS (R12), Y13
+	TILEQ4AVX2(0, Y0, Y1, Y2, Y3)
+	TILEQ4AVX2(1, Y4, Y5, Y6, Y7)
+	ADDQ $4, R14
+	ADDQ $4, R12
+	DECQ R13
+	JNZ  axpyTilesIdxQ40AVX2rec
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	ADDQ $256, DI
+	ADDQ R9, SI
+	DECQ CX
+	JNZ  axpyTilesIdxQ40AVX2chunk
+	VZEROUPPER
+	RET

@@ -95,3 +95,82 @@ tq4nrec:
 	SUB  $1, R3, R3
 	CBNZ R3, tq4nchunk
 	RET
+
+// The same over chosen records (record q's piece at w + c·cstride +
+// idx[q]·piece), as the amd64 Idx kernels.
+
+// func axpyTilesIdxQ80NEON(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
+TEXT ·axpyTilesIdxQ80NEON(SB), NOSPLIT, $0-56
+	MOVD y+0(FP), R0
+	MOVD h+8(FP), R8
+	MOVD w+16(FP), R1
+	MOVD idx+24(FP), R10
+	MOVD n+32(FP), R2
+	MOVD chunks+40(FP), R3
+	MOVD cstride+48(FP), R9
+	MOVD $68, R7
+axpyTilesIdxQ80NEONchunk:
+	MOVD R0, R5
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1.P 64(R5), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VLD1.P 64(R5), [V8.S4, V9.S4, V10.S4, V11.S4]
+	VLD1 (R5), [V12.S4, V13.S4, V14.S4, V15.S4]
+	MOVD R8, R12
+	MOVD R10, R14
+	MOVD R2, R13
+axpyTilesIdxQ80NEONrec:
+	MOVWU.P 4(R14), R6
+	MUL  R7, R6, R6
+	ADD  R1, R6, R11
+	FMOVS.P 4(R12), F27
+	TBLOCK(V0.S4, V1.S4, V2.S4, V3.S4, V4.S4, V5.S4, V6.S4, V7.S4)
+	TBLOCK(V8.S4, V9.S4, V10.S4, V11.S4, V12.S4, V13.S4, V14.S4, V15.S4)
+	SUB  $1, R13, R13
+	CBNZ R13, axpyTilesIdxQ80NEONrec
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R0)
+	VST1.P [V4.S4, V5.S4, V6.S4, V7.S4], 64(R0)
+	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(R0)
+	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(R0)
+	ADD  R9, R1, R1
+	SUB  $1, R3, R3
+	CBNZ R3, axpyTilesIdxQ80NEONchunk
+	RET
+
+// func axpyTilesIdxQ40NEON(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
+TEXT ·axpyTilesIdxQ40NEON(SB), NOSPLIT, $0-56
+	MOVD y+0(FP), R0
+	MOVD h+8(FP), R8
+	MOVD w+16(FP), R1
+	MOVD idx+24(FP), R10
+	MOVD n+32(FP), R2
+	MOVD chunks+40(FP), R3
+	MOVD cstride+48(FP), R9
+	MOVD $36, R7
+	VMOVI $15, V30.B16
+	VMOVI $8, V31.B16
+axpyTilesIdxQ40NEONchunk:
+	MOVD R0, R5
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1.P 64(R5), [V4.S4, V5.S4, V6.S4, V7.S4]
+	VLD1.P 64(R5), [V8.S4, V9.S4, V10.S4, V11.S4]
+	VLD1 (R5), [V12.S4, V13.S4, V14.S4, V15.S4]
+	MOVD R8, R12
+	MOVD R10, R14
+	MOVD R2, R13
+axpyTilesIdxQ40NEONrec:
+	MOVWU.P 4(R14), R6
+	MUL  R7, R6, R6
+	ADD  R1, R6, R11
+	FMOVS.P 4(R12), F27
+	TBLOCKQ4(V0.S4, V1.S4, V2.S4, V3.S4, V4.S4, V5.S4, V6.S4, V7.S4)
+	TBLOCKQ4(V8.S4, V9.S4, V10.S4, V11.S4, V12.S4, V13.S4, V14.S4, V15.S4)
+	SUB  $1, R13, R13
+	CBNZ R13, axpyTilesIdxQ40NEONrec
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R0)
+	VST1.P [V4.S4, V5.S4, V6.S4, V7.S4], 64(R0)
+	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(R0)
+	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(R0)
+	ADD  R9, R1, R1
+	SUB  $1, R3, R3
+	CBNZ R3, axpyTilesIdxQ40NEONchunk
+	RET

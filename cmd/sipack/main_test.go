@@ -83,6 +83,7 @@ func TestBadInputExitsNonZero(t *testing.T) {
 		{[]string{"convert", dir, "-o", filepath.Join(dir, "o.sip")}, "no such file"},
 		{[]string{"convert", tiny, "--dtype", "q2", "-o", filepath.Join(dir, "o.sip")}, `unknown dtype "q2"`},
 		{[]string{"convert", tiny, "--band", "-3", "-o", filepath.Join(dir, "o.sip")}, "--band must be at least 1"},
+		{[]string{"convert", tiny, "--layout", "diagonal", "-o", filepath.Join(dir, "o.sip")}, `--layout: unknown band layout "diagonal"`},
 		{[]string{"convert"}, "exactly one MODEL_DIR"},
 		{[]string{"tokenize", "--tokenizer", notPack, "x"}, ""},
 		{[]string{"frobnicate"}, ""},
@@ -291,5 +292,26 @@ func TestPlotBenchAndSynthFlags(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "ck")); err == nil {
 		t.Error("synth with a bad --dtype wrote the checkpoint anyway")
+	}
+}
+
+// TestConvertLayout: --layout writes the band layout asked for (the pack's
+// version says which), and a q8_0 pack is tiled by default. (That the
+// layouts compute the same is the kernels' and format's tests.)
+func TestConvertLayout(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ layout, version string }{{"", "v4."}, {"pairs", "v2."}, {"runs", "v3."}, {"tiled", "v4."}} {
+		pack := filepath.Join(dir, "l"+c.layout+".sip")
+		args := []string{"convert", "-q", tiny, "--dtype", "q8_0", "-o", pack}
+		if c.layout != "" {
+			args = append(args, "--layout", c.layout)
+		}
+		if _, e, code := run(t, args...); code != 0 {
+			t.Fatalf("convert --layout %q (%d): %s", c.layout, code, e)
+		}
+		out, e, code := run(t, "inspect", pack)
+		if code != 0 || !strings.Contains(out, "format          "+c.version) {
+			t.Fatalf("--layout %q: inspect (%d) does not say %s:\n%s%s", c.layout, code, c.version, out, e)
+		}
 	}
 }

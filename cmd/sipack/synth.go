@@ -23,6 +23,7 @@ var synthCmd = &cli.Command{
 	Flags: []cli.Flag{
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "pack `FILE` to write"},
 		&cli.StringFlag{Name: "dtype", Value: "bf16", Usage: "weight dtype: bf16, f16, f32, q8_0 or q4_0"},
+		&cli.StringFlag{Name: "layout", Usage: "band layout: pairs, runs or tiled (default: the dtype's, as convert)"},
 		&cli.StringFlag{Name: "dir", Value: filepath.Join(os.TempDir(), "sipack-bench", "synth-1b"), Usage: "where the random checkpoint is kept"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary"},
 	},
@@ -45,7 +46,7 @@ var synthCmd = &cli.Command{
 		ctx, stop := cliutil.SignalContext()
 		defer stop()
 		start := time.Now()
-		res, err := convert.Convert(ctx, convert.Options{ModelDir: ck, Output: out, DType: c.String("dtype"), BaseFraction: 0.3})
+		res, err := convert.Convert(ctx, convert.Options{ModelDir: ck, Output: out, DType: c.String("dtype"), BaseFraction: 0.3, Layout: c.String("layout")})
 		if err != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("interrupted; no pack written to %s", out)
