@@ -45,12 +45,12 @@ type Options struct {
 	// DenseDType, if set, is the dtype of the dense section's matrices
 	// (attention, embeddings, lm_head); DType then applies to the FFN.
 	DenseDType  string
-	BandNeurons int    // neurons per band; 0: DefaultBand of the FFN size
+	BandNeurons int // neurons per band; 0: DefaultBand of the FFN size
 	// Layout, if set, is the band layout (interleaved, pairs, runs, tiled;
 	// format SPEC §5) instead of the dtype's (format.LayoutFor): tiled
 	// decodes the paper's selection fastest for the block types, pairs
 	// serves the gated methods' scattered records better (docs/bench.md).
-	Layout string
+	Layout      string
 	DenseLayers []int  // layers whose FFN stays dense (in the dense section)
 	Order       *Order // nil: original neuron order
 	// BaseFraction is δ, the static fraction, for orders that do not set
