@@ -323,13 +323,13 @@ func gathered(blk *format.RecordBlock, k int, rows *[]byte, q int) []byte {
 }
 
 // upDownTiled is upDown where blocks are tiled (format.Tiled): the chosen
-// records of one block, up to 64 at a time, take their up dots, then their
+// records of one block (up to 256 at a time) take their up dots, then their
 // down pieces chunk by chunk (Ops.AxpyTilesIdx: each chunk's region swept
 // once, ascending, where gathering a record's row whole read its 32
 // pieces from 32 regions); records of untiled blocks a row at a time. The
 // sums are upDown's: every output's multiply-adds in record order.
 func upDownTiled(acc []float32, records *recordCursor, ops *Ops, sel []int32, g, x []float32, acts []Q8Act, act []float32) {
-	const batch = 64
+	const batch = 256 // a band's block: its regions swept once
 	var h [batch]float32
 	var idx [batch]int32
 	pf := active.PrefetchL2
@@ -375,7 +375,7 @@ func downTilesIdx(ops *Ops, y, h []float32, idx []int32, blk *format.RecordBlock
 		whole--
 	}
 	if whole > 0 {
-		var abs [64]int32 // the block's record numbers, from its first piece
+		var abs [256]int32 // the block's record numbers, from its first piece
 		for q, k := range idx {
 			abs[q] = int32(blk.First) + k
 		}
