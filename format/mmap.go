@@ -24,19 +24,28 @@ func MapFile(f *os.File, length int64) ([]byte, error) { return mapChecked(f, le
 // kernel instead of a fault every few pages.
 func MapFilePopulated(f *os.File, length int64) ([]byte, error) { return mapChecked(f, length, true) }
 
+// checkLength checks that [0, length) of f lies in the file and fits
+// this platform's address space; op names the caller in errors.
+func checkLength(op string, f *os.File, length int64) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if length < 0 || length > st.Size() {
+		return fmt.Errorf("%s %s: length %d outside file of %d bytes", op, f.Name(), length, st.Size())
+	}
+	if int64(int(length)) != length {
+		return fmt.Errorf("%s %s: length %d does not fit this platform's address space", op, f.Name(), length)
+	}
+	return nil
+}
+
 func mapChecked(f *os.File, length int64, populate bool) ([]byte, error) {
 	if length == 0 {
 		return []byte{}, nil
 	}
-	st, err := f.Stat()
-	if err != nil {
+	if err := checkLength("mmap", f, length); err != nil {
 		return nil, err
-	}
-	if length < 0 || length > st.Size() {
-		return nil, fmt.Errorf("mmap %s: length %d outside file of %d bytes", f.Name(), length, st.Size())
-	}
-	if int64(int(length)) != length {
-		return nil, fmt.Errorf("mmap %s: length %d does not fit this platform's address space", f.Name(), length)
 	}
 	b, err := mapFile(f, int(length), populate)
 	if err != nil {
@@ -66,15 +75,8 @@ func ReadFileAnon(f *os.File, length int64) ([]byte, error) {
 	if length == 0 {
 		return []byte{}, nil
 	}
-	st, err := f.Stat()
-	if err != nil {
+	if err := checkLength("read", f, length); err != nil {
 		return nil, err
-	}
-	if length < 0 || length > st.Size() {
-		return nil, fmt.Errorf("read %s: length %d outside file of %d bytes", f.Name(), length, st.Size())
-	}
-	if int64(int(length)) != length {
-		return nil, fmt.Errorf("read %s: length %d does not fit this platform's address space", f.Name(), length)
 	}
 	b, err := allocAnon(int(length))
 	if err != nil {

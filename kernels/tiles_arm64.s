@@ -25,152 +25,74 @@
 // 32 values.
 #define TBLOCK(a0, a1, a2, a3, a4, a5, a6, a7) MOVHU.P 2(R11), R4; FMOVS R4, F26; FCVTHS F26, F26; FMULS F27, F26, F26; VDUP V26.S[0], V26.S4; VLD1.P 32(R11), [V24.B16, V25.B16]; TWIDEN(24); TFMA4(a0, a1, a2, a3); TWIDEN(25); TFMA4(a4, a5, a6, a7)
 
-// func axpyTilesQ80NEON(y *float32, h *float32, w *byte, n, chunks, cstride int)
-TEXT ·axpyTilesQ80NEON(SB), NOSPLIT, $0-48
-	MOVD y+0(FP), R0
-	MOVD h+8(FP), R8
-	MOVD w+16(FP), R1
-	MOVD n+24(FP), R2
-	MOVD chunks+32(FP), R3
-	MOVD cstride+40(FP), R9
-tnchunk:
-	MOVD R0, R5
-	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
-	VLD1.P 64(R5), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VLD1.P 64(R5), [V8.S4, V9.S4, V10.S4, V11.S4]
-	VLD1 (R5), [V12.S4, V13.S4, V14.S4, V15.S4]
-	MOVD R1, R11
-	MOVD R8, R12
-	MOVD R2, R13
-tnrec:
-	FMOVS.P 4(R12), F27
-	TBLOCK(V0.S4, V1.S4, V2.S4, V3.S4, V4.S4, V5.S4, V6.S4, V7.S4)
-	TBLOCK(V8.S4, V9.S4, V10.S4, V11.S4, V12.S4, V13.S4, V14.S4, V15.S4)
-	SUB  $1, R13, R13
-	CBNZ R13, tnrec
-	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R0)
-	VST1.P [V4.S4, V5.S4, V6.S4, V7.S4], 64(R0)
-	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(R0)
-	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(R0)
-	ADD  R9, R1, R1
-	SUB  $1, R3, R3
-	CBNZ R3, tnchunk
-	RET
-
 // Q4_0 the same: a block's 16 bytes split into low and high nibbles less
 // 8 (values 0-15 and 16-31), as the single-row axpy does. V30 = 15 and
 // V31 = 8 in every byte.
 #define TBLOCKQ4(a0, a1, a2, a3, a4, a5, a6, a7) MOVHU.P 2(R11), R4; FMOVS R4, F26; FCVTHS F26, F26; FMULS F27, F26, F26; VDUP V26.S[0], V26.S4; VLD1.P 16(R11), [V24.B16]; VAND V30.B16, V24.B16, V25.B16; VUSHR $4, V24.B16, V24.B16; VSUB V31.B16, V25.B16, V25.B16; VSUB V31.B16, V24.B16, V24.B16; TWIDEN(25); TFMA4(a0, a1, a2, a3); TWIDEN(24); TFMA4(a4, a5, a6, a7)
 
+
+// TILESN(BLOCK, ADDR): the chunk loop of every kernel here (R0 = y, R8 =
+// h, R1 = w, R10 = idx, R2 = n, R3 = chunks, R9 = cstride, R7 = the
+// piece's bytes): a chunk of y in V0-V15, every record's piece added by
+// BLOCK (which advances R11 past it), stored back. ADDR places R11 at a
+// record's piece: nothing for the next one (SEQN), w + idx[q]·piece for
+// the Idx kernels' chosen records (IDXN).
+#define SEQN MOVD R11, R11
+#define IDXN MOVWU.P 4(R14), R6; MUL R7, R6, R6; ADD R1, R6, R11
+#define TILESN(BLOCK, ADDR) \
+	tnchunk:; \
+	MOVD R0, R5; \
+	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]; \
+	VLD1.P 64(R5), [V4.S4, V5.S4, V6.S4, V7.S4]; \
+	VLD1.P 64(R5), [V8.S4, V9.S4, V10.S4, V11.S4]; \
+	VLD1 (R5), [V12.S4, V13.S4, V14.S4, V15.S4]; \
+	MOVD R1, R11; \
+	MOVD R8, R12; \
+	MOVD R10, R14; \
+	MOVD R2, R13; \
+	tnrec:; \
+	ADDR; \
+	FMOVS.P 4(R12), F27; \
+	BLOCK(V0.S4, V1.S4, V2.S4, V3.S4, V4.S4, V5.S4, V6.S4, V7.S4); \
+	BLOCK(V8.S4, V9.S4, V10.S4, V11.S4, V12.S4, V13.S4, V14.S4, V15.S4); \
+	SUB  $1, R13, R13; \
+	CBNZ R13, tnrec; \
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R0); \
+	VST1.P [V4.S4, V5.S4, V6.S4, V7.S4], 64(R0); \
+	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(R0); \
+	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(R0); \
+	ADD  R9, R1, R1; \
+	SUB  $1, R3, R3; \
+	CBNZ R3, tnchunk; \
+	RET
+
+#define ARGSN MOVD y+0(FP), R0; MOVD h+8(FP), R8; MOVD w+16(FP), R1; MOVD n+24(FP), R2; MOVD chunks+32(FP), R3; MOVD cstride+40(FP), R9
+#define IDXARGSN MOVD y+0(FP), R0; MOVD h+8(FP), R8; MOVD w+16(FP), R1; MOVD idx+24(FP), R10; MOVD n+32(FP), R2; MOVD chunks+40(FP), R3; MOVD cstride+48(FP), R9
+#define Q4CONSTN VMOVI $15, V30.B16; VMOVI $8, V31.B16
+
+// func axpyTilesQ80NEON(y *float32, h *float32, w *byte, n, chunks, cstride int)
+TEXT ·axpyTilesQ80NEON(SB), NOSPLIT, $0-48
+	ARGSN
+	TILESN(TBLOCK, SEQN)
+
 // func axpyTilesQ40NEON(y *float32, h *float32, w *byte, n, chunks, cstride int)
 TEXT ·axpyTilesQ40NEON(SB), NOSPLIT, $0-48
-	MOVD y+0(FP), R0
-	MOVD h+8(FP), R8
-	MOVD w+16(FP), R1
-	MOVD n+24(FP), R2
-	MOVD chunks+32(FP), R3
-	MOVD cstride+40(FP), R9
-	VMOVI $15, V30.B16
-	VMOVI $8, V31.B16
-tq4nchunk:
-	MOVD R0, R5
-	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
-	VLD1.P 64(R5), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VLD1.P 64(R5), [V8.S4, V9.S4, V10.S4, V11.S4]
-	VLD1 (R5), [V12.S4, V13.S4, V14.S4, V15.S4]
-	MOVD R1, R11
-	MOVD R8, R12
-	MOVD R2, R13
-tq4nrec:
-	FMOVS.P 4(R12), F27
-	TBLOCKQ4(V0.S4, V1.S4, V2.S4, V3.S4, V4.S4, V5.S4, V6.S4, V7.S4)
-	TBLOCKQ4(V8.S4, V9.S4, V10.S4, V11.S4, V12.S4, V13.S4, V14.S4, V15.S4)
-	SUB  $1, R13, R13
-	CBNZ R13, tq4nrec
-	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R0)
-	VST1.P [V4.S4, V5.S4, V6.S4, V7.S4], 64(R0)
-	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(R0)
-	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(R0)
-	ADD  R9, R1, R1
-	SUB  $1, R3, R3
-	CBNZ R3, tq4nchunk
-	RET
+	ARGSN
+	Q4CONSTN
+	TILESN(TBLOCKQ4, SEQN)
 
 // The same over chosen records (record q's piece at w + c·cstride +
 // idx[q]·piece), as the amd64 Idx kernels.
 
 // func axpyTilesIdxQ80NEON(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
 TEXT ·axpyTilesIdxQ80NEON(SB), NOSPLIT, $0-56
-	MOVD y+0(FP), R0
-	MOVD h+8(FP), R8
-	MOVD w+16(FP), R1
-	MOVD idx+24(FP), R10
-	MOVD n+32(FP), R2
-	MOVD chunks+40(FP), R3
-	MOVD cstride+48(FP), R9
+	IDXARGSN
 	MOVD $68, R7
-axpyTilesIdxQ80NEONchunk:
-	MOVD R0, R5
-	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
-	VLD1.P 64(R5), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VLD1.P 64(R5), [V8.S4, V9.S4, V10.S4, V11.S4]
-	VLD1 (R5), [V12.S4, V13.S4, V14.S4, V15.S4]
-	MOVD R8, R12
-	MOVD R10, R14
-	MOVD R2, R13
-axpyTilesIdxQ80NEONrec:
-	MOVWU.P 4(R14), R6
-	MUL  R7, R6, R6
-	ADD  R1, R6, R11
-	FMOVS.P 4(R12), F27
-	TBLOCK(V0.S4, V1.S4, V2.S4, V3.S4, V4.S4, V5.S4, V6.S4, V7.S4)
-	TBLOCK(V8.S4, V9.S4, V10.S4, V11.S4, V12.S4, V13.S4, V14.S4, V15.S4)
-	SUB  $1, R13, R13
-	CBNZ R13, axpyTilesIdxQ80NEONrec
-	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R0)
-	VST1.P [V4.S4, V5.S4, V6.S4, V7.S4], 64(R0)
-	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(R0)
-	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(R0)
-	ADD  R9, R1, R1
-	SUB  $1, R3, R3
-	CBNZ R3, axpyTilesIdxQ80NEONchunk
-	RET
+	TILESN(TBLOCK, IDXN)
 
 // func axpyTilesIdxQ40NEON(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
 TEXT ·axpyTilesIdxQ40NEON(SB), NOSPLIT, $0-56
-	MOVD y+0(FP), R0
-	MOVD h+8(FP), R8
-	MOVD w+16(FP), R1
-	MOVD idx+24(FP), R10
-	MOVD n+32(FP), R2
-	MOVD chunks+40(FP), R3
-	MOVD cstride+48(FP), R9
+	IDXARGSN
 	MOVD $36, R7
-	VMOVI $15, V30.B16
-	VMOVI $8, V31.B16
-axpyTilesIdxQ40NEONchunk:
-	MOVD R0, R5
-	VLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]
-	VLD1.P 64(R5), [V4.S4, V5.S4, V6.S4, V7.S4]
-	VLD1.P 64(R5), [V8.S4, V9.S4, V10.S4, V11.S4]
-	VLD1 (R5), [V12.S4, V13.S4, V14.S4, V15.S4]
-	MOVD R8, R12
-	MOVD R10, R14
-	MOVD R2, R13
-axpyTilesIdxQ40NEONrec:
-	MOVWU.P 4(R14), R6
-	MUL  R7, R6, R6
-	ADD  R1, R6, R11
-	FMOVS.P 4(R12), F27
-	TBLOCKQ4(V0.S4, V1.S4, V2.S4, V3.S4, V4.S4, V5.S4, V6.S4, V7.S4)
-	TBLOCKQ4(V8.S4, V9.S4, V10.S4, V11.S4, V12.S4, V13.S4, V14.S4, V15.S4)
-	SUB  $1, R13, R13
-	CBNZ R13, axpyTilesIdxQ40NEONrec
-	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R0)
-	VST1.P [V4.S4, V5.S4, V6.S4, V7.S4], 64(R0)
-	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(R0)
-	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(R0)
-	ADD  R9, R1, R1
-	SUB  $1, R3, R3
-	CBNZ R3, axpyTilesIdxQ40NEONchunk
-	RET
+	Q4CONSTN
+	TILESN(TBLOCKQ4, IDXN)
