@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -418,5 +419,38 @@ func TestNoMmapReadsTheSamePrefix(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), cut) || !strings.Contains(err.Error(), "truncated") {
 			t.Errorf("NoMmap %v: a pack cut inside the prefix: %v", nm, err)
 		}
+	}
+}
+
+// TestSliceKeepsTheLayout: a slice is written in its source's band layout
+// (version), not the dtype's default, and reads back the same records.
+func TestSliceKeepsTheLayout(t *testing.T) {
+	dir := t.TempDir()
+	for _, major := range []uint16{2, 4} {
+		restore := SetWriteMajor(major)
+		path := writeSmall(t, dir, map[int]bool{1: true}, 8)
+		restore()
+		p, err := Open(path, OpenOptions{Gamma: 0.5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, fmt.Sprintf("s%d.sip", major))
+		if err := Slice(context.Background(), p, out); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Open(out, OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Preamble.Major != major {
+			t.Errorf("a version %d pack sliced to version %d", major, s.Preamble.Major)
+		}
+		for r := 0; r < s.LoadedRanks; r++ {
+			if !bytes.Equal(s.Record(0, r), p.Record(0, r)) {
+				t.Fatalf("version %d: sliced rank %d differs", major, r)
+			}
+		}
+		s.Close()
+		p.Close()
 	}
 }

@@ -20,7 +20,7 @@ func Slice(ctx context.Context, p *Pack, out string) error {
 	if len(idx.SparseLayers) == 0 {
 		idx.RanksPresent = 0
 	}
-	spec := &WriteSpec{Index: &idx}
+	spec := &WriteSpec{Index: &idx, Major: p.Preamble.Major} // the source's band layout
 	for i := range idx.DenseTensors {
 		_, data, ok := p.Tensor(idx.DenseTensors[i].Name)
 		if !ok {
