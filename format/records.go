@@ -82,7 +82,9 @@ func LayoutOf(major uint16) Layout {
 // registers from one stream (Ops.AxpyTiles), with the decode's chunks of
 // whole blocks: against pairs, Q8_0 dense 1.145× (1 thread) and 1.19× (2),
 // γ0.7 φ0.4 1.02× and 1.10×; Q4_0 1.03× and 1.06×, 1.03× and 1.05×
-// (sixteenth session, docs/bench.md). F32 is not measured and keeps pairs.
+// (sixteenth session, docs/bench.md). F16 tiled decoded 0.91× (1 thread)
+// and 0.93-0.96× its three runs (its row axpy already streams at the dots'
+// rate) and keeps them; F32 is not measured and keeps pairs.
 func LayoutFor(dt DType) Layout {
 	switch dt {
 	case BF16, F16:

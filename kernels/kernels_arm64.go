@@ -134,6 +134,7 @@ func init() {
 	q80.Axpy4, q40.Axpy4 = neonBlockAxpy4(axpy4Q80NEON), neonBlockAxpy4(axpy4Q40NEON)
 	q80.AxpyTiles, q40.AxpyTiles = tilesAxpy(axpyTilesQ80NEON), tilesAxpy(axpyTilesQ40NEON)
 	q80.AxpyTilesIdx, q40.AxpyTilesIdx = tilesIdxAxpy(axpyTilesIdxQ80NEON), tilesIdxAxpy(axpyTilesIdxQ40NEON)
+	f16.AxpyTiles, f16.AxpyTilesIdx = tilesAxpy(axpyTilesF16NEON), tilesIdxAxpy(axpyTilesIdxF16NEON)
 	if !cpu.ARM64.HasASIMDDP {
 		register(neon)
 		return
@@ -332,3 +333,9 @@ func axpyTilesIdxQ80NEON(y *float32, h *float32, w *byte, idx *int32, n, chunks,
 
 //go:noescape
 func axpyTilesIdxQ40NEON(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
+
+//go:noescape
+func axpyTilesF16NEON(y *float32, h *float32, w *byte, n, chunks, cstride int)
+
+//go:noescape
+func axpyTilesIdxF16NEON(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)

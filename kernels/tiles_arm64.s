@@ -96,3 +96,21 @@ TEXT ·axpyTilesIdxQ40NEON(SB), NOSPLIT, $0-56
 	MOVD $36, R7
 	Q4CONSTN
 	TILESN(TBLOCKQ4, IDXN)
+
+// F16 the same (pieces of 64 halves, 128 bytes): FCVTL/FCVTL2 (half to
+// single, WORD-encoded) and one FMLA a value with h[q], as the row axpy.
+#define TFCVTL(n, d) WORD $(0x0E217800 | (n<<5) | d)
+#define TFCVTL2(n, d) WORD $(0x4E217800 | (n<<5) | d)
+#define TF16HALF(a0, a1, a2, a3) VLD1.P 32(R11), [V24.H8, V25.H8]; TFCVTL(24, 20); TFCVTL2(24, 21); TFCVTL(25, 22); TFCVTL2(25, 23); TFMA4(a0, a1, a2, a3)
+#define TF16(a0, a1, a2, a3, a4, a5, a6, a7) VDUP V27.S[0], V26.S4; TF16HALF(a0, a1, a2, a3); TF16HALF(a4, a5, a6, a7)
+
+// func axpyTilesF16NEON(y *float32, h *float32, w *byte, n, chunks, cstride int)
+TEXT ·axpyTilesF16NEON(SB), NOSPLIT, $0-48
+	ARGSN
+	TILESN(TF16, SEQN)
+
+// func axpyTilesIdxF16NEON(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
+TEXT ·axpyTilesIdxF16NEON(SB), NOSPLIT, $0-56
+	IDXARGSN
+	MOVD $128, R7
+	TILESN(TF16, IDXN)
