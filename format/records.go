@@ -188,20 +188,15 @@ func (b *RecordBlock) CopyDown(dst []byte, j int) {
 }
 
 // CopyDownFrom writes record j of src's down row as record k's, either
-// block tiled or not (piece by piece where both are: no whole row between).
+// block tiled or not (piece by piece where both are: their tiles are the
+// same, TileBytes of the records' dtype).
 func (b *RecordBlock) CopyDownFrom(k int, src *RecordBlock, j int) {
 	switch {
-	case b.Tiled() && src.Tiled() && b.Tile == src.Tile:
+	case b.Tiled() && src.Tiled():
 		for c := 0; c < b.DownPieces(); c++ {
 			copy(b.DownPiece(k, c), src.DownPiece(j, c))
 		}
 	case b.Tiled():
-		if src.Tiled() { // different tiles: cannot happen within a pack
-			row := make([]byte, src.RowBytes)
-			src.CopyDown(row, j)
-			b.SetDown(k, row)
-			return
-		}
 		b.SetDown(k, src.DownRow(j))
 	default:
 		src.CopyDown(b.DownRow(k), j)

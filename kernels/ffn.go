@@ -113,7 +113,6 @@ func FFNRecords(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DTy
 				// all of the tile's activations are known.
 				first, contiguous := blockOf(spans, j0, j1)
 				gemm := four != nil && gemmDown != nil && t1-t0 >= 4 && contiguous // h in hbuf comes from the four-token loop
-				tiled := false
 				for j := j0; j < j1; j++ {
 					blk, k := records.at(j)
 					gate, up := blk.GateRow(k), blk.UpRow(k)
@@ -124,7 +123,6 @@ func FFNRecords(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DTy
 						}
 						down = dgather[(j-j0)*rowBytes : (j-j0+1)*rowBytes]
 						blk.CopyDown(down, k)
-						tiled = true
 					} else {
 						down = blk.DownRow(k)
 					}
@@ -161,8 +159,8 @@ func FFNRecords(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DTy
 				}
 				if gemm {
 					b := &blocks[spans[first].block]
-					down, stride := dgather, rowBytes
-					if !tiled {
+					down, stride := dgather, rowBytes // gathered above
+					if !b.Tiled() {
 						down, stride = b.Downs(j0-spans[first].first), b.DownStride
 					}
 					for t := t0; t+4 <= t1; t += 4 {
@@ -461,44 +459,40 @@ func ffnDecodeRuns(dp *downPass, s, e int, x []float32, acts []Q8Act, g []float3
 		}
 		u[q-s] = rowDot1(dp.ops, blk.UpRow(k+q), x, acts)
 	}
-	if blk.Tiled() {
+	for q := s; q < e; q++ { // u becomes h = silu(g)·u
+		u[q-s] = SiLU(g[q-s]) * u[q-s]
+		if dp.act != nil {
+			dp.act[q] = u[q-s]
+		}
+	}
+	if !blk.Tiled() {
 		for q := s; q < e; q++ {
-			u[q-s] = SiLU(g[q-s]) * u[q-s]
-			if dp.act != nil {
-				dp.act[q] = u[q-s]
+			if dp.then != nil && q == max(s, dp.m-prefetchAhead) {
+				active.PrefetchL2(dp.then)
 			}
+			dp.ops.Axpy(dp.acc, u[q-s], blk.DownRow(k+q))
 		}
-		if dp.then != nil && e == dp.m {
-			active.PrefetchL2(dp.then)
-		}
-		if dp.axpy8 != nil {
-			// The int8 down projection (Table.Int8Down, opt-in): eight
-			// rows at a time, gathered whole.
-			rows := getRows(8 * blk.RowBytes)
-			for q0 := s; q0 < e; q0 += 8 {
-				n := min(8, e-q0)
-				for q := 0; q < n; q++ {
-					dp.h[q] = u[q0+q-s]
-					dp.down[q] = downRowOf(blk, k+q0+q, (*rows)[q*blk.RowBytes:])
-				}
-				addDowns(dp.acc, dp.ops, dp.axpy4, dp.axpy8, dp.h, dp.down, n)
-			}
-			putRows(rows)
-			return
-		}
+		return
+	}
+	if dp.then != nil && e == dp.m {
+		active.PrefetchL2(dp.then)
+	}
+	if dp.axpy8 == nil {
 		downTiles(dp.ops, dp.acc, u[:e-s], blk, k+s)
 		return
 	}
-	for q := s; q < e; q++ {
-		h := SiLU(g[q-s]) * u[q-s]
-		if dp.act != nil {
-			dp.act[q] = h
+	// The int8 down projection (Table.Int8Down, opt-in): eight rows at a
+	// time, gathered whole.
+	var rows gatherRows
+	for q0 := s; q0 < e; q0 += 8 {
+		n := min(8, e-q0)
+		for q := 0; q < n; q++ {
+			dp.h[q] = u[q0+q-s]
+			dp.down[q] = rows.row(blk, k+q0+q, q)
 		}
-		if dp.then != nil && q == max(s, dp.m-prefetchAhead) {
-			active.PrefetchL2(dp.then)
-		}
-		dp.ops.Axpy(dp.acc, h, blk.DownRow(k+q))
+		addDowns(dp.acc, dp.ops, dp.axpy4, dp.axpy8, dp.h, dp.down, n)
 	}
+	rows.release()
 }
 
 // rowDot1 is one row's dot with the token: on the integer path against its
@@ -568,7 +562,8 @@ func ffnDecodeRecords(acc []float32, records *recordCursor, ops *Ops, lo, hi, en
 	var h, gs, us [8]float32
 	var gu [2]float32
 	var down [8][]byte
-	var rows *[]byte // down rows gathered from tiled blocks
+	var rows gatherRows // a lone record of a tiled block (ffnDecode)
+	defer rows.release()
 	for j0 := lo; j0 < hi; j0 += group {
 		n := min(group, hi-j0)
 		for q := 0; q < n; q++ {
@@ -599,15 +594,7 @@ func ffnDecodeRecords(acc []float32, records *recordCursor, ops *Ops, lo, hi, en
 			}
 			pairDot(ops, blk.GateRow(k), blk.UpRow(k), x, acts, ahead, &gu)
 			gs[q], us[q] = gu[0], gu[1]
-			if blk.Tiled() { // a lone record of a tiled block (ffnDecode)
-				if rows == nil {
-					rows = getRows(8 * blk.RowBytes)
-					defer putRows(rows)
-				}
-				down[q] = downRowOf(blk, k, (*rows)[q*blk.RowBytes:])
-			} else {
-				down[q] = blk.DownRow(k)
-			}
+			down[q] = rows.row(blk, k, q)
 		}
 		// SiLU after the group's dots: independent exp chains overlap
 		// instead of each one stalling before the next record's dots.
@@ -655,30 +642,38 @@ func downTiles(ops *Ops, y, h []float32, blk *format.RecordBlock, j0 int) {
 	}
 }
 
-// rowScratch holds byte buffers for down rows gathered whole from layout
-// Tiled blocks where a decode path reads scattered records (getRows).
+// rowScratch holds the buffers of gatherRows.
 var rowScratch sync.Pool
 
-// getRows is a buffer of at least n bytes from rowScratch; putRows gives
-// it back.
-func getRows(n int) *[]byte {
-	if b, ok := rowScratch.Get().(*[]byte); ok && cap(*b) >= n {
-		return b
-	}
-	b := make([]byte, n)
-	return &b
-}
+// gatherRows gives the decode paths that add a group of up to eight
+// records' down rows (addDowns) those rows whole: a block's own bytes, or,
+// from a layout Tiled block, the row gathered into slot q of a buffer
+// taken from rowScratch at the first such row (release gives it back).
+type gatherRows struct{ buf *[]byte }
 
-func putRows(b *[]byte) { rowScratch.Put(b) }
-
-// downRowOf is record k's down row: the block's bytes, or for a layout
-// Tiled block the row gathered whole into buf.
-func downRowOf(blk *format.RecordBlock, k int, buf []byte) []byte {
+// row is record k's down row, gathered into slot q (< 8) where blk is tiled.
+func (g *gatherRows) row(blk *format.RecordBlock, k, q int) []byte {
 	if !blk.Tiled() {
 		return blk.DownRow(k)
 	}
-	blk.CopyDown(buf, k)
-	return buf[:blk.RowBytes]
+	R := blk.RowBytes
+	if g.buf == nil || cap(*g.buf) < 8*R {
+		if b, ok := rowScratch.Get().(*[]byte); ok && cap(*b) >= 8*R {
+			g.buf = b
+		} else {
+			b := make([]byte, 8*R)
+			g.buf = &b
+		}
+	}
+	d := (*g.buf)[q*R : (q+1)*R]
+	blk.CopyDown(d, k)
+	return d
+}
+
+func (g *gatherRows) release() {
+	if g.buf != nil {
+		rowScratch.Put(g.buf)
+	}
 }
 
 // tiledAlign is the record count a decode's chunks come in multiples of so

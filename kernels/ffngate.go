@@ -60,9 +60,15 @@ func FFNGated(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DType
 	for i := range sel {
 		sel[i] += int32(static)
 	}
+	// Tiled blocks' chosen records by tiles where the table can (not on
+	// the int8 down projection, which takes whole rows).
+	pass := upDown
+	if ops.AxpyTilesIdx != nil && (acts == nil || !active.Int8Down) && tiledAlign(blocks) > 1 {
+		pass = upDownTiled
+	}
 	chunkSums(p, y, H, len(sel), 1, func(acc []float32, lo, hi int) {
 		records := recordCursor{blocks: blocks, spans: spans}
-		upDown(acc, &records, ops, sel[lo:hi], g, x, acts, act)
+		pass(acc, &records, ops, sel[lo:hi], g, x, acts, act)
 	})
 }
 
@@ -159,17 +165,14 @@ func gateKeys(keys []uint32, g, silu []float32) {
 // of the record udAhead chosen records ahead are prefetched before each
 // record (the records are scattered).
 func upDown(acc []float32, records *recordCursor, ops *Ops, sel []int32, g, x []float32, acts []Q8Act, act []float32) {
-	if ops.AxpyTilesIdx != nil && (acts == nil || !active.Int8Down) && tiledAlign(records.blocks) > 1 {
-		upDownTiled(acc, records, ops, sel, g, x, acts, act)
-		return
-	}
 	dot2 := fusedDot2(ops, acts)
 	pf := active.PrefetchL2
 	axpy4, axpy8, group := downForms(ops, acts)
 	var h [8]float32
 	var down [8][]byte
 	var uu [2]float32
-	var rows *[]byte // down rows gathered from tiled blocks
+	var rows gatherRows // from tiled blocks (tables without AxpyTilesIdx, the int8 down projection)
+	defer rows.release()
 	for q0 := 0; q0 < len(sel); q0 += group {
 		n := min(group, len(sel)-q0)
 		for q := 0; q < n; q++ {
@@ -177,11 +180,7 @@ func upDown(acc []float32, records *recordCursor, ops *Ops, sel []int32, g, x []
 			j := int(sel[q0+q])
 			blk, k := records.at(j)
 			up := blk.UpRow(k)
-			if blk.Tiled() && rows == nil {
-				rows = getRows(8 * blk.RowBytes)
-				defer putRows(rows)
-			}
-			down[q] = gathered(blk, k, rows, q)
+			down[q] = rows.row(blk, k, q)
 			if dot2 && q+1 < n {
 				j1 := int(sel[q0+q+1])
 				blk1, k1 := records.at(j1)
@@ -192,11 +191,7 @@ func upDown(acc []float32, records *recordCursor, ops *Ops, sel []int32, g, x []
 				}
 				prefetchUD(records, sel, q0+q+1+udAhead, pf)
 				h[q], h[q+1] = g[j]*uu[0], g[j1]*uu[1]
-				if blk1.Tiled() && rows == nil {
-					rows = getRows(8 * blk1.RowBytes)
-					defer putRows(rows)
-				}
-				down[q+1] = gathered(blk1, k1, rows, q+1)
+				down[q+1] = rows.row(blk1, k1, q+1)
 				q++
 				continue
 			}
@@ -313,15 +308,6 @@ func (p *Pool) gateScratch(n int) ([]float32, []uint32) {
 	return p.gates[:n], p.keys[:n]
 }
 
-// gathered is record k's down row: the block's bytes, or for a layout
-// Tiled block the row gathered whole into slot q of rows.
-func gathered(blk *format.RecordBlock, k int, rows *[]byte, q int) []byte {
-	if !blk.Tiled() {
-		return blk.DownRow(k)
-	}
-	return downRowOf(blk, k, (*rows)[q*blk.RowBytes:])
-}
-
 // upDownTiled is upDown where blocks are tiled (format.Tiled): the chosen
 // records of one block (up to 256 at a time) take their up dots, then their
 // down pieces chunk by chunk (Ops.AxpyTilesIdx: each chunk's region swept
@@ -375,11 +361,9 @@ func downTilesIdx(ops *Ops, y, h []float32, idx []int32, blk *format.RecordBlock
 		whole--
 	}
 	if whole > 0 {
-		var abs [256]int32 // the block's record numbers, from its first piece
-		for q, k := range idx {
-			abs[q] = int32(blk.First) + k
-		}
-		ops.AxpyTilesIdx(y[:whole*format.DownTile], h, blk.Down, abs[:len(idx)], blk.TileCap*T)
+		// From the view's first record on: whole pieces are T bytes, so
+		// its record q's piece of chunk c is at First·T + c·TileCap·T + q·T.
+		ops.AxpyTilesIdx(y[:whole*format.DownTile], h, blk.Down[blk.First*T:], idx, blk.TileCap*T)
 	}
 	for c := whole; c < nc; c++ {
 		yc := y[c*format.DownTile:]

@@ -187,6 +187,19 @@ func TestIntegerPathMatVecAndFFN(t *testing.T) {
 						t.Fatalf("%v H=%d: the gated FFN in layout %d differs from interleaved records", dt, H, l)
 					}
 				}
+				// Tiled views that start inside their blocks (First > 0: a
+				// zero record before each) sum the same, gated and not.
+				inside := func(recs []byte) format.RecordBlock {
+					b := recordBlocks(dt, H, format.Tiled, append(make([]byte, 3*rb), recs...))[0]
+					return b.Sub(1, b.N)
+				}
+				views := []format.RecordBlock{inside(ffn[:10*3*rb]), inside(ffn[10*3*rb:])}
+				yg, yf := make([]float32, H), make([]float32, H)
+				FFNGated(p1, yg, views, dt, H, x, 4, 7, nil)
+				FFNRecords(p1, yf, views, dt, H, x, nil)
+				if !slices.Equal(yi, yg) || !slices.Equal(y1[:H], yf) {
+					t.Fatalf("%v H=%d: tiled views from their blocks' second record differ", dt, H)
+				}
 			}
 			p1.Close()
 			restore := Use(referenceOf(Active()))
