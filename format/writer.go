@@ -1,7 +1,6 @@
 package format
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -103,7 +102,7 @@ func planLayout(idx *Index, major uint16) (*Preamble, error) {
 
 // countingWriter tracks the file position so padding can be computed.
 type countingWriter struct {
-	w  *bufio.Writer
+	w  *chunkWriter
 	n  uint64
 	cb func(int)
 }
@@ -172,7 +171,7 @@ func WritePack(ctx context.Context, path string, spec *WriteSpec) (err error) {
 			os.Remove(tmp)
 		}
 	}()
-	cw := &countingWriter{w: bufio.NewWriterSize(f, 1<<20), cb: spec.Progress}
+	cw := &countingWriter{w: newChunkWriter(f, WriteChunk), cb: spec.Progress}
 	// Reserve preamble and index; they are written last, over these zeros.
 	if err := cw.padTo(pre.DenseOff); err != nil {
 		return fmt.Errorf("sip: write %s: %w", tmp, err)
