@@ -68,28 +68,24 @@ func LayoutOf(major uint16) Layout {
 	return Interleaved
 }
 
-// LayoutFor is the layout writers give records of dtype dt: three runs for
-// the 16-bit types, pairs for the others. Whole decode steps of the 1B
-// shape, the two layouts in the same rounds, both packs' page cache
-// dropped and read again first (docs/bench.md): BF16 dense 1.06-1.08× in
-// three runs, γ0.7 φ0.4 0.99-1.02× (fourteenth session); F16 dense 1.22×
-// (2 threads) and 1.25× (1), γ0.7 φ0.4 1.08× and 1.09× (fifteenth
-// session: the fourteenth's 0.97-1.02× had the packs' page cache in
-// different states). The block types' down projection a row at a time is
-// compute-bound alone (Q4_0 dense 0.85×, Q8_0 0.98× in three runs): it
-// loads and stores y for every row, and the stores hold back the loads.
-// Tiled, the block types' down rows are added 64 outputs at a time in
-// registers from one stream (Ops.AxpyTiles), with the decode's chunks of
-// whole blocks: against pairs, Q8_0 dense 1.145× (1 thread) and 1.19× (2),
-// γ0.7 φ0.4 1.02× and 1.10×; Q4_0 1.03× and 1.06×, 1.03× and 1.05×
-// (sixteenth session, docs/bench.md). F16 tiled decoded 0.91× (1 thread)
-// and 0.93-0.96× its three runs (its row axpy already streams at the dots'
-// rate) and keeps them; F32 is not measured and keeps pairs.
+// LayoutFor is the layout writers give records of dtype dt: tiled for
+// BF16, F16, Q8_0 and Q4_0, pairs for F32. A down projection a row at a
+// time loads and stores y for every row, and the stores hold back the
+// loads; tiled, the down rows are added 64 outputs at a time in registers
+// from one stream (Ops.AxpyTiles), with the decode's chunks of whole
+// blocks. Whole decode steps of the 1B shape, the layouts in the same
+// rounds, every pack's page cache in 2 MiB folios (docs/bench.md): Q8_0
+// against pairs dense 1.145× (1 thread) and 1.19× (2), γ0.7 φ0.4 1.02×
+// and 1.10×; Q4_0 1.03× and 1.06×, 1.03× and 1.05× (sixteenth session);
+// against three runs F16 dense 1.08× (1 and 2 threads), γ0.7 φ0.4 1.01×
+// and 1.00×, BF16 1.07× and 1.02×, 1.03× and 1.06×, prefill 0.97-0.99×
+// (it gathers the down rows; seventeenth session: the sixteenth's F16
+// 0.91× had the fresh tiled pack's dense tensors in small folios). Three
+// runs had beaten pairs for the 16-bit types (BF16 dense 1.06-1.08×, F16
+// 1.22-1.25×); F32 is not measured and keeps pairs.
 func LayoutFor(dt DType) Layout {
 	switch dt {
-	case BF16, F16:
-		return Runs
-	case Q8_0, Q4_0:
+	case BF16, F16, Q8_0, Q4_0:
 		return Tiled
 	}
 	return Pairs

@@ -308,6 +308,7 @@ func avx2Table() *Table {
 	bf16.Widen, f16.Widen = widenOf(widenBF16AVX2, axpyBF16Ref), widenOf(widenF16AVX2, axpyF16Ref)
 	f16.Dot, f16.Axpy = rowDot(dotF16AVX2, dotF16Ref, 31), rowAxpy(axpyF16AVX2, axpyF16Ref, 31)
 	f16.AxpyTiles, f16.AxpyTilesIdx = tilesAxpy(axpyTilesF16AVX2), tilesIdxAxpy(axpyTilesIdxF16AVX2)
+	bf16.AxpyTiles, bf16.AxpyTilesIdx = tilesAxpy(axpyTilesBF16AVX2), tilesIdxAxpy(axpyTilesIdxBF16AVX2)
 	f16.Dot4 = dot4Of(dot4F16AVX2, dotF16Ref)
 	f16.Dot2, f16.Axpy4 = dot2Of(dot2F16AVX2, dotF16Ref), axpy4Of(axpy4F16AVX2, axpyF16Ref)
 	// The decode attention's scores, and its weighted values 16 of the
@@ -377,6 +378,7 @@ func avx512Table(avx2 *Table) *Table {
 	q40.Axpy, q80.Axpy = blockAxpy(axpyQ40AVX512), blockAxpy(axpyQ80AVX512)
 	q80.AxpyTiles, q40.AxpyTiles = tilesAxpy(axpyTilesQ80AVX512), tilesAxpy(axpyTilesQ40AVX512)
 	t.ops[format.F16].AxpyTiles, t.ops[format.F16].AxpyTilesIdx = tilesAxpy(axpyTilesF16AVX512), tilesIdxAxpy(axpyTilesIdxF16AVX512)
+	t.ops[format.BF16].AxpyTiles, t.ops[format.BF16].AxpyTilesIdx = tilesAxpy(axpyTilesBF16AVX512), tilesIdxAxpy(axpyTilesIdxBF16AVX512)
 	q80.AxpyTilesIdx, q40.AxpyTilesIdx = tilesIdxAxpy(axpyTilesIdxQ80AVX512), tilesIdxAxpy(axpyTilesIdxQ40AVX512)
 	// Rows of other lengths than whole chunks of 16 blocks: four of the
 	// row axpys, the same arithmetic in the same order, so every band
@@ -765,3 +767,15 @@ func axpyTilesIdxF16AVX512(y *float32, h *float32, w *byte, idx *int32, n, chunk
 
 //go:noescape
 func axpyTilesIdxF16AVX2(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
+
+//go:noescape
+func axpyTilesBF16AVX512(y *float32, h *float32, w *byte, n, chunks, cstride int)
+
+//go:noescape
+func axpyTilesBF16AVX2(y *float32, h *float32, w *byte, n, chunks, cstride int)
+
+//go:noescape
+func axpyTilesIdxBF16AVX512(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
+
+//go:noescape
+func axpyTilesIdxBF16AVX2(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)

@@ -135,6 +135,7 @@ func init() {
 	q80.AxpyTiles, q40.AxpyTiles = tilesAxpy(axpyTilesQ80NEON), tilesAxpy(axpyTilesQ40NEON)
 	q80.AxpyTilesIdx, q40.AxpyTilesIdx = tilesIdxAxpy(axpyTilesIdxQ80NEON), tilesIdxAxpy(axpyTilesIdxQ40NEON)
 	f16.AxpyTiles, f16.AxpyTilesIdx = tilesAxpy(axpyTilesF16NEON), tilesIdxAxpy(axpyTilesIdxF16NEON)
+	bf16.AxpyTiles, bf16.AxpyTilesIdx = tilesAxpy(axpyTilesBF16NEON), tilesIdxAxpy(axpyTilesIdxBF16NEON)
 	if !cpu.ARM64.HasASIMDDP {
 		register(neon)
 		return
@@ -339,3 +340,9 @@ func axpyTilesF16NEON(y *float32, h *float32, w *byte, n, chunks, cstride int)
 
 //go:noescape
 func axpyTilesIdxF16NEON(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
+
+//go:noescape
+func axpyTilesBF16NEON(y *float32, h *float32, w *byte, n, chunks, cstride int)
+
+//go:noescape
+func axpyTilesIdxBF16NEON(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)

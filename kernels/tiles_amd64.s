@@ -162,3 +162,30 @@ TEXT ·axpyTilesIdxF16AVX512(SB), NOSPLIT, $0-56
 TEXT ·axpyTilesIdxF16AVX2(SB), NOSPLIT, $0-56
 	IDXARGS
 	TILES(LOADY, STOREY, HY, F16Y, IDX128, NEXTIDX)
+
+// BF16 the same (pieces of 64 values, 128 bytes): each 16 zero-extended to
+// dwords and shifted into the high half (8 for AVX2), multiplied-added with
+// h[q], as the row axpy.
+#define BF16W(off, r) VPMOVZXWD off(R11), r; VPSLLD $16, r, r
+#define BF16Z BF16W(0, Z17); VFMADD231PS Z16, Z17, Z0; BF16W(32, Z18); VFMADD231PS Z16, Z18, Z1; BF16W(64, Z17); VFMADD231PS Z16, Z17, Z2; BF16W(96, Z18); VFMADD231PS Z16, Z18, Z3
+#define BF16Y BF16W(0, Y8); VFMADD231PS Y13, Y8, Y0; BF16W(16, Y9); VFMADD231PS Y13, Y9, Y1; BF16W(32, Y10); VFMADD231PS Y13, Y10, Y2; BF16W(48, Y11); VFMADD231PS Y13, Y11, Y3; BF16W(64, Y8); VFMADD231PS Y13, Y8, Y4; BF16W(80, Y9); VFMADD231PS Y13, Y9, Y5; BF16W(96, Y10); VFMADD231PS Y13, Y10, Y6; BF16W(112, Y11); VFMADD231PS Y13, Y11, Y7
+
+// func axpyTilesBF16AVX512(y *float32, h *float32, w *byte, n, chunks, cstride int)
+TEXT ·axpyTilesBF16AVX512(SB), NOSPLIT, $0-48
+	ARGS
+	TILES(LOADZ, STOREZ, HZ, BF16Z, SEQ, NEXT128)
+
+// func axpyTilesBF16AVX2(y *float32, h *float32, w *byte, n, chunks, cstride int)
+TEXT ·axpyTilesBF16AVX2(SB), NOSPLIT, $0-48
+	ARGS
+	TILES(LOADY, STOREY, HY, BF16Y, SEQ, NEXT128)
+
+// func axpyTilesIdxBF16AVX512(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
+TEXT ·axpyTilesIdxBF16AVX512(SB), NOSPLIT, $0-56
+	IDXARGS
+	TILES(LOADZ, STOREZ, HZ, BF16Z, IDX128, NEXTIDX)
+
+// func axpyTilesIdxBF16AVX2(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
+TEXT ·axpyTilesIdxBF16AVX2(SB), NOSPLIT, $0-56
+	IDXARGS
+	TILES(LOADY, STOREY, HY, BF16Y, IDX128, NEXTIDX)

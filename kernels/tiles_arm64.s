@@ -114,3 +114,19 @@ TEXT ·axpyTilesIdxF16NEON(SB), NOSPLIT, $0-56
 	IDXARGSN
 	MOVD $128, R7
 	TILESN(TF16, IDXN)
+
+// BF16 the same: each half zero-extended to a word (UXTL/UXTL2) and shifted
+// into its high half, one FMLA a value with h[q], as the row axpy.
+#define TBF16HALF(a0, a1, a2, a3) VLD1.P 32(R11), [V24.H8, V25.H8]; VUXTL V24.H4, V20.S4; VUXTL2 V24.H8, V21.S4; VUXTL V25.H4, V22.S4; VUXTL2 V25.H8, V23.S4; VSHL $16, V20.S4, V20.S4; VSHL $16, V21.S4, V21.S4; VSHL $16, V22.S4, V22.S4; VSHL $16, V23.S4, V23.S4; TFMA4(a0, a1, a2, a3)
+#define TBF16(a0, a1, a2, a3, a4, a5, a6, a7) VDUP V27.S[0], V26.S4; TBF16HALF(a0, a1, a2, a3); TBF16HALF(a4, a5, a6, a7)
+
+// func axpyTilesBF16NEON(y *float32, h *float32, w *byte, n, chunks, cstride int)
+TEXT ·axpyTilesBF16NEON(SB), NOSPLIT, $0-48
+	ARGSN
+	TILESN(TBF16, SEQN)
+
+// func axpyTilesIdxBF16NEON(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
+TEXT ·axpyTilesIdxBF16NEON(SB), NOSPLIT, $0-56
+	IDXARGSN
+	MOVD $128, R7
+	TILESN(TBF16, IDXN)
