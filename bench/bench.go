@@ -101,30 +101,34 @@ type GridPoint struct {
 // Report is one pack's figures; its JSON is what `sirun bench --json` prints
 // (one object per pack, per line).
 type Report struct {
-	Pack               string      `json:"pack"`
-	Load               string      `json:"load"` // mmap or no-mmap
-	DType              string      `json:"dtype"`
-	Kernels            string      `json:"kernels"`
-	Threads            int         `json:"threads"`
-	BandwidthGBs       float64     `json:"bandwidth_gbs"` // the highest of this pack's probes
-	DenseBandwidthGBs  float64     `json:"dense_bandwidth_gbs"`
-	FMAPeakGFlops      float64     `json:"fma_peak_gflops"`
-	DenseTokS          float64     `json:"dense_tok_s"`
-	DenseBytesPerToken uint64      `json:"dense_bytes_per_token"`
-	DenseBoundFraction float64     `json:"dense_bound_fraction"`
-	PrefillTokens      int         `json:"prefill_tokens"`
-	DecodeDepth        int         `json:"decode_depth"`       // the prompt tokens every decode figure follows
-	PrefillTokS        float64     `json:"prefill_tok_s"`      // median of rounds, after an untimed prompt of the same length
-	PrefillColdTokS    float64     `json:"prefill_cold_tok_s"` // that untimed prompt: the process's first
-	PrefillGFlops      float64     `json:"prefill_gflops"`
-	PrefillPeakFrac    float64     `json:"prefill_peak_fraction"`
-	TTFTms             float64     `json:"ttft_ms"`
-	PeakRSSBytes       uint64      `json:"peak_rss_bytes"`
-	Rounds             int         `json:"rounds"`
-	FirstPack          string      `json:"first_pack"`
-	FirstLoad          string      `json:"first_load"`
-	DenseVsFirst       float64     `json:"dense_vs_first_dense"`
-	Grid               []GridPoint `json:"grid"`
+	Pack               string  `json:"pack"`
+	Load               string  `json:"load"` // mmap or no-mmap
+	DType              string  `json:"dtype"`
+	Kernels            string  `json:"kernels"`
+	Threads            int     `json:"threads"`
+	BandwidthGBs       float64 `json:"bandwidth_gbs"` // the highest of this pack's probes
+	DenseBandwidthGBs  float64 `json:"dense_bandwidth_gbs"`
+	FMAPeakGFlops      float64 `json:"fma_peak_gflops"`
+	DenseTokS          float64 `json:"dense_tok_s"`
+	DenseBytesPerToken uint64  `json:"dense_bytes_per_token"`
+	DenseBoundFraction float64 `json:"dense_bound_fraction"`
+	PrefillTokens      int     `json:"prefill_tokens"`
+	DecodeDepth        int     `json:"decode_depth"`       // the prompt tokens every decode figure follows
+	PrefillTokS        float64 `json:"prefill_tok_s"`      // median of rounds, after an untimed prompt of the same length
+	PrefillColdTokS    float64 `json:"prefill_cold_tok_s"` // that untimed prompt: the process's first
+	PrefillGFlops      float64 `json:"prefill_gflops"`
+	PrefillPeakFrac    float64 `json:"prefill_peak_fraction"`
+	TTFTms             float64 `json:"ttft_ms"`
+	PeakRSSBytes       uint64  `json:"peak_rss_bytes"`
+	// HugePageFraction is the share of the loaded pack (γ = 1) mapped by
+	// 2 MiB pages after the prefill (format.HugeMapped); absent where the
+	// OS does not say.
+	HugePageFraction *float64    `json:"huge_page_fraction,omitempty"`
+	Rounds           int         `json:"rounds"`
+	FirstPack        string      `json:"first_pack"`
+	FirstLoad        string      `json:"first_load"`
+	DenseVsFirst     float64     `json:"dense_vs_first_dense"`
+	Grid             []GridPoint `json:"grid"`
 }
 
 // benchFigure is one decode figure of a pack's grid (the dense one first)
@@ -220,6 +224,16 @@ func runPacks(opt Options, paths []string, pool *kernels.Pool, probe *BandwidthP
 		out := m.OutputParams()
 		r.PrefillGFlops = 2 * (m.MatrixParams() - out + out/float64(prefill)) * tokS / 1e9
 		r.PrefillPeakFrac = r.PrefillGFlops * 1e9 / peak
+		if huge, ok := p.HugeMapped(); ok && len(p.Bytes()) > 0 {
+			frac := float64(huge) / float64(len(p.Bytes()))
+			r.HugePageFraction = &frac
+			if frac < 0.5 && len(p.Bytes()) >= 64<<20 && !pb.noMmap {
+				fmt.Fprintf(opt.Log, "sirun bench: %s: only %.0f %% of the mapped pack lies in 2 MiB pages: the page cache holds the file in small folios "+
+					"(an older sipack wrote it, or it was copied in small writes), and its decode reads slower than a pack sipack has just written "+
+					"(1.6× with one thread, measured here); for figures comparable to llama.cpp's, drop it from the cache and read it again: "+
+					"dd if=%s iflag=nocache count=0; cat %s >/dev/null\n", filepath.Base(path), 100*frac, path, path)
+			}
+		}
 		p.Close()
 		pb.figures = []*benchFigure{{gamma: 1, phi: 1}}
 		methods := opt.Select
@@ -380,7 +394,7 @@ func (r *Report) Markdown(w io.Writer) {
 		load = ", read into memory (--no-mmap)"
 	}
 	fmt.Fprintf(w, "\n### %s (%s, kernels %s, %s%s)\n\n", filepath.Base(r.Pack), r.DType, r.Kernels, threads, load)
-	fmt.Fprintf(w, "decode timed after a %d-token prompt; read bandwidth measured before and after every decode figure, up to %.2f GB/s; medians of %d interleaved rounds; FMA peak %.1f GFLOP/s; peak RSS %s (with the %d MiB probe buffer)\n\n", r.DecodeDepth, r.BandwidthGBs, r.Rounds, r.FMAPeakGFlops, humanBytes(r.PeakRSSBytes), ProbeBytes>>20)
+	fmt.Fprintf(w, "decode timed after a %d-token prompt; read bandwidth measured before and after every decode figure, up to %.2f GB/s; medians of %d interleaved rounds; FMA peak %.1f GFLOP/s; peak RSS %s (with the %d MiB probe buffer)%s\n\n", r.DecodeDepth, r.BandwidthGBs, r.Rounds, r.FMAPeakGFlops, humanBytes(r.PeakRSSBytes), ProbeBytes>>20, hugeNote(r))
 	// Against the first pack's dense decode too, when this is another pack.
 	cross := r.FirstPack != r.Pack || r.FirstLoad != r.Load
 	head, rule, denseCross := "", "", ""
@@ -479,3 +493,12 @@ func Ops(paths []string, opt Options, w io.Writer) error {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// hugeNote is the report line's clause on how much of the pack 2 MiB pages
+// map, where the OS said.
+func hugeNote(r *Report) string {
+	if r.HugePageFraction == nil {
+		return ""
+	}
+	return fmt.Sprintf("; %.0f %% of the pack in 2 MiB pages", 100**r.HugePageFraction)
+}
