@@ -163,20 +163,21 @@ bench: bench-packs
 # sirun against llama.cpp on the same machine (../shared/llamacpp/compare.sh),
 # with the packs sipack synth writes. The packs and llama.cpp's GGUFs are
 # first put in the same page-cache state (recache): a file just written, or
-# partly evicted and faulted back, decodes up to a fifth slower than one read
-# whole into the cache (docs/bench.md, fifteenth session), on either side.
+# partly evicted and faulted back, or read into small folios, decodes slower
+# than one read whole into 2 MiB folios (docs/bench.md, fifteenth and
+# seventeenth sessions), on either side.
 # GGUFs compare.sh makes on its first run are fresh: run it again.
 compare: bench-packs
 	$(MAKE) recache
 	BENCH_DIR=$(BENCH_DIR) SIRUN=$(BIN)/sirun ../shared/llamacpp/compare.sh --threads 2
 
 # Drops the benchmark packs' and llama.cpp's GGUFs' page cache and reads each
-# file back whole (GNU dd's nocache flag).
+# file back whole through a mapping advised for huge pages, so both sides'
+# files lie in 2 MiB folios as far as free memory allows; prints each
+# file's share in 2 MiB pages (cmd/internal/recache).
 LLAMA_WORK ?= /tmp/sipack-llamacpp
 recache:
-	for f in $(BENCH_DIR)/synth-1b-*.sip $(LLAMA_WORK)/*.gguf; do \
-	  [ -f "$$f" ] || continue; dd if="$$f" iflag=nocache count=0 status=none && cat "$$f" >/dev/null || exit 1; \
-	done
+	$(GO) run ./cmd/internal/recache $$(ls $(BENCH_DIR)/synth-1b-*.sip $(LLAMA_WORK)/*.gguf 2>/dev/null)
 
 # The kernels and the golden runner tests on arm64 (the NEON and SDOT paths)
 # under qemu user emulation (installs Debian's qemu-user when missing). The

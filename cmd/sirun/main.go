@@ -281,6 +281,9 @@ func printSummary(w io.Writer, st *runner.Stats, load time.Duration, p *format.P
 	if p.Locked {
 		how += ", locked"
 	}
+	if huge, ok := p.HugeMapped(); ok && len(p.Bytes()) > 0 {
+		how += fmt.Sprintf(", %.0f %% in 2 MiB pages", 100*float64(huge)/float64(len(p.Bytes())))
+	}
 	fmt.Fprintf(w, "\nsirun: load       %8.1f ms (γ=%.2f: %d of %d bands, %s %s)\n", ms(load),
 		float64(p.LoadedRanks)/float64(p.Index.Config.IntermediateSize), p.LoadedBands, p.Preamble.BandCount, cliutil.HumanBytes(uint64(len(p.Bytes()))), how)
 	fmt.Fprintf(w, "sirun: prompt     %8.1f ms / %4d tokens (%8.2f tok/s)  [time to first token]\n", ms(st.Prefill), st.PromptTokens, rate(st.PromptTokens, st.Prefill))
