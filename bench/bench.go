@@ -230,8 +230,8 @@ func runPacks(opt Options, paths []string, pool *kernels.Pool, probe *BandwidthP
 			if frac < 0.5 && len(p.Bytes()) >= 64<<20 && !pb.noMmap {
 				fmt.Fprintf(opt.Log, "sirun bench: %s: only %.0f %% of the mapped pack lies in 2 MiB pages: the page cache holds the file in small folios "+
 					"(an older sipack wrote it, or it was copied in small writes), and its decode reads slower than a pack sipack has just written "+
-					"(1.6× with one thread, measured here); for figures comparable to llama.cpp's, drop it from the cache and read it again: "+
-					"dd if=%s iflag=nocache count=0; cat %s >/dev/null\n", filepath.Base(path), 100*frac, path, path)
+					"(1.6× with one thread, measured here); drop it from the cache (dd if=%s iflag=nocache count=0) and the next load reads it "+
+					"back in 2 MiB folios, or run make recache\n", filepath.Base(path), 100*frac, path)
 			}
 		}
 		p.Close()

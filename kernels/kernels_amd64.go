@@ -260,11 +260,14 @@ func sumBytesAVX2(p *byte, n int) uint64
 func prefetchL2AVX2(p *byte, n int)
 
 // The amd64 tables, each extending the one before: "avx2" (AVX2 + FMA +
-// F16C, the baseline every amd64 path has), "avx512" (AVX-512F block-type
-// kernels, plus integer VNNI dots where the CPU has AVX512_VNNI: the default
-// for Q4_0 and Q8_0 there) and, opt-in only, "avx512[-vnni]-wide16" (the
-// 16-bit row and decode FFN kernels on AVX-512 too: earlier measured no
-// faster with two threads, see docs/bench.md "Kernel choices").
+// F16C, the baseline every amd64 path has) and "avx512" (AVX-512F
+// block-type kernels, the 16-bit row and decode FFN kernels 16 lanes wide,
+// plus integer VNNI dots where the CPU has AVX512_VNNI: the default for
+// Q4_0 and Q8_0 there); "avx512[-vnni]-narrow16", opt-in only, keeps the
+// 16-bit kernels at AVX2's 8 lanes. The wide 16-bit kernels were opt-in
+// until measured no faster with two threads; with every pack in 2 MiB
+// pages they decode 1.03-1.06× the narrow ones with one thread and
+// 1.00-1.04× with two (f16 and bf16, seventeenth session, docs/bench.md).
 func init() {
 	if !(cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C) {
 		register()
@@ -276,8 +279,8 @@ func init() {
 		return
 	}
 	avx512 := avx512Table(avx2)
-	wide := derive(avx512, avx512.Name+"-wide16")
-	b, f := &wide.ops[format.BF16], &wide.ops[format.F16]
+	narrow := derive(avx512, avx512.Name+"-narrow16")
+	b, f := &avx512.ops[format.BF16], &avx512.ops[format.F16]
 	// Dot is Dot2's arithmetic for one row (dot1*: the same lanes, fold
 	// and tail), so a row's dot does not depend on which kernel took it.
 	// The row axpys over the four-row ones' multiples of 64 (the rest by the
@@ -287,9 +290,9 @@ func init() {
 	b.Dot2, b.Axpy4 = dot2OfN(dot2BF16AVX512, dotBF16Ref, 63), axpy4OfN(axpy4BF16AVX512, axpyBF16Ref, 63)
 	f.Dot, f.Axpy = rowDot(dot1F16AVX512, dotF16Ref, 63), rowAxpy(axpyF16AVX2, axpyF16Ref, 63)
 	f.Dot2, f.Axpy4 = dot2OfN(dot2F16AVX512, dotF16Ref, 63), axpy4OfN(axpy4F16AVX512, axpyF16Ref, 63)
-	// The 16-bit AVX-512 table is registered before avx512 so that avx512
-	// stays the default; SIPACK_KERNELS=avx512[-vnni]-wide16 picks it.
-	register(avx2, wide, avx512)
+	// The narrow table is registered before avx512 so that avx512 is the
+	// default; SIPACK_KERNELS=avx512[-vnni]-narrow16 picks it.
+	register(avx2, narrow, avx512)
 }
 
 // avx2Table is the AVX2 + FMA + F16C table.
