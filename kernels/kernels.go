@@ -315,6 +315,12 @@ func matTile(out []float32, w *Weight, x []float32, r0, r1, t0, t1 int) {
 	var o [4]float32
 	ops := active.Ops(w.DType)
 	dot4 := ops.Dot4
+	if ops.DotRows != nil && t1 == t0+1 {
+		// One token: the rows back to back through one call.
+		rb, _ := w.DType.RowBytes(C)
+		ops.DotRows(out[t0*R+r0:t0*R+r1], w.Data[r0*rb:r1*rb], x[t0*C:(t0+1)*C])
+		return
+	}
 	for r := r0; r < r1; r++ {
 		row := w.Row(r)
 		t := t0

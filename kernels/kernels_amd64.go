@@ -215,6 +215,12 @@ func dot1BF16AVX512(w *uint16, x *float32, n int) float32
 func dot1F16AVX512(w *uint16, x *float32, n int) float32
 
 //go:noescape
+func dotRowsF16AVX512(w *uint16, x *float32, n, rows, stride int, out *float32)
+
+//go:noescape
+func dotRowsBF16AVX512(w *uint16, x *float32, n, rows, stride int, out *float32)
+
+//go:noescape
 func roundBF16AVX512(xb *uint16, xr *float32, x *float32, n int)
 
 //go:noescape
@@ -290,6 +296,7 @@ func init() {
 	b.Dot2, b.Axpy4 = dot2OfN(dot2BF16AVX512, dotBF16Ref, 63), axpy4OfN(axpy4BF16AVX512, axpyBF16Ref, 63)
 	f.Dot, f.Axpy = rowDot(dot1F16AVX512, dotF16Ref, 63), rowAxpy(axpyF16AVX2, axpyF16Ref, 63)
 	f.Dot2, f.Axpy4 = dot2OfN(dot2F16AVX512, dotF16Ref, 63), axpy4OfN(axpy4F16AVX512, axpyF16Ref, 63)
+	b.DotRows, f.DotRows = rowsDot(dotRowsBF16AVX512, b.Dot), rowsDot(dotRowsF16AVX512, f.Dot)
 	// The narrow table is registered before avx512 so that avx512 is the
 	// default; SIPACK_KERNELS=avx512[-vnni]-narrow16 picks it.
 	register(avx2, narrow, avx512)
@@ -782,3 +789,24 @@ func axpyTilesIdxBF16AVX512(y *float32, h *float32, w *byte, idx *int32, n, chun
 
 //go:noescape
 func axpyTilesIdxBF16AVX2(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
+
+// rowsDot adapts a many-row 16-bit dot kernel (DOTROWSZ: DOT1Z a row) to
+// Ops.DotRows: rows of a multiple of 64 elements go through it, others row
+// by row through dot (the table's Dot, whose value for such rows is the
+// same kernel's).
+func rowsDot(k func(w *uint16, x *float32, n, rows, stride int, out *float32), dot func([]byte, []float32) float32) func([]float32, []byte, []float32) {
+	return func(out []float32, w []byte, x []float32) {
+		n, rows := len(x), len(out)
+		if rows == 0 {
+			return
+		}
+		if n == 0 || n%64 != 0 {
+			for r := range out {
+				out[r] = dot(w[2*n*r:2*n*(r+1)], x)
+			}
+			return
+		}
+		_ = w[2*n*rows-1]
+		k((*uint16)(unsafe.Pointer(&w[0])), &x[0], n, rows, 2*n, &out[0])
+	}
+}

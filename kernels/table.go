@@ -18,6 +18,10 @@ type Ops struct {
 	// Widen, where present, sets dst[i] to w[i] as float32 for a row w of
 	// len(dst) elements (the prefill GEMM's widening; else zeros + Axpy).
 	Widen func(dst []float32, w []byte)
+	// DotRows, where present, sets out[r] to the Dot of row r of w, the
+	// len(out) rows of len(x) elements lying back to back (a matrix's
+	// rows for one token: no call a row); each the Dot's value to the bit.
+	DotRows func(out []float32, w []byte, x []float32)
 	// Dot4 is four Dots sharing the row w (prefill: the row is widened
 	// once for four tokens).
 	Dot4 func(w []byte, x0, x1, x2, x3 []float32, out *[4]float32)
