@@ -87,6 +87,29 @@
 	VZEROUPPER; \
 	RET
 
+// DOTROWSZ(LOADW): the body of dotRows*: DOT1Z over rows consecutive
+// rows (w the first, stride the bytes from one to the next, x, n a
+// multiple of 64, rows ≥ 1, out), each row's dot DOT1Z's to the bit,
+// without a call a row (a 2048-wide 16-bit row is 4 KiB, 110 ns from
+// memory).
+#define DOTROWSZ(LOADW) \
+	MOVQ w+0(FP), SI; \
+	MOVQ x+8(FP), DI; \
+	MOVQ n+16(FP), R8; \
+	MOVQ rows+24(FP), R9; \
+	MOVQ stride+32(FP), R10; \
+	MOVQ out+40(FP), R11; \
+	rloop:; \
+	MOVQ R8, CX; \
+	DOT1Z(LOADW); \
+	VMOVSS X0, (R11); \
+	ADDQ $4, R11; \
+	ADDQ R10, SI; \
+	DECQ R9; \
+	JNZ  rloop; \
+	VZEROUPPER; \
+	RET
+
 // func dot2BF16AVX512(a, b *uint16, x *float32, n int, out *[2]float32, next *byte)
 TEXT ·dot2BF16AVX512(SB), NOSPLIT, $0-48
 	MOVQ a+0(FP), SI
@@ -187,38 +210,10 @@ TEXT ·axpy4F16AVX512(SB), NOSPLIT, $0-56
 	MOVQ n+48(FP), CX
 	AXPY4Z(LDF16Z)
 
-// DOTROWSZ(LOADW): DOT1Z over rows consecutive rows (SI = the first, R10 =
-// the bytes from one to the next, DI = x, R8 = n, a multiple of 64, R9 =
-// rows ≥ 1, R11 = out): each row's dot is DOT1Z's to the bit, without a
-// call a row (a 2048-wide 16-bit row is 4 KiB, 110 ns from memory).
-#define DOTROWSZ(LOADW) \
-	rloop:; \
-	MOVQ R8, CX; \
-	DOT1Z(LOADW); \
-	VMOVSS X0, (R11); \
-	ADDQ $4, R11; \
-	ADDQ R10, SI; \
-	DECQ R9; \
-	JNZ  rloop; \
-	VZEROUPPER; \
-	RET
-
 // func dotRowsF16AVX512(w *uint16, x *float32, n, rows, stride int, out *float32)
 TEXT ·dotRowsF16AVX512(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), SI
-	MOVQ x+8(FP), DI
-	MOVQ n+16(FP), R8
-	MOVQ rows+24(FP), R9
-	MOVQ stride+32(FP), R10
-	MOVQ out+40(FP), R11
 	DOTROWSZ(LDF16Z)
 
 // func dotRowsBF16AVX512(w *uint16, x *float32, n, rows, stride int, out *float32)
 TEXT ·dotRowsBF16AVX512(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), SI
-	MOVQ x+8(FP), DI
-	MOVQ n+16(FP), R8
-	MOVQ rows+24(FP), R9
-	MOVQ stride+32(FP), R10
-	MOVQ out+40(FP), R11
 	DOTROWSZ(LDBF16Z)
