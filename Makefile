@@ -177,7 +177,8 @@ compare: bench-packs
 # file's share in 2 MiB pages (cmd/internal/recache).
 LLAMA_WORK ?= /tmp/sipack-llamacpp
 recache:
-	$(GO) run ./cmd/internal/recache $$(ls $(BENCH_DIR)/synth-1b-*.sip $(LLAMA_WORK)/*.gguf 2>/dev/null)
+	files=$$(ls $(BENCH_DIR)/synth-1b-*.sip $(LLAMA_WORK)/*.gguf 2>/dev/null); \
+	[ -z "$$files" ] || $(GO) run ./cmd/internal/recache $$files
 
 # The kernels and the golden runner tests on arm64 (the NEON and SDOT paths)
 # under qemu user emulation (installs Debian's qemu-user when missing). The

@@ -6,7 +6,7 @@
 // Linux it asks the kernel to compact free memory first). It prints each
 // file's share in 2 MiB pages. A file's folios decide how fast a program
 // that maps it reads it (docs/bench.md, seventeenth session), and read by
-// cat the same files lay 51-90 % in 2 MiB pages, differently for each file
+// cat the same files lay 51-98 % in 2 MiB pages, differently for each file
 // and drifting as memory fragmented: a bias between the two programs that
 // no ratio shows.
 //
