@@ -26,8 +26,8 @@ func HugeMapped(b []byte) (int64, bool) {
 func (p *Pack) HugeMapped() (int64, bool) { return HugeMapped(p.data) }
 
 // smapsHuge sums, over the mappings in smaps (the text of /proc/PID/smaps)
-// that overlap [lo, hi), their FilePmdMapped and AnonHugePages: the bytes
-// mapped by 2 MiB pages. A mapping that extends past the range counts at
+// that overlap [lo, hi), their FilePmdMapped, ShmemPmdMapped (a file on
+// tmpfs) and AnonHugePages: the bytes mapped by 2 MiB pages. A mapping that extends past the range counts at
 // most its overlap. ok is false when no mapping overlaps the range.
 func smapsHuge(smaps io.Reader, lo, hi uint64) (huge int64, ok bool) {
 	sc := bufio.NewScanner(smaps)
@@ -45,7 +45,7 @@ func smapsHuge(smaps io.Reader, lo, hi uint64) (huge int64, ok bool) {
 		if !in {
 			continue
 		}
-		for _, key := range [][]byte{[]byte("FilePmdMapped:"), []byte("AnonHugePages:")} {
+		for _, key := range [][]byte{[]byte("FilePmdMapped:"), []byte("ShmemPmdMapped:"), []byte("AnonHugePages:")} {
 			if v, found := bytes.CutPrefix(line, key); found {
 				f := bytes.Fields(v)
 				if len(f) == 0 {

@@ -20,6 +20,9 @@ FilePmdMapped:         0 kB
 AnonHugePages:      4096 kB
 7f0002000000-7f0002200000 r--s 00000000 fd:00 99 /tmp/b.sip
 FilePmdMapped:      2048 kB
+7f0003000000-7f0003400000 r--s 00000000 00:1f 7 /dev/shm/c.sip
+FilePmdMapped:         0 kB
+ShmemPmdMapped:     4096 kB
 `
 
 func TestSmapsHugeSumsTheMappingsOverTheRange(t *testing.T) {
@@ -34,6 +37,7 @@ func TestSmapsHugeSumsTheMappingsOverTheRange(t *testing.T) {
 		{base + 8<<20, base + 9<<20, 1 << 20, true},   // 1 MiB of the second: at most the overlap
 		{base + 16<<20, base + 32<<20, 0, false},      // the gap: no mapping
 		{base + 32<<20, base + 34<<20, 2 << 20, true}, // the third
+		{base + 48<<20, base + 52<<20, 4 << 20, true}, // on tmpfs: ShmemPmdMapped
 	} {
 		got, ok := smapsHuge(strings.NewReader(smapsSample), c.lo, c.hi)
 		if got != c.want || ok != c.ok {

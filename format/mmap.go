@@ -4,7 +4,8 @@ package format
 // file (touching such a page raises SIGBUS), so callers pass a length already
 // checked against the file size; MapFile checks it once more. The mapping
 // itself is per OS: mmap with MADV_WILLNEED on unix (mmap_unix.go; on
-// Linux MAP_POPULATE where asked, mmap_linux.go),
+// Linux advised for huge pages and, where asked, populated by
+// MADV_POPULATE_READ, mmap_linux.go),
 // MapViewOfFile on windows (mmap_windows.go), and on any other OS a plain
 // read into memory (mmap_other.go), which is correct but loads the prefix
 // up front.
@@ -19,7 +20,8 @@ import (
 func MapFile(f *os.File, length int64) ([]byte, error) { return mapChecked(f, length, false) }
 
 // MapFilePopulated is MapFile with every page mapped up front where the OS
-// can (Linux: MAP_POPULATE, as llama.cpp maps a model): for a pack's loaded
+// can (Linux: MADV_POPULATE_READ, or MAP_POPULATE as llama.cpp maps a
+// model before 5.14): for a pack's loaded
 // prefix, which the first prompt touches whole anyway, one pass in the
 // kernel instead of a fault every few pages.
 func MapFilePopulated(f *os.File, length int64) ([]byte, error) { return mapChecked(f, length, true) }

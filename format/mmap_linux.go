@@ -3,6 +3,7 @@
 package format
 
 import (
+	"fmt"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -12,8 +13,9 @@ import (
 // transparent huge pages (MADV_HUGEPAGE: what the kernel reads into the
 // page cache for this mapping it reads in 2 MiB folios, which it maps with
 // huge pages). With populate the kernel maps every page up front
-// (MADV_POPULATE_READ, reading what the page cache lacks; kernels before
-// 5.14 lack it and map again with MAP_POPULATE): a 256-token prompt of a 1B
+// (MADV_POPULATE_READ, reading what the page cache lacks, its errors
+// returned; kernels before 5.14 lack it — EINVAL — and map again with
+// MAP_POPULATE): a 256-token prompt of a 1B
 // bf16 pack in a fresh process spent 0.35-0.4 s of system time faulting
 // the mapping in (docs/bench.md, thirteenth session). A cold 1B q4_0 pack
 // mapped this way lay 99.7 % in huge pages, by MAP_POPULATE alone 93.7 %
@@ -29,11 +31,21 @@ func mapFile(f *os.File, length int, populate bool) ([]byte, error) {
 		_ = unix.Madvise(b, unix.MADV_WILLNEED)
 		return b, nil
 	}
-	if unix.Madvise(b, unix.MADV_POPULATE_READ) == nil {
+	err = unix.Madvise(b, unix.MADV_POPULATE_READ)
+	if err == nil {
 		return b, nil
 	}
 	_ = unix.Munmap(b)
-	return unix.Mmap(int(f.Fd()), 0, length, unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err != unix.EINVAL {
+		// EFAULT (the file shrank under the mapping), EIO, ENOMEM: what
+		// a later access would have died of.
+		return nil, fmt.Errorf("reading the mapping in: %w", err)
+	}
+	b, err = unix.Mmap(int(f.Fd()), 0, length, unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
+	if err == nil {
+		_ = unix.Madvise(b, unix.MADV_HUGEPAGE)
+	}
+	return b, err
 }
 
 func unmap(b []byte) error { return unix.Munmap(b) }

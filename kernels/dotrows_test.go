@@ -37,6 +37,19 @@ func TestDotRowsIsDotARow(t *testing.T) {
 							t.Fatalf("%s %v n=%d rows=%d: row %d DotRows %g, Dot %g", tb.Name, dt, n, rows, r, got[r], want)
 						}
 					}
+					// MatMul of the one token, with this table active,
+					// over the pool's row ranges.
+					restore := Use(tb)
+					mm := make([]float32, rows)
+					pool := NewPool(2)
+					MatMul(pool, mm, &Weight{Data: w, DType: dt, Rows: rows, Cols: n}, x)
+					pool.Close()
+					restore()
+					for r := range rows {
+						if mm[r] != got[r] {
+							t.Fatalf("%s %v n=%d rows=%d: row %d MatMul %g, DotRows %g", tb.Name, dt, n, rows, r, mm[r], got[r])
+						}
+					}
 				}
 			}
 		}
