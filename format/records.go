@@ -77,11 +77,12 @@ func LayoutOf(major uint16) Layout {
 // rounds (docs/bench.md): Q8_0 against pairs dense 1.145× (1 thread) and
 // 1.19× (2), γ0.7 φ0.4 1.02× and 1.10×; Q4_0 1.03× and 1.06×, 1.03× and
 // 1.05× (sixteenth session); with every pack in 2 MiB pages, against three
-// runs, F16 dense 1.17× (1 and 2 threads), γ0.7 φ0.4 1.18-1.19×, BF16 dense 1.03× and 1.025×, γ0.7 φ0.4 1.00× and 1.025×,
-// its prefill 0.95× and 0.91× (the prefill gathers the down rows; F16's
-// 0.98-0.99×; seventeenth session — the sixteenth's F16 0.91× had the
-// fresh tiled pack's dense tensors in small folios). F32 is not measured
-// and keeps pairs.
+// runs, F16 dense 1.17× (1 and 2 threads), γ0.7 φ0.4 1.18-1.19×, BF16
+// dense 1.03× and 1.025×, γ0.7 φ0.4 1.00× and 1.025×, its prefill 0.95×
+// and 0.91× (the prefill gathers the down rows; F16's 0.98-0.99×;
+// seventeenth session — the sixteenth's F16 0.91× had the fresh tiled
+// pack's dense tensors in small folios). F32 is not measured and keeps
+// pairs.
 func LayoutFor(dt DType) Layout {
 	switch dt {
 	case BF16, F16, Q8_0, Q4_0:

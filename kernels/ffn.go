@@ -619,11 +619,7 @@ func downTiles(ops *Ops, y, h []float32, blk *format.RecordBlock, j0 int) {
 	if n == 0 {
 		return
 	}
-	T, nc := blk.Tile, blk.DownPieces()
-	whole := nc
-	if blk.RowBytes%T != 0 {
-		whole--
-	}
+	T, nc, whole := blk.Tile, blk.DownPieces(), wholePieces(blk)
 	c := 0
 	if ops.AxpyTiles != nil && whole > 0 {
 		// From record j0's first piece to the end of the block's pieces:
@@ -640,6 +636,16 @@ func downTiles(ops *Ops, y, h []float32, blk *format.RecordBlock, j0 int) {
 			ops.Axpy(yc, h[q], p[q*pl:(q+1)*pl])
 		}
 	}
+}
+
+// wholePieces is how many of a tiled block's down pieces a row are whole
+// (DownTile values; the AxpyTiles kernels take those, the row axpy the
+// last, shorter one where H is not a multiple of DownTile).
+func wholePieces(blk *format.RecordBlock) int {
+	if blk.RowBytes%blk.Tile != 0 {
+		return blk.DownPieces() - 1
+	}
+	return blk.DownPieces()
 }
 
 // rowScratch holds the buffers of gatherRows.

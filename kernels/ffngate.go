@@ -46,7 +46,8 @@ func FFNGated(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DType
 	}
 	// Chunks of whole tiled blocks of the static records (three units a
 	// record), as FFNRecords' decode.
-	chunkSums(p, y, H, 3*static+total-static, 3*tiledAlign(blocks), func(acc []float32, lo, hi int) {
+	align := tiledAlign(blocks)
+	chunkSums(p, y, H, 3*static+total-static, 3*align, func(acc []float32, lo, hi int) {
 		records := recordCursor{blocks: blocks, spans: spans}
 		r0, r1 := record(lo), record(hi)
 		if s1 := min(r1, static); r0 < s1 {
@@ -63,7 +64,7 @@ func FFNGated(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DType
 	// Tiled blocks' chosen records by tiles where the table can (not on
 	// the int8 down projection, which takes whole rows).
 	pass := upDown
-	if ops.AxpyTilesIdx != nil && (acts == nil || !active.Int8Down) && tiledAlign(blocks) > 1 {
+	if ops.AxpyTilesIdx != nil && (acts == nil || !active.Int8Down) && align > 1 {
 		pass = upDownTiled
 	}
 	chunkSums(p, y, H, len(sel), 1, func(acc []float32, lo, hi int) {
@@ -355,11 +356,7 @@ func upDownTiled(acc []float32, records *recordCursor, ops *Ops, sel []int32, g,
 // this view, ascending) of a tiled block: the whole pieces through
 // AxpyTilesIdx, a last, shorter piece a record at a time.
 func downTilesIdx(ops *Ops, y, h []float32, idx []int32, blk *format.RecordBlock) {
-	T, nc := blk.Tile, blk.DownPieces()
-	whole := nc
-	if blk.RowBytes%T != 0 {
-		whole--
-	}
+	T, nc, whole := blk.Tile, blk.DownPieces(), wholePieces(blk)
 	if whole > 0 {
 		// From the view's first record on: whole pieces are T bytes, so
 		// its record q's piece of chunk c is at First·T + c·TileCap·T + q·T.

@@ -271,10 +271,11 @@ func prefetchL2AVX2(p *byte, n int)
 // plus integer VNNI dots where the CPU has AVX512_VNNI: the default for
 // Q4_0 and Q8_0 there); "avx512[-vnni]-narrow16", opt-in only, keeps the
 // 16-bit row dots, pair dots and row axpys at AVX2's 8 lanes (the tiled
-// down projection, AxpyTiles, is AVX-512 in both). The wide 16-bit kernels were opt-in
-// until measured no faster with two threads; with every pack in 2 MiB
-// pages they decode 1.03-1.06× the narrow ones with one thread and
-// 1.00-1.04× with two (f16 and bf16, seventeenth session, docs/bench.md).
+// down projection, AxpyTiles, is AVX-512 in both). The wide 16-bit
+// kernels were opt-in until measured no faster with two threads; with
+// every pack in 2 MiB pages they decode 1.03-1.06× the narrow ones with
+// one thread and 1.00-1.04× with two (f16 and bf16, seventeenth session,
+// docs/bench.md).
 func init() {
 	if !(cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C) {
 		register()
