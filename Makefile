@@ -5,7 +5,7 @@ BIN     ?= bin
 FUZZTIME ?= 30s
 SYNTH   ?= /tmp/sipack-synth-1b
 
-.PHONY: all build test demo generate fuzz bench compare recache bench-packs synth clean vet accuracy accuracy-quant test-arm64 cross loadtest \
+.PHONY: all build test demo generate fuzz bench compare recache bench-packs synth clean vet accuracy accuracy-quant test-arm64 test-arm32 cross loadtest \
 	cuda-kernels cuda-check build-cuda device-check device-rehearse
 
 all: build
@@ -25,7 +25,7 @@ test:
 
 # Every platform people run local models on builds, without cgo; amd64 and
 # arm64 get the assembly kernels, every other arch the generic ones.
-CROSS = linux/amd64 linux/arm64 darwin/arm64 darwin/amd64 windows/amd64
+CROSS = linux/amd64 linux/arm64 linux/arm linux/386 darwin/arm64 darwin/amd64 windows/amd64
 cross:
 	@for t in $(CROSS); do echo "== GOOS=$${t%/*} GOARCH=$${t#*/} go build ./..."; \
 	  CGO_ENABLED=0 GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build ./... || exit 1; done
@@ -192,6 +192,16 @@ test-arm64:
 	  grep -E '^(--- |ok|PASS|FAIL)|kernel path' ../$(BIN)/kernels-arm64.log; \
 	  [ $$s -eq 0 ] || tail -40 ../$(BIN)/kernels-arm64.log; exit $$s
 	cd runner && ../.ci/qemu-run.sh ../$(BIN)/runner-arm64.test -test.timeout 5m -test.v -test.run 'GoldenTinyllama|GoldenArchcheck|Selection|FastAndGeneric|QuantizedGreedy'
+
+# The same on 32-bit ARM (GOARM=7: phones and boards with a 32-bit
+# userland), where the generic kernels run and int is 32 bits: the kernels'
+# tests and the golden runner tests under qemu-arm.
+test-arm32:
+	command -v qemu-arm >/dev/null || (apt-get update && apt-get install -y qemu-user)
+	GOARCH=arm GOARM=7 $(GO) test -c -o $(BIN)/kernels-arm.test ./kernels
+	GOARCH=arm GOARM=7 $(GO) test -c -o $(BIN)/runner-arm.test ./runner
+	cd kernels && QEMU=qemu-arm ../.ci/qemu-run.sh ../$(BIN)/kernels-arm.test -test.timeout 5m
+	cd runner && QEMU=qemu-arm ../.ci/qemu-run.sh ../$(BIN)/runner-arm.test -test.timeout 5m -test.v -test.run 'GoldenTinyllama|Selection|QuantizedGreedy'
 
 # Load test of sirun serve (not in CI: it runs for LOADTEST_TIME): the tiny
 # model with its test chat template, LOADTEST_CLIENTS clients of the OpenAI

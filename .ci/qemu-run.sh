@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# qemu-run.sh BINARY ARGS...: runs an arm64 test binary under qemu-user,
+# qemu-run.sh BINARY ARGS...: runs an arm64 test binary under qemu-user
+# (another arch's with QEMU=qemu-arm, say),
 # with a wall-clock limit, and once more when that limit is hit.
 #
 # Go programs sometimes hang forever under qemu-user (golang/go#70329,
@@ -11,7 +12,7 @@
 set -uo pipefail
 limit=${QEMU_LIMIT:-420}
 for try in 1 2; do
-	GODEBUG=asyncpreemptoff=1 timeout -k 10 "$limit" qemu-aarch64 "$@"
+	GODEBUG=asyncpreemptoff=1 timeout -k 10 "$limit" "${QEMU:-qemu-aarch64}" "$@"
 	rc=$?
 	if [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ]; then
 		exit "$rc"

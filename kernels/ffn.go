@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"math"
 	"sync"
 
 	"github.com/sipack/sipack/format"
@@ -253,7 +254,7 @@ type span struct{ block, first int }
 func blockOf(spans []span, j0, j1 int) (int, bool) {
 	for i := len(spans) - 1; i >= 0; i-- {
 		if spans[i].first <= j0 {
-			end := 1 << 62
+			end := math.MaxInt
 			if i+1 < len(spans) {
 				end = spans[i+1].first
 			}

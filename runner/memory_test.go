@@ -56,7 +56,7 @@ func TestMemoryPlan1BShape(t *testing.T) {
 		t.Errorf("two sequences: %+v", two)
 	}
 	// A 2 GiB budget: the largest whole number of bands that fits.
-	const budget = 2 << 30
+	const budget uint64 = 2 << 30
 	g, got, err := planForBudget(p, budget, MemoryNeeds{Ctx: 2048})
 	if err != nil {
 		t.Fatal(err)
