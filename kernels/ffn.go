@@ -353,7 +353,8 @@ func ffnDecodeSplit(acc []float32, blk *format.RecordBlock, k, m int, ops *Ops, 
 	var h, u [8]float32
 	var gu [2]float32
 	var down [8][]byte
-	dp := downPass{acc: acc, blk: blk, k: k, m: m, ops: ops, axpy4: axpy4, axpy8: axpy8, act: act, then: then, h: &h, down: &down}
+	var sb siluBuf
+	dp := downPass{acc: acc, blk: blk, k: k, m: m, ops: ops, axpy4: axpy4, axpy8: axpy8, act: act, then: then, h: &h, down: &down, silu: &sb}
 	for s := 0; s < m; s += splitRun {
 		e := min(m, s+splitRun)
 		// The gate rows one at a time: they lie together, one sequential
@@ -419,14 +420,15 @@ type downPass struct {
 	then  []byte
 	h     *[8]float32
 	down  *[8][]byte
+	silu  *siluBuf
 }
 
 // add adds records [k+q0, k+q0+n) with h = silu(g[i])·u[i] (g holding
 // the gate dots, i < n), storing h in act[q0:] where act is not nil, and
 // prefetches then (the next block's first gate rows) before the last group.
 func (d *downPass) add(q0, n int, g, u []float32) {
+	siluMul(d.silu, d.h[:n], g[:n], u[:n])
 	for q := 0; q < n; q++ {
-		d.h[q] = SiLU(g[q]) * u[q]
 		if d.act != nil {
 			d.act[q0+q] = d.h[q]
 		}
@@ -460,11 +462,9 @@ func ffnDecodeRuns(dp *downPass, s, e int, x []float32, acts []Q8Act, g []float3
 		}
 		u[q-s] = rowDot1(dp.ops, blk.UpRow(k+q), x, acts)
 	}
-	for q := s; q < e; q++ { // u becomes h = silu(g)·u
-		u[q-s] = SiLU(g[q-s]) * u[q-s]
-		if dp.act != nil {
-			dp.act[q] = u[q-s]
-		}
+	siluMul(dp.silu, u[:e-s], g[:e-s], u[:e-s]) // u becomes h = silu(g)·u
+	if dp.act != nil {
+		copy(dp.act[s:e], u[:e-s])
 	}
 	if !blk.Tiled() {
 		for q := s; q < e; q++ {
@@ -563,6 +563,7 @@ func ffnDecodeRecords(acc []float32, records *recordCursor, ops *Ops, lo, hi, en
 	var h, gs, us [8]float32
 	var gu [2]float32
 	var down [8][]byte
+	var sb siluBuf
 	var rows gatherRows // a lone record of a tiled block (ffnDecode)
 	defer rows.release()
 	for j0 := lo; j0 < hi; j0 += group {
@@ -599,11 +600,9 @@ func ffnDecodeRecords(acc []float32, records *recordCursor, ops *Ops, lo, hi, en
 		}
 		// SiLU after the group's dots: independent exp chains overlap
 		// instead of each one stalling before the next record's dots.
-		for q := 0; q < n; q++ {
-			h[q] = SiLU(gs[q]) * us[q]
-			if act != nil {
-				act[j0+q] = h[q]
-			}
+		siluMul(&sb, h[:n], gs[:n], us[:n])
+		if act != nil {
+			copy(act[j0:j0+n], h[:n])
 		}
 		addDowns(acc, ops, axpy4, axpy8, &h, &down, n)
 	}
@@ -693,4 +692,31 @@ func tiledAlign(blocks []format.RecordBlock) int {
 		}
 	}
 	return align
+}
+
+// siluMul sets h[i] = silu(g[i])·u[i] (h may be u) through the table's
+// SiLUMul, 16 at a time with the last 16 padded, so that a record's h is
+// the same to the bit whichever decode path and group size computed it
+// (the table's own tail is the scalar SiLU). The scalar SiLU cost 15-18 ns
+// a record (GateKeys); over a dense 1B decode step's 131072 records, 2 ms,
+// about 3.5 % of an f16 FFN with one thread. (The prefill's loops over
+// tokens keep the scalar SiLU: the same for every layout.) b is the
+// caller's: through the table's func value a local array would escape, an
+// allocation a call.
+func siluMul(b *siluBuf, h, g, u []float32) {
+	for i0 := 0; i0 < len(h); i0 += 16 {
+		n := min(16, len(h)-i0)
+		for i := 0; i < n; i++ {
+			b.gu[2*i], b.gu[2*i+1] = g[i0+i], u[i0+i]
+		}
+		clear(b.gu[2*n:])
+		active.SiLUMul(b.h[:], b.gu[:])
+		copy(h[i0:i0+n], b.h[:n])
+	}
+}
+
+// siluBuf is siluMul's scratch.
+type siluBuf struct {
+	gu [32]float32
+	h  [16]float32
 }
