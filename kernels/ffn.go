@@ -694,23 +694,31 @@ func tiledAlign(blocks []format.RecordBlock) int {
 	return align
 }
 
-// siluMul sets h[i] = silu(g[i])·u[i] (h may be u) through the table's
-// SiLUMul, 16 at a time with the last 16 padded, so that a record's h is
-// the same to the bit whichever decode path and group size computed it
-// (the table's own tail is the scalar SiLU). The scalar SiLU cost 15-18 ns
-// a record (GateKeys); over a dense 1B decode step's 131072 records, 2 ms,
-// about 3.5 % of an f16 FFN with one thread. (The prefill's loops over
-// tokens keep the scalar SiLU: the same for every layout.) b is the
-// caller's: through the table's func value a local array would escape, an
-// allocation a call.
+// siluMul sets h[i] = silu(g[i])·u[i] (h may be u). Where the table's
+// SiLUMul is a vector (Table.SiLUVec) it goes through it a vector at a
+// time, the last one padded, so that a record's h is the same to the bit
+// whichever decode path and group size computed it (the table's own tail
+// is the scalar SiLU); elsewhere through the scalar SiLU. The scalar SiLU
+// cost 15-18 ns a record (GateKeys): over a dense 1B decode step's 131072
+// records 2 ms, about 3.5 % of an f16 FFN with one thread. (The prefill's
+// loops over tokens keep the scalar SiLU, the same in every layout.) b is
+// the caller's: through the table's func value a local array would
+// escape, an allocation a call.
 func siluMul(b *siluBuf, h, g, u []float32) {
-	for i0 := 0; i0 < len(h); i0 += 16 {
-		n := min(16, len(h)-i0)
+	w := active.SiLUVec
+	if w == 0 || w > len(b.h) {
+		for i := range h {
+			h[i] = SiLU(g[i]) * u[i]
+		}
+		return
+	}
+	for i0 := 0; i0 < len(h); i0 += w {
+		n := min(w, len(h)-i0)
 		for i := 0; i < n; i++ {
 			b.gu[2*i], b.gu[2*i+1] = g[i0+i], u[i0+i]
 		}
-		clear(b.gu[2*n:])
-		active.SiLUMul(b.h[:], b.gu[:])
+		clear(b.gu[2*n : 2*w])
+		active.SiLUMul(b.h[:w], b.gu[:2*w])
 		copy(h[i0:i0+n], b.h[:n])
 	}
 }

@@ -442,6 +442,7 @@ func avx512Table(avx2 *Table) *Table {
 		}
 		siluMulRef(h[n:], gu[2*n:])
 	}
+	t.SiLUVec = 16
 	if cpu.X86.HasAVX512BF16 {
 		bf16DotTable(t)
 	}

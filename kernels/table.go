@@ -126,6 +126,10 @@ type Table struct {
 	// SiLUMul sets h[i] = silu(gu[2i])·gu[2i+1] (the prefill FFN's gate
 	// and up outputs, in pairs).
 	SiLUMul func(h, gu []float32)
+	// SiLUVec is how many values SiLUMul computes in one vector, the same
+	// whatever their neighbours (16 on AVX-512); 0 where it is the scalar
+	// SiLU throughout. The decode FFN pads its groups to it (siluMul).
+	SiLUVec int
 	// PrefillBF16 says the prefill GEMM takes BF16 rows through
 	// Gemm.PanelBF16, the activations rounded to BF16 (set where the CPU
 	// has it; SIPACK_BF16DOT=exact turns it off).
