@@ -1,12 +1,29 @@
 package kernels
 
 import (
+	"math"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
 
 	"github.com/sipack/sipack/format"
 )
+
+//go:noescape
+func siluMulNEON(h *float32, gu *float32, n int, c *[52]float32)
+
+// siluConsts is siluMulNEON's constants, each four times: log2e, ln2 in
+// two parts (expf's), the Taylor coefficients 1/7! … 1/2, 1, the exponent
+// bias 127 (as int32 bits) and the clamp of −g, 88.3 and −87.3.
+var siluConsts = func() (c [52]float32) {
+	v := []float32{1.44269504088896341, 0.693359375, -2.12194440e-4,
+		1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 1.0 / 2, 1,
+		math.Float32frombits(127), 88.3, -87.3}
+	for i, x := range v {
+		c[4*i], c[4*i+1], c[4*i+2], c[4*i+3] = x, x, x, x
+	}
+	return c
+}()
 
 //go:noescape
 func dotBF16NEON(w *uint16, x *float32, n int, acc *[16]float32)
@@ -123,6 +140,13 @@ func init() {
 	// A decode token's attention by key/value head (attentionDecode): the
 	// scores through that tile, the weighted values 16 of 64 a call.
 	neon.AttnValues = attnValuesOf(attnValues4NEON, 16)
+	neon.SiLUMul, neon.SiLUVec = func(h, gu []float32) {
+		n := len(h) &^ 3
+		if n > 0 {
+			siluMulNEON(&h[0], &gu[0], n, &siluConsts)
+		}
+		siluMulRef(h[n:], gu[2*n:])
+	}, 4
 	// The decode FFN's fused forms, as on amd64.
 	bf16.Dot2, bf16.Axpy4 = neonDot2(dot2BF16NEON, dotBF16Ref), neonAxpy4(axpy4BF16NEON, axpyBF16Ref)
 	f16.Dot2, f16.Axpy4 = neonDot2(dot2F16NEON, dotF16Ref), neonAxpy4(axpy4F16NEON, axpyF16Ref)

@@ -1,0 +1,70 @@
+#include "textflag.h"
+
+// siluMulNEON: h[i] = silu(gu[2i])·gu[2i+1] for i < n (n a multiple of
+// 4), four at a time: the pairs split by VLD2, e^-g as expf computes it
+// (n = round(−g·log2e), r = −g − n·ln2 in two parts, e^r by its Taylor
+// series to r⁷, times 2^n built in the exponent bits), with −g clamped to
+// [−87.3, 88.3] so that 2^n stays a normal float (beyond, silu is g or 0
+// to float precision), then g / (1 + e^-g) · u. c holds the constants,
+// each four times (siluConsts).
+//
+// Instructions Go's assembler has no mnemonic for, WORD-encoded (checked
+// against binutils' aarch64 assembler): Vd.4S = op Vn.4S[, Vm.4S].
+#define FNEG4S(n, d) WORD $(0x6EA0F800 | (n<<5) | d)
+#define FMIN4S(m, n, d) WORD $(0x4EA0F400 | (m<<16) | (n<<5) | d)
+#define FMAX4S(m, n, d) WORD $(0x4E20F400 | (m<<16) | (n<<5) | d)
+#define FMUL4S(m, n, d) WORD $(0x6E20DC00 | (m<<16) | (n<<5) | d)
+#define FADD4S(m, n, d) WORD $(0x4E20D400 | (m<<16) | (n<<5) | d)
+#define FDIV4S(m, n, d) WORD $(0x6E20FC00 | (m<<16) | (n<<5) | d)
+#define FRINTN4S(n, d) WORD $(0x4E218800 | (n<<5) | d)
+#define FCVTZS4S(n, d) WORD $(0x4EA1B800 | (n<<5) | d)
+
+// func siluMulNEON(h *float32, gu *float32, n int, c *[52]float32)
+TEXT ·siluMulNEON(SB), NOSPLIT, $0-32
+	MOVD h+0(FP), R0
+	MOVD gu+8(FP), R1
+	MOVD n+16(FP), R2
+	MOVD c+24(FP), R3
+	// V16 log2e, V17 ln2hi, V18 ln2lo, V19-V24 1/5040 … 1/2, V25 1,
+	// V26 127 (int32), V27 88.3, V28 −87.3.
+	VLD1.P 64(R3), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R3), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R3), [V24.S4, V25.S4, V26.S4, V27.S4]
+	VLD1 (R3), [V28.S4]
+	CBZ  R2, done
+loop:
+	VLD2.P 32(R1), [V0.S4, V1.S4]
+	FNEG4S(0, 2)
+	FMIN4S(27, 2, 2)
+	FMAX4S(28, 2, 2)
+	FMUL4S(16, 2, 3)
+	FRINTN4S(3, 3)
+	VMOV V2.B16, V4.B16
+	VFMLS V17.S4, V3.S4, V4.S4
+	VFMLS V18.S4, V3.S4, V4.S4
+	VMOV V20.B16, V6.B16
+	VFMLA V19.S4, V4.S4, V6.S4
+	VMOV V21.B16, V7.B16
+	VFMLA V6.S4, V4.S4, V7.S4
+	VMOV V22.B16, V6.B16
+	VFMLA V7.S4, V4.S4, V6.S4
+	VMOV V23.B16, V7.B16
+	VFMLA V6.S4, V4.S4, V7.S4
+	VMOV V24.B16, V6.B16
+	VFMLA V7.S4, V4.S4, V6.S4
+	VMOV V25.B16, V7.B16
+	VFMLA V6.S4, V4.S4, V7.S4
+	VMOV V25.B16, V6.B16
+	VFMLA V7.S4, V4.S4, V6.S4
+	FCVTZS4S(3, 8)
+	VADD V26.S4, V8.S4, V8.S4
+	VSHL $23, V8.S4, V8.S4
+	FMUL4S(8, 6, 6)
+	FADD4S(25, 6, 6)
+	FDIV4S(6, 0, 0)
+	FMUL4S(1, 0, 0)
+	VST1.P [V0.S4], 16(R0)
+	SUBS $4, R2, R2
+	BNE  loop
+done:
+	RET
