@@ -867,3 +867,85 @@ pfloop:
 	JMP  pfloop
 pfdone:
 	RET
+
+// siluMulAVX2's constants (expf's, as siluMulAVX512's EXPCONSTS): the
+// Taylor coefficients 1/7! … 1/2, log2 e, ln 2 in two parts, 1, the clamp
+// of −g (88.3 and −87.3, so that 2^n stays a normal float) and the
+// exponent bias 127.
+DATA siluavx2<>+0(SB)/4, $0x39500d01
+DATA siluavx2<>+4(SB)/4, $0x3ab60b61
+DATA siluavx2<>+8(SB)/4, $0x3c088889
+DATA siluavx2<>+12(SB)/4, $0x3d2aaaab
+DATA siluavx2<>+16(SB)/4, $0x3e2aaaab
+DATA siluavx2<>+20(SB)/4, $0x3f000000
+DATA siluavx2<>+24(SB)/4, $0x3fb8aa3b
+DATA siluavx2<>+28(SB)/4, $0x3f318000
+DATA siluavx2<>+32(SB)/4, $0xb95e8083
+DATA siluavx2<>+36(SB)/4, $0x3f800000
+DATA siluavx2<>+40(SB)/4, $0x42b0999a
+DATA siluavx2<>+44(SB)/4, $0xc2ae999a
+DATA siluavx2<>+48(SB)/4, $127
+GLOBL siluavx2<>(SB), RODATA|NOPTR, $52
+
+// func siluMulAVX2(h *float32, gu *float32, n int)
+//
+// h[i] = silu(gu[2i])·gu[2i+1] for i < n (a multiple of 8), eight at a
+// time: the pairs split by VSHUFPS (g and u each in the order 0 1 4 5 |
+// 2 3 6 7, put back by VPERMPD), e^-g as expf computes it (n =
+// round(−g·log2e), r = −g − n·ln2 in two parts, the Taylor series to r⁷,
+// times 2^n built in the exponent bits), then g / (1 + e^-g) · u.
+TEXT ·siluMulAVX2(SB), NOSPLIT, $0-24
+	MOVQ h+0(FP), DI
+	MOVQ gu+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS siluavx2<>+24(SB), Y15
+	VBROADCASTSS siluavx2<>+28(SB), Y14
+	VBROADCASTSS siluavx2<>+32(SB), Y13
+	VBROADCASTSS siluavx2<>+36(SB), Y12
+	VBROADCASTSS siluavx2<>+40(SB), Y11
+	VBROADCASTSS siluavx2<>+44(SB), Y10
+	VBROADCASTSS siluavx2<>+48(SB), Y9
+	TESTQ CX, CX
+	JZ    silu8done
+silu8:
+	VMOVUPS 0(SI), Y0
+	VMOVUPS 32(SI), Y1
+	VSHUFPS $0x88, Y1, Y0, Y2
+	VSHUFPS $0xDD, Y1, Y0, Y3
+	VXORPS  Y4, Y4, Y4
+	VSUBPS  Y2, Y4, Y4
+	VMINPS  Y11, Y4, Y4
+	VMAXPS  Y10, Y4, Y4
+	VMULPS  Y15, Y4, Y5
+	VROUNDPS $0, Y5, Y5
+	VFNMADD231PS Y14, Y5, Y4
+	VFNMADD231PS Y13, Y5, Y4
+	VBROADCASTSS siluavx2<>+0(SB), Y6
+	VBROADCASTSS siluavx2<>+4(SB), Y8
+	VFMADD213PS Y8, Y4, Y6
+	VBROADCASTSS siluavx2<>+8(SB), Y8
+	VFMADD213PS Y8, Y4, Y6
+	VBROADCASTSS siluavx2<>+12(SB), Y8
+	VFMADD213PS Y8, Y4, Y6
+	VBROADCASTSS siluavx2<>+16(SB), Y8
+	VFMADD213PS Y8, Y4, Y6
+	VBROADCASTSS siluavx2<>+20(SB), Y8
+	VFMADD213PS Y8, Y4, Y6
+	VFMADD213PS Y12, Y4, Y6
+	VFMADD213PS Y12, Y4, Y6
+	VCVTPS2DQ Y5, Y7
+	VPADDD  Y9, Y7, Y7
+	VPSLLD  $23, Y7, Y7
+	VMULPS  Y7, Y6, Y6
+	VADDPS  Y12, Y6, Y6
+	VDIVPS  Y6, Y2, Y2
+	VMULPS  Y3, Y2, Y2
+	VPERMPD $0xD8, Y2, Y2
+	VMOVUPS Y2, 0(DI)
+	ADDQ $64, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JNZ  silu8
+silu8done:
+	VZEROUPPER
+	RET

@@ -197,6 +197,9 @@ func dot4Q80Q8VNNI(w *byte, x *[4]*int8, d *[4]*float32, s *[4]*int32, nb int, o
 func siluMulAVX512(h *float32, gu *float32, n int)
 
 //go:noescape
+func siluMulAVX2(h *float32, gu *float32, n int)
+
+//go:noescape
 func gemmDown6BF16DP(acc *float32, accStride int, h *uint32, w *uint16, ldw int, P int, H int)
 
 //go:noescape
@@ -326,6 +329,13 @@ func avx2Table() *Table {
 	// The decode attention's scores, and its weighted values 16 of the
 	// 64 a call.
 	t.AttnScores, t.AttnValues = attnScoresOf(attnScores4AVX2), attnValuesOf(attnValues4AVX2, 16)
+	t.SiLUMul, t.SiLUVec = func(h, gu []float32) {
+		n := len(h) &^ 7
+		if n > 0 {
+			siluMulAVX2(&h[0], &gu[0], n)
+		}
+		siluMulRef(h[n:], gu[2*n:])
+	}, 8
 	f16.GemmDown = gemmDownOf(gemmDownF16AVX2, gemmDownF16Ref)
 	f32.Dot = func(w []byte, x []float32) float32 {
 		n := len(x) &^ 7
