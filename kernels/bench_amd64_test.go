@@ -57,6 +57,15 @@ func BenchmarkMicroBF16AVX512(b *testing.B) {
 	microDot(b, format.BF16, func(w []byte, x []float32) float32 { return dotBF16AVX512(u16(w), &x[0], microN) })
 }
 
+func BenchmarkMicroQ40Q8AVX2(b *testing.B) {
+	var a Q8Act
+	microDot(b, format.Q4_0, func(w []byte, x []float32) float32 {
+		if len(a.D) == 0 {
+			quantizeAct(&a, x, false)
+		}
+		return dotQ40Q8AVX2(&w[0], &a.Q[0], &a.D[0], &a.S[0], microN/32)
+	})
+}
 func BenchmarkMicroQ40VNNI(b *testing.B) {
 	needCPU(b, cpu.X86.HasAVX512VNNI, "AVX512VNNI")
 	var a Q8Act

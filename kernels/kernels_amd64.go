@@ -362,7 +362,13 @@ func avx2Table() *Table {
 	// The four-row axpys of the block types exist on AVX-512 only; the
 	// reference composes four of this table's row axpys.
 	q80.Axpy4, q40.Axpy4 = nil, nil
+	// The integer path by default, as llama.cpp's AVX2 build takes it: the
+	// AVX2 table forced on the AMD EPYC, one thread, two rounds, against
+	// the float path: q4_0 decode 1.27-1.33× dense, 1.35-1.40× γ0.7 φ0.4,
+	// q8_0 1.06-1.09× and 1.04-1.10×, prefill 0.99-1.25× and 1.14-1.19×
+	// (docs/bench.md, eighteenth session).
 	if cpu.X86.HasSSSE3 {
+		q80.ActDot, q40.ActDot = true, true
 		q80.DotAct = q8ActDot(dotQ80Q8AVX2)
 		q40.DotAct = func(w []byte, a *Q8Act) float32 {
 			if len(a.D) == 0 {
@@ -397,6 +403,10 @@ func avx512Table(avx2 *Table) *Table {
 	t.FMAPeak, t.FMALanes = fmaPeakAVX512, 16
 	q80, q40 := &t.ops[format.Q8_0], &t.ops[format.Q4_0]
 	q40.Dot, q80.Dot = blockDot(dotQ40AVX512), blockDot(dotQ80AVX512)
+	// Without VNNI the block types keep the float path through these
+	// (AVX2's integer default is not measured against them; VNNI below
+	// takes the integer path).
+	q40.ActDot, q80.ActDot = false, false
 	q40.Axpy, q80.Axpy = blockAxpy(axpyQ40AVX512), blockAxpy(axpyQ80AVX512)
 	q80.AxpyTiles, q40.AxpyTiles = tilesAxpy(axpyTilesQ80AVX512), tilesAxpy(axpyTilesQ40AVX512)
 	t.ops[format.F16].AxpyTiles, t.ops[format.F16].AxpyTilesIdx = tilesAxpy(axpyTilesF16AVX512), tilesIdxAxpy(axpyTilesIdxF16AVX512)
