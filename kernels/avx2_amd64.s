@@ -903,6 +903,41 @@ DATA siluavx2<>+44(SB)/4, $0xc2ae999a
 DATA siluavx2<>+48(SB)/4, $127
 GLOBL siluavx2<>(SB), RODATA|NOPTR, $52
 
+// EXP8: Y6 = e^Y4 for Y4 within [−87.3, 88.3] (clamped by the caller),
+// as expf computes it: n = round(x·log2e) (Y5), r = x − n·ln2 in two parts
+// (Y4), the Taylor series to r⁷ (Y6), times 2^n built in the exponent bits
+// (Y7); Y8 scratch. Constants: Y15 log2e, Y14 and Y13 ln2, Y12 1, Y9 127.
+#define EXP8 \
+	VMULPS  Y15, Y4, Y5; \
+	VROUNDPS $0, Y5, Y5; \
+	VFNMADD231PS Y14, Y5, Y4; \
+	VFNMADD231PS Y13, Y5, Y4; \
+	VBROADCASTSS siluavx2<>+0(SB), Y6; \
+	VBROADCASTSS siluavx2<>+4(SB), Y8; \
+	VFMADD213PS Y8, Y4, Y6; \
+	VBROADCASTSS siluavx2<>+8(SB), Y8; \
+	VFMADD213PS Y8, Y4, Y6; \
+	VBROADCASTSS siluavx2<>+12(SB), Y8; \
+	VFMADD213PS Y8, Y4, Y6; \
+	VBROADCASTSS siluavx2<>+16(SB), Y8; \
+	VFMADD213PS Y8, Y4, Y6; \
+	VBROADCASTSS siluavx2<>+20(SB), Y8; \
+	VFMADD213PS Y8, Y4, Y6; \
+	VFMADD213PS Y12, Y4, Y6; \
+	VFMADD213PS Y12, Y4, Y6; \
+	VCVTPS2DQ Y5, Y7; \
+	VPADDD  Y9, Y7, Y7; \
+	VPSLLD  $23, Y7, Y7; \
+	VMULPS  Y7, Y6, Y6
+
+// EXPCONSTS8 loads EXP8's constants.
+#define EXPCONSTS8 \
+	VBROADCASTSS siluavx2<>+24(SB), Y15; \
+	VBROADCASTSS siluavx2<>+28(SB), Y14; \
+	VBROADCASTSS siluavx2<>+32(SB), Y13; \
+	VBROADCASTSS siluavx2<>+36(SB), Y12; \
+	VBROADCASTSS siluavx2<>+48(SB), Y9
+
 // func siluMulAVX2(h *float32, gu *float32, n int)
 //
 // h[i] = silu(gu[2i])·gu[2i+1] for i < n (a multiple of 8), eight at a
@@ -914,13 +949,9 @@ TEXT ·siluMulAVX2(SB), NOSPLIT, $0-24
 	MOVQ h+0(FP), DI
 	MOVQ gu+8(FP), SI
 	MOVQ n+16(FP), CX
-	VBROADCASTSS siluavx2<>+24(SB), Y15
-	VBROADCASTSS siluavx2<>+28(SB), Y14
-	VBROADCASTSS siluavx2<>+32(SB), Y13
-	VBROADCASTSS siluavx2<>+36(SB), Y12
+	EXPCONSTS8
 	VBROADCASTSS siluavx2<>+40(SB), Y11
 	VBROADCASTSS siluavx2<>+44(SB), Y10
-	VBROADCASTSS siluavx2<>+48(SB), Y9
 	TESTQ CX, CX
 	JZ    silu8done
 silu8:
@@ -932,27 +963,7 @@ silu8:
 	VSUBPS  Y2, Y4, Y4
 	VMINPS  Y11, Y4, Y4
 	VMAXPS  Y10, Y4, Y4
-	VMULPS  Y15, Y4, Y5
-	VROUNDPS $0, Y5, Y5
-	VFNMADD231PS Y14, Y5, Y4
-	VFNMADD231PS Y13, Y5, Y4
-	VBROADCASTSS siluavx2<>+0(SB), Y6
-	VBROADCASTSS siluavx2<>+4(SB), Y8
-	VFMADD213PS Y8, Y4, Y6
-	VBROADCASTSS siluavx2<>+8(SB), Y8
-	VFMADD213PS Y8, Y4, Y6
-	VBROADCASTSS siluavx2<>+12(SB), Y8
-	VFMADD213PS Y8, Y4, Y6
-	VBROADCASTSS siluavx2<>+16(SB), Y8
-	VFMADD213PS Y8, Y4, Y6
-	VBROADCASTSS siluavx2<>+20(SB), Y8
-	VFMADD213PS Y8, Y4, Y6
-	VFMADD213PS Y12, Y4, Y6
-	VFMADD213PS Y12, Y4, Y6
-	VCVTPS2DQ Y5, Y7
-	VPADDD  Y9, Y7, Y7
-	VPSLLD  $23, Y7, Y7
-	VMULPS  Y7, Y6, Y6
+	EXP8
 	VADDPS  Y12, Y6, Y6
 	VDIVPS  Y6, Y2, Y2
 	VMULPS  Y3, Y2, Y2
@@ -964,4 +975,33 @@ silu8:
 	JNZ  silu8
 silu8done:
 	VZEROUPPER
+	RET
+
+// func expSubSumAVX2(x *float32, n int, m float32) float32
+//
+// x[i] = e^(x[i] − m) for i < n (a multiple of 8), returning their sum;
+// x − m clamped below at −87.3 (a smaller e^ is 0 to the sum's precision).
+TEXT ·expSubSumAVX2(SB), NOSPLIT, $0-28
+	MOVQ x+0(FP), DI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS m+16(FP), Y3
+	EXPCONSTS8
+	VBROADCASTSS siluavx2<>+44(SB), Y10
+	VXORPS Y0, Y0, Y0
+	TESTQ CX, CX
+	JZ    exps8done
+exps8:
+	VMOVUPS 0(DI), Y4
+	VSUBPS  Y3, Y4, Y4
+	VMAXPS  Y10, Y4, Y4
+	EXP8
+	VMOVUPS Y6, 0(DI)
+	VADDPS  Y6, Y0, Y0
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JNZ  exps8
+exps8done:
+	HSUM
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
 	RET

@@ -200,6 +200,9 @@ func siluMulAVX512(h *float32, gu *float32, n int)
 func siluMulAVX2(h *float32, gu *float32, n int)
 
 //go:noescape
+func expSubSumAVX2(x *float32, n int, m float32) float32
+
+//go:noescape
 func gemmDown6BF16DP(acc *float32, accStride int, h *uint32, w *uint16, ldw int, P int, H int)
 
 //go:noescape
@@ -336,6 +339,16 @@ func avx2Table() *Table {
 		}
 		siluMulRef(h[n:], gu[2*n:])
 	}, 8
+	// The softmax's exponentials (attention over a prompt: a 2048-token
+	// prompt's are a billion), eight at a time.
+	t.ExpSubSum = func(x []float32, m float32) float32 {
+		n := len(x) &^ 7
+		var s float32
+		if n > 0 {
+			s = expSubSumAVX2(&x[0], n, m)
+		}
+		return s + expSubSumRef(x[n:], m)
+	}
 	f16.GemmDown = gemmDownOf(gemmDownF16AVX2, gemmDownF16Ref)
 	f32.Dot = func(w []byte, x []float32) float32 {
 		n := len(x) &^ 7
