@@ -12,6 +12,9 @@ import (
 //go:noescape
 func siluMulNEON(h *float32, gu *float32, n int, c *[52]float32)
 
+//go:noescape
+func expSubSumNEON(x *float32, n int, m float32, c *[52]float32, sum *[4]float32)
+
 // siluConsts is siluMulNEON's constants, each four times: log2e, ln2 in
 // two parts (expf's), the Taylor coefficients 1/7! … 1/2, 1, the exponent
 // bias 127 (as int32 bits) and the clamp of −g, 88.3 and −87.3.
@@ -147,6 +150,15 @@ func init() {
 		}
 		siluMulRef(h[n:], gu[2*n:])
 	}, 4
+	// The softmax's exponentials (attention over a prompt), four at a time.
+	neon.ExpSubSum = func(x []float32, m float32) float32 {
+		n := len(x) &^ 3
+		var s [4]float32
+		if n > 0 {
+			expSubSumNEON(&x[0], n, m, &siluConsts, &s)
+		}
+		return (s[0] + s[1]) + (s[2] + s[3]) + expSubSumRef(x[n:], m)
+	}
 	// The decode FFN's fused forms, as on amd64.
 	bf16.Dot2, bf16.Axpy4 = neonDot2(dot2BF16NEON, dotBF16Ref), neonAxpy4(axpy4BF16NEON, axpyBF16Ref)
 	f16.Dot2, f16.Axpy4 = neonDot2(dot2F16NEON, dotF16Ref), neonAxpy4(axpy4F16NEON, axpyF16Ref)
