@@ -15,9 +15,10 @@ func siluMulNEON(h *float32, gu *float32, n int, c *[52]float32)
 //go:noescape
 func expSubSumNEON(x *float32, n int, m float32, c *[52]float32, sum *[4]float32)
 
-// siluConsts is siluMulNEON's constants, each four times: log2e, ln2 in
-// two parts (expf's), the Taylor coefficients 1/7! … 1/2, 1, the exponent
-// bias 127 (as int32 bits) and the clamp of −g, 88.3 and −87.3.
+// siluConsts is siluMulNEON's and expSubSumNEON's constants, each four
+// times: log2e, ln2 in two parts (expf's), the Taylor coefficients 1/7! …
+// 1/2, 1, the exponent bias 127 (as int32 bits) and the clamps, 88.3 and
+// −87.3.
 var siluConsts = func() (c [52]float32) {
 	v := []float32{1.44269504088896341, 0.693359375, -2.12194440e-4,
 		1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 1.0 / 2, 1,

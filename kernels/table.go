@@ -127,8 +127,9 @@ type Table struct {
 	// and up outputs, in pairs).
 	SiLUMul func(h, gu []float32)
 	// SiLUVec is how many values SiLUMul computes in one vector, the same
-	// whatever their neighbours (16 on AVX-512); 0 where it is the scalar
-	// SiLU throughout. The decode FFN pads its groups to it (siluMul).
+	// whatever their neighbours (16 on AVX-512, 8 on AVX2, 4 on NEON); 0
+	// where it is the scalar SiLU throughout. The decode FFN pads its
+	// groups to it (siluMul).
 	SiLUVec int
 	// PrefillBF16 says the prefill GEMM takes BF16 rows through
 	// Gemm.PanelBF16, the activations rounded to BF16 (set where the CPU
