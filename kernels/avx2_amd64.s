@@ -1005,3 +1005,105 @@ exps8done:
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
 	RET
+
+// dot4Q40Q8AVX2: DotAct of one Q4_0 row against four tokens' activations,
+// the nibbles unpacked once for the four; each token's sum is
+// dotQ40Q8AVX2's to the bit (the same blocks into the same two
+// accumulators, even and odd, the same fold), so a row's dot does not
+// depend on whether the prefill took it four tokens at a time.
+//
+// UNPACK4(off): block off's d_w into X1 and its 32 nibbles into Y14.
+#define UNPACK4(off) \
+	MOVWLZX (off*18)(SI), AX; \
+	VMOVQ AX, X1; \
+	VCVTPH2PS X1, X1; \
+	VMOVDQU (off*18+2)(SI), X14; \
+	VPSRLW $4, X14, X5; \
+	VINSERTI128 $1, X5, Y14, Y14; \
+	VPAND Y3, Y14, Y14
+
+// TOK4(t, off, acc): token t's block off (x at R8[t] + R11 + off·32, d and
+// S at R9[t], R10[t] + R12 + off·4) into acc.
+#define TOK4(t, off, acc) \
+	MOVQ (t*8)(R8), BX; \
+	VMOVDQU (off*32)(BX)(R11*1), Y6; \
+	VPMADDUBSW Y6, Y14, Y6; \
+	VPMADDWD Y2, Y6, Y6; \
+	MOVQ (t*8)(R10), BX; \
+	MOVL (off*4)(BX)(R12*1), AX; \
+	SHLL $3, AX; \
+	VMOVD AX, X13; \
+	VPSUBD Y13, Y6, Y6; \
+	VCVTDQ2PS Y6, Y6; \
+	MOVQ (t*8)(R9), BX; \
+	VMULSS (off*4)(BX)(R12*1), X1, X15; \
+	VBROADCASTSS X15, Y15; \
+	VFMADD231PS Y6, Y15, acc
+
+// FOLD4(a, b, xa, t): out[t] = the sum of accumulators a and b, as
+// dotQ40Q8AVX2 folds them.
+#define FOLD4(a, b, xa, t) \
+	VADDPS b, a, a; \
+	VEXTRACTF128 $1, a, X1; \
+	VADDPS X1, xa, xa; \
+	VHADDPS xa, xa, xa; \
+	VHADDPS xa, xa, xa; \
+	VMOVSS xa, (t*4)(DX)
+
+// func dot4Q40Q8AVX2(w *byte, x *[4]*int8, d *[4]*float32, s *[4]*int32, nb int, out *[4]float32)
+TEXT ·dot4Q40Q8AVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), R8
+	MOVQ d+16(FP), R9
+	MOVQ s+24(FP), R10
+	MOVQ nb+32(FP), CX
+	MOVQ out+40(FP), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	VXORPS Y4, Y4, Y4
+	VXORPS Y7, Y7, Y7
+	MOVL $1, AX
+	VMOVQ AX, X2
+	VPBROADCASTW X2, Y2 // int16 ones
+	MOVL $0x0f0f0f0f, AX
+	VMOVQ AX, X3
+	VPBROADCASTD X3, Y3 // nibble mask
+	XORQ R11, R11
+	XORQ R12, R12
+q4x4pair:
+	CMPQ CX, $2
+	JL   q4x4one
+	UNPACK4(0)
+	TOK4(0, 0, Y0)
+	TOK4(1, 0, Y9)
+	TOK4(2, 0, Y11)
+	TOK4(3, 0, Y4)
+	UNPACK4(1)
+	TOK4(0, 1, Y8)
+	TOK4(1, 1, Y10)
+	TOK4(2, 1, Y12)
+	TOK4(3, 1, Y7)
+	ADDQ $36, SI
+	ADDQ $64, R11
+	ADDQ $8, R12
+	SUBQ $2, CX
+	JMP  q4x4pair
+q4x4one:
+	TESTQ CX, CX
+	JE    q4x4done
+	UNPACK4(0)
+	TOK4(0, 0, Y0)
+	TOK4(1, 0, Y9)
+	TOK4(2, 0, Y11)
+	TOK4(3, 0, Y4)
+q4x4done:
+	FOLD4(Y0, Y8, X0, 0)
+	FOLD4(Y9, Y10, X9, 1)
+	FOLD4(Y11, Y12, X11, 2)
+	FOLD4(Y4, Y7, X4, 3)
+	VZEROUPPER
+	RET

@@ -69,6 +69,9 @@ func dotQ80Q8AVX2(w *byte, xq *int8, xd *float32, nb int) float32
 func dotQ40Q8AVX2(w *byte, xq *int8, xd *float32, xs *int32, nb int) float32
 
 //go:noescape
+func dot4Q40Q8AVX2(w *byte, x *[4]*int8, d *[4]*float32, s *[4]*int32, nb int, out *[4]float32)
+
+//go:noescape
 func gemmDownBF16AVX2(acc *float32, accStride int, h *float32, hStride int, down *uint16, recStride int, K int, H int)
 
 //go:noescape
@@ -388,6 +391,18 @@ func avx2Table() *Table {
 				return 0
 			}
 			return dotQ40Q8AVX2(&w[0], &a.Q[0], &a.D[0], &a.S[0], len(a.D))
+		}
+		// The prefill's four tokens a row: the nibbles unpacked once,
+		// each token's sum DotAct's to the bit.
+		q40.Dot4Act = func(w []byte, a0, a1, a2, a3 *Q8Act) (out [4]float32) {
+			if len(a0.D) == 0 {
+				return out
+			}
+			x := [4]*int8{&a0.Q[0], &a1.Q[0], &a2.Q[0], &a3.Q[0]}
+			d := [4]*float32{&a0.D[0], &a1.D[0], &a2.D[0], &a3.D[0]}
+			s := [4]*int32{&a0.S[0], &a1.S[0], &a2.S[0], &a3.S[0]}
+			dot4Q40Q8AVX2(&w[0], &x, &d, &s, len(a0.D), &out)
+			return out
 		}
 	}
 	t.FMAPeak, t.FMALanes = fmaPeakAVX2, 8
