@@ -523,6 +523,15 @@ qq8done:
 // off one lane of the block's int32 sums before they become float, so no
 // two large float sums cancel.
 // func dotQ40Q8AVX2(w *byte, xq *int8, xd *float32, xs *int32, nb int) float32
+// Q4CONSTS: Y2 int16 ones (VPMADDWD's), Y3 the nibble mask.
+#define Q4CONSTS \
+	MOVL $1, AX; \
+	VMOVQ AX, X2; \
+	VPBROADCASTW X2, Y2; \
+	MOVL $0x0f0f0f0f, AX; \
+	VMOVQ AX, X3; \
+	VPBROADCASTD X3, Y3
+
 // QQ4BLK(off, dw, q, p, t, acc): one block at SI+off·18 (xq at DI+off·32,
 // xd and xs at R8, R9 + off·4) into acc; dw, q, p, t are scratch.
 #define QQ4BLK(off, dw, q, p, t, acc) \
@@ -553,12 +562,7 @@ TEXT ·dotQ40Q8AVX2(SB), NOSPLIT, $0-44
 	MOVQ nb+32(FP), CX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y8, Y8, Y8
-	MOVL $1, AX
-	VMOVQ AX, X2
-	VPBROADCASTW X2, Y2 // int16 ones
-	MOVL $0x0f0f0f0f, AX
-	VMOVQ AX, X3
-	VPBROADCASTD X3, Y3 // nibble mask
+	Q4CONSTS
 	// Two blocks an iteration into two accumulators: one accumulator's
 	// chain of FMAs held a block to the FMA's latency (a 2048-wide row
 	// from cache, BenchmarkMicroQ40Q8AVX2: 68-79 → 62-67 ns; four
@@ -1066,12 +1070,7 @@ TEXT ·dot4Q40Q8AVX2(SB), NOSPLIT, $0-48
 	VXORPS Y12, Y12, Y12
 	VXORPS Y4, Y4, Y4
 	VXORPS Y7, Y7, Y7
-	MOVL $1, AX
-	VMOVQ AX, X2
-	VPBROADCASTW X2, Y2 // int16 ones
-	MOVL $0x0f0f0f0f, AX
-	VMOVQ AX, X3
-	VPBROADCASTD X3, Y3 // nibble mask
+	Q4CONSTS
 	XORQ R11, R11
 	XORQ R12, R12
 q4x4pair:

@@ -335,23 +335,10 @@ func avx2Table() *Table {
 	// The decode attention's scores, and its weighted values 16 of the
 	// 64 a call.
 	t.AttnScores, t.AttnValues = attnScoresOf(attnScores4AVX2), attnValuesOf(attnValues4AVX2, 16)
-	t.SiLUMul, t.SiLUVec = func(h, gu []float32) {
-		n := len(h) &^ 7
-		if n > 0 {
-			siluMulAVX2(&h[0], &gu[0], n)
-		}
-		siluMulRef(h[n:], gu[2*n:])
-	}, 8
+	t.SiLUMul, t.SiLUVec = siluMulOf(siluMulAVX2, 8), 8
 	// The softmax's exponentials (attention over a prompt: a 2048-token
 	// prompt's are a billion), eight at a time.
-	t.ExpSubSum = func(x []float32, m float32) float32 {
-		n := len(x) &^ 7
-		var s float32
-		if n > 0 {
-			s = expSubSumAVX2(&x[0], n, m)
-		}
-		return s + expSubSumRef(x[n:], m)
-	}
+	t.ExpSubSum = expSubSumOf(expSubSumAVX2, 8)
 	f16.GemmDown = gemmDownOf(gemmDownF16AVX2, gemmDownF16Ref)
 	f32.Dot = func(w []byte, x []float32) float32 {
 		n := len(x) &^ 7
@@ -447,14 +434,7 @@ func avx512Table(avx2 *Table) *Table {
 	t.Gemm = &GemmKernel{Tile: gemm4x6AVX512, Panel: gemm4x6AVX512Panel, PanelF16: gemm4x6AVX512PanelF16, PackF16: gemm4x6AVX512PackF16, Fold: hsum24AVX512, Down: gemmDown6AVX512}
 	// The softmax's exponentials, 16 a step (a 256-token prefill takes
 	// about 17 million): 7 % of a prefill's profile in Go.
-	t.ExpSubSum = func(x []float32, m float32) float32 {
-		n := len(x) &^ 15
-		var s float32
-		if n > 0 {
-			s = expSubSumAVX512(&x[0], n, m)
-		}
-		return s + expSubSumRef(x[n:], m)
-	}
+	t.ExpSubSum = expSubSumOf(expSubSumAVX512, 16)
 	// The decode attention by key/value head (attentionDecode).
 	t.AttnScores, t.AttnValues = attnScoresOf(attnScores4AVX512), attnValuesOf(attnValues4AVX512, 64)
 	// The softmax's maximum and scaling passes (at a 1500-token prompt the
@@ -483,14 +463,7 @@ func avx512Table(avx2 *Table) *Table {
 			quantizeBlocksAVX512(&x[0], &q[0], &d[0], &s[0], len(d))
 		}
 	}
-	t.SiLUMul = func(h, gu []float32) {
-		n := len(h) &^ 15
-		if n > 0 {
-			siluMulAVX512(&h[0], &gu[0], n)
-		}
-		siluMulRef(h[n:], gu[2*n:])
-	}
-	t.SiLUVec = 16
+	t.SiLUMul, t.SiLUVec = siluMulOf(siluMulAVX512, 16), 16
 	if cpu.X86.HasAVX512BF16 {
 		bf16DotTable(t)
 	}
@@ -859,5 +832,30 @@ func rowsDot(k func(w *uint16, x *float32, n, rows, stride int, out *float32), d
 		}
 		_ = w[2*n*rows-1]
 		k((*uint16)(unsafe.Pointer(&w[0])), &x[0], n, rows, 2*n, &out[0])
+	}
+}
+
+// siluMulOf adapts a vector SiLUMul kernel over multiples of w values (a
+// power of two), the rest by the reference.
+func siluMulOf(k func(h, gu *float32, n int), w int) func(h, gu []float32) {
+	return func(h, gu []float32) {
+		n := len(h) &^ (w - 1)
+		if n > 0 {
+			k(&h[0], &gu[0], n)
+		}
+		siluMulRef(h[n:], gu[2*n:])
+	}
+}
+
+// expSubSumOf adapts a vector ExpSubSum kernel over multiples of w values
+// (a power of two), the rest by the reference.
+func expSubSumOf(k func(x *float32, n int, m float32) float32, w int) func(x []float32, m float32) float32 {
+	return func(x []float32, m float32) float32 {
+		n := len(x) &^ (w - 1)
+		var s float32
+		if n > 0 {
+			s = k(&x[0], n, m)
+		}
+		return s + expSubSumRef(x[n:], m)
 	}
 }
