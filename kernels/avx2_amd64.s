@@ -519,10 +519,6 @@ qq8done:
 	MOVSS X0, ret+32(FP)
 	RET
 
-// Σ_b d_w·d_x·(Σ q·qx − 8·Σ qx), q the unsigned nibbles; 8·Σqx is taken
-// off one lane of the block's int32 sums before they become float, so no
-// two large float sums cancel.
-// func dotQ40Q8AVX2(w *byte, xq *int8, xd *float32, xs *int32, nb int) float32
 // Q4CONSTS: Y2 int16 ones (VPMADDWD's), Y3 the nibble mask.
 #define Q4CONSTS \
 	MOVL $1, AX; \
@@ -532,28 +528,44 @@ qq8done:
 	VMOVQ AX, X3; \
 	VPBROADCASTD X3, Y3
 
-// QQ4BLK(off, dw, q, p, t, acc): one block at SI+off·18 (xq at DI+off·32,
-// xd and xs at R8, R9 + off·4) into acc; dw, q, p, t are scratch.
-#define QQ4BLK(off, dw, q, p, t, acc) \
+// UNPACK4(off): the Q4_0 block at SI + off·18: its d_w into X1, its 32
+// nibbles into Y14 (X5 scratch).
+#define UNPACK4(off) \
 	MOVWLZX (off*18)(SI), AX; \
-	VMOVQ AX, dw; \
-	VCVTPH2PS dw, dw; \
-	VMULSS (off*4)(R8), dw, dw; \
-	VBROADCASTSS dw, Y15; \
-	VMOVDQU (off*18+2)(SI), q; \
-	VPSRLW $4, q, t; \
-	VINSERTI128 $1, t, Y14, Y14; \
-	VPAND Y3, Y14, Y14; \
-	VMOVDQU (off*32)(DI), p; \
-	VPMADDUBSW p, Y14, p; \
-	VPMADDWD Y2, p, p; \
-	MOVL (off*4)(R9), AX; \
+	VMOVQ AX, X1; \
+	VCVTPH2PS X1, X1; \
+	VMOVDQU (off*18+2)(SI), X14; \
+	VPSRLW $4, X14, X5; \
+	VINSERTI128 $1, X5, Y14, Y14; \
+	VPAND Y3, Y14, Y14
+
+// Q4TOK(x, s, d, acc): the unpacked block (UNPACK4) against one token's
+// block, its 32 bytes at x, its Σqx at s and scale at d, into acc:
+// d_w·d_x·(Σ q·qx − 8·Σ qx), the offset taken off one lane of the int32
+// sums before they become float (Y6, X13, Y15 scratch).
+#define Q4TOK(x, s, d, acc) \
+	VMOVDQU x, Y6; \
+	VPMADDUBSW Y6, Y14, Y6; \
+	VPMADDWD Y2, Y6, Y6; \
+	MOVL s, AX; \
 	SHLL $3, AX; \
 	VMOVD AX, X13; \
-	VPSUBD Y13, p, p; \
-	VCVTDQ2PS p, p; \
-	VFMADD231PS p, Y15, acc
+	VPSUBD Y13, Y6, Y6; \
+	VCVTDQ2PS Y6, Y6; \
+	VMULSS d, X1, X15; \
+	VBROADCASTSS X15, Y15; \
+	VFMADD231PS Y6, Y15, acc
 
+// QQ4BLK(off, acc): block off of the row (SI) and of the token (xq at DI,
+// xd and xs at R8, R9) into acc.
+#define QQ4BLK(off, acc) \
+	UNPACK4(off); \
+	Q4TOK((off*32)(DI), (off*4)(R9), (off*4)(R8), acc)
+
+// Σ_b d_w·d_x·(Σ q·qx − 8·Σ qx), q the unsigned nibbles; 8·Σqx is taken
+// off one lane of the block's int32 sums before they become float, so no
+// two large float sums cancel.
+// func dotQ40Q8AVX2(w *byte, xq *int8, xd *float32, xs *int32, nb int) float32
 TEXT ·dotQ40Q8AVX2(SB), NOSPLIT, $0-44
 	MOVQ w+0(FP), SI
 	MOVQ xq+8(FP), DI
@@ -570,8 +582,8 @@ TEXT ·dotQ40Q8AVX2(SB), NOSPLIT, $0-44
 qq4pair:
 	CMPQ CX, $2
 	JL   qq4one
-	QQ4BLK(0, X1, X14, Y6, X5, Y0)
-	QQ4BLK(1, X1, X14, Y7, X5, Y8)
+	QQ4BLK(0, Y0)
+	QQ4BLK(1, Y8)
 	ADDQ $36, SI
 	ADDQ $64, DI
 	ADDQ $8, R8
@@ -581,7 +593,7 @@ qq4pair:
 qq4one:
 	TESTQ CX, CX
 	JE    qq4done
-	QQ4BLK(0, X1, X14, Y6, X5, Y0)
+	QQ4BLK(0, Y0)
 qq4done:
 	VADDPS Y8, Y0, Y0
 	HSUM
@@ -1016,33 +1028,21 @@ exps8done:
 // accumulators, even and odd, the same fold), so a row's dot does not
 // depend on whether the prefill took it four tokens at a time.
 //
-// UNPACK4(off): block off's d_w into X1 and its 32 nibbles into Y14.
-#define UNPACK4(off) \
-	MOVWLZX (off*18)(SI), AX; \
-	VMOVQ AX, X1; \
-	VCVTPH2PS X1, X1; \
-	VMOVDQU (off*18+2)(SI), X14; \
-	VPSRLW $4, X14, X5; \
-	VINSERTI128 $1, X5, Y14, Y14; \
-	VPAND Y3, Y14, Y14
-
 // TOK4(t, off, acc): token t's block off (x at R8[t] + R11 + off·32, d and
 // S at R9[t], R10[t] + R12 + off·4) into acc.
 #define TOK4(t, off, acc) \
 	MOVQ (t*8)(R8), BX; \
-	VMOVDQU (off*32)(BX)(R11*1), Y6; \
-	VPMADDUBSW Y6, Y14, Y6; \
-	VPMADDWD Y2, Y6, Y6; \
-	MOVQ (t*8)(R10), BX; \
-	MOVL (off*4)(BX)(R12*1), AX; \
-	SHLL $3, AX; \
-	VMOVD AX, X13; \
-	VPSUBD Y13, Y6, Y6; \
-	VCVTDQ2PS Y6, Y6; \
-	MOVQ (t*8)(R9), BX; \
-	VMULSS (off*4)(BX)(R12*1), X1, X15; \
-	VBROADCASTSS X15, Y15; \
-	VFMADD231PS Y6, Y15, acc
+	MOVQ (t*8)(R10), R13; \
+	MOVQ (t*8)(R9), DI; \
+	Q4TOK((off*32)(BX)(R11*1), (off*4)(R13)(R12*1), (off*4)(DI)(R12*1), acc)
+
+// BLOCK4(off, a0, a1, a2, a3): block off against the four tokens.
+#define BLOCK4(off, a0, a1, a2, a3) \
+	UNPACK4(off); \
+	TOK4(0, off, a0); \
+	TOK4(1, off, a1); \
+	TOK4(2, off, a2); \
+	TOK4(3, off, a3)
 
 // FOLD4(a, b, xa, t): out[t] = the sum of accumulators a and b, as
 // dotQ40Q8AVX2 folds them.
@@ -1076,16 +1076,8 @@ TEXT ·dot4Q40Q8AVX2(SB), NOSPLIT, $0-48
 q4x4pair:
 	CMPQ CX, $2
 	JL   q4x4one
-	UNPACK4(0)
-	TOK4(0, 0, Y0)
-	TOK4(1, 0, Y9)
-	TOK4(2, 0, Y11)
-	TOK4(3, 0, Y4)
-	UNPACK4(1)
-	TOK4(0, 1, Y8)
-	TOK4(1, 1, Y10)
-	TOK4(2, 1, Y12)
-	TOK4(3, 1, Y7)
+	BLOCK4(0, Y0, Y9, Y11, Y4)
+	BLOCK4(1, Y8, Y10, Y12, Y7)
 	ADDQ $36, SI
 	ADDQ $64, R11
 	ADDQ $8, R12
@@ -1094,11 +1086,7 @@ q4x4pair:
 q4x4one:
 	TESTQ CX, CX
 	JE    q4x4done
-	UNPACK4(0)
-	TOK4(0, 0, Y0)
-	TOK4(1, 0, Y9)
-	TOK4(2, 0, Y11)
-	TOK4(3, 0, Y4)
+	BLOCK4(0, Y0, Y9, Y11, Y4)
 q4x4done:
 	FOLD4(Y0, Y8, X0, 0)
 	FOLD4(Y9, Y10, X9, 1)
