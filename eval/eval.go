@@ -1,7 +1,6 @@
 package eval
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -38,26 +37,6 @@ type Result struct {
 	Seconds float64            `json:"seconds"`
 	TokPerS float64            `json:"tok_per_s"` // per job
 	Hyps    []string           `json:"-"`
-}
-
-// StopTokens returns the ids whose bytes contain one of the stop strings,
-// and the model's EOS ids: generation for a task stops after the first of
-// them, as the reference evaluator does for the built-in tasks' "\n".
-func StopTokens(m *runner.Model, stops []string) map[int]bool {
-	out := map[int]bool{}
-	for id := 0; id < m.Tokenizer.VocabSize(); id++ {
-		b := m.Tokenizer.TokenBytes(id)
-		for _, s := range stops {
-			if bytes.Contains(b, []byte(s)) {
-				out[id] = true
-				break
-			}
-		}
-	}
-	for _, e := range m.Config.EOSTokenIDs {
-		out[e] = true
-	}
-	return out
 }
 
 // cutAtStop is the text before the first of the stop strings (all of it
@@ -110,7 +89,7 @@ func Run(ctx context.Context, m *runner.Model, man *manifests.Manifest, opt Opti
 			return nil, fmt.Errorf("%s: row %d has no reference", name, i+1)
 		}
 	}
-	stop := StopTokens(m, man.Stop)
+	stop := m.StopTokens(man.Stop)
 	jobs := max(1, opt.Jobs)
 	results := make([]rowResult, len(rows))
 	start := time.Now()
@@ -170,7 +149,7 @@ func evalRow(m *runner.Model, pool *kernels.Pool, man *manifests.Manifest, row m
 	text := man.Apply(row.Prompt)
 	prompt := m.Tokenizer.Encode(text, true)
 	if man.Metric == "perplexity" {
-		return scoreContinuation(m, pool, text, row.Reference, sel)
+		return scoreContinuation(m, pool, text, man.ReferencePrefix+row.Reference, sel)
 	}
 	ctx := min(m.Config.MaxPositionEmbeddings, len(prompt)+man.MaxNewTokens)
 	if len(prompt) >= ctx {

@@ -60,3 +60,43 @@ func TestEvalHonoursManifestStop(t *testing.T) {
 		t.Errorf("stop \"e\" generated %d tokens, stop \"\\n\" %d: generation did not stop early", e.Tokens, newline.Tokens)
 	}
 }
+
+// TestEvalReferencePrefix: a perplexity manifest's reference_prefix goes
+// before each reference, so trimmed references with prefix " " score as
+// references stored with their space, and unlike trimmed ones without it.
+func TestEvalReferencePrefix(t *testing.T) {
+	m := testutil.LoadModel(t, testutil.PackOf(t, testutil.Tiny, convert.Options{}), 1)
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	rows := func(sp string) string {
+		return `{"prompt": "Question: Who built the ark?\nAnswer:", "reference": "` + sp + `Noah"}` + "\n" +
+			`{"prompt": "Question: What is the first book?\nAnswer:", "reference": "` + sp + `Genesis"}` + "\n"
+	}
+	score := func(prefix, data string) float64 {
+		t.Helper()
+		man, err := manifests.Load(write("m.json", `{"name": "m", "template": "{prompt}", "metric": "perplexity", "reference_prefix": "`+prefix+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := eval.Run(context.Background(), m, man, eval.Options{Data: data, Jobs: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Score
+	}
+	trimmed, spaced := write("trimmed.jsonl", rows("")), write("spaced.jsonl", rows(" "))
+	withPrefix, stored, without := score(" ", trimmed), score("", spaced), score("", trimmed)
+	if withPrefix != stored {
+		t.Fatalf("trimmed references with prefix \" \" score %g, stored with the space %g", withPrefix, stored)
+	}
+	if withPrefix == without {
+		t.Fatalf("the prefix changed nothing (%g)", without)
+	}
+	t.Logf("answer perplexity: with the space %.2f, without %.2f", withPrefix, without)
+}

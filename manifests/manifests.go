@@ -38,6 +38,12 @@ type Manifest struct {
 	MaxNewTokens int      `json:"max_new_tokens"`
 	Stop         []string `json:"stop"` // generation stops at a token containing one; absent: ["\n"]
 	Metric       string   `json:"metric"`
+	// ReferencePrefix goes before a row's reference where the reference is
+	// scored or followed as text after the prompt (the perplexity metric,
+	// profiles with --continue reference): the references are stored
+	// trimmed, as outputs are compared, while the model writes " live"
+	// after "Answer:".
+	ReferencePrefix string `json:"reference_prefix,omitempty"`
 
 	source string // where it was read from, for errors
 	fsys   fs.FS  // where relative data paths resolve

@@ -23,12 +23,16 @@ const FileFormat = "sipack-profile"
 // original neuron, the sum of |h| over every profiled token (h = the input of
 // down_proj). Profiles of the same model and task add.
 type Profile struct {
-	Format    string      `json:"format"`
-	Version   int         `json:"version"`
-	Task      string      `json:"task"`
-	Prompts   int64       `json:"prompts"`
-	Tokens    int64       `json:"tokens"`     // prompt + generated tokens profiled
-	GenTokens int         `json:"gen_tokens"` // generated per prompt
+	Format    string `json:"format"`
+	Version   int    `json:"version"`
+	Task      string `json:"task"`
+	Prompts   int64  `json:"prompts"`
+	Tokens    int64  `json:"tokens"`     // prompt + generated tokens profiled
+	GenTokens int    `json:"gen_tokens"` // generated per prompt (at most, with Continue)
+	// Continue is what followed each prompt: "" for GenTokens greedy tokens
+	// (the method's), "stop" for greedy ones up to the task's stop string,
+	// "reference" for the row's reference (profile.TaskOptions.Continue).
+	Continue  string      `json:"continue,omitempty"`
 	Seed      uint64      `json:"seed"`
 	ModelHash string      `json:"model_hash"` // hex BLAKE3 source identity; "" = unknown (imported lists)
 	Source    string      `json:"source,omitempty"`
@@ -67,6 +71,8 @@ func (p *Profile) Validate() error {
 		return fmt.Errorf("not a sipack profile (format %q)", p.Format)
 	case p.Version != 1:
 		return fmt.Errorf("unsupported profile version %d", p.Version)
+	case p.Continue != "" && p.Continue != "stop" && p.Continue != "reference":
+		return fmt.Errorf("unknown continuation %q (stop, reference, or none for greedy)", p.Continue)
 	case p.Layers <= 0 || p.Layers > format.MaxLayers:
 		return fmt.Errorf("layers %d out of range", p.Layers)
 	case p.Neurons <= 0 || p.Neurons > format.MaxNeurons:
@@ -132,6 +138,9 @@ func Merge(a, b *Profile) (*Profile, error) {
 	}
 	if a.GenTokens != b.GenTokens {
 		return nil, fmt.Errorf("profiles generated different token counts per prompt (%d and %d)", a.GenTokens, b.GenTokens)
+	}
+	if a.Continue != b.Continue {
+		return nil, fmt.Errorf("profiles followed their prompts differently (%s and %s)", continueName(a.Continue), continueName(b.Continue))
 	}
 	out := *a
 	if a.Task != b.Task {
@@ -241,4 +250,12 @@ func SameCounts(a, b *Profile) bool {
 		}
 	}
 	return true
+}
+
+// continueName names a profile's continuation for messages.
+func continueName(c string) string {
+	if c == "" {
+		return "greedy"
+	}
+	return c
 }

@@ -93,6 +93,9 @@ func RankOrder(task *Profile, secondary [][]float64, delta float64, sparse []int
 	if weight != nil {
 		how = "profile-output"
 	}
+	if task.Continue != "" {
+		how += "+" + task.Continue // the profile's prompts were followed by their answers or references
+	}
 	order.Provenance = format.Provenance{Order: how, Task: task.Task, Prompts: uint64(task.Prompts), Tokens: uint64(task.Tokens), GenTokens: uint32(task.GenTokens)}
 	if b, err := hex.DecodeString(task.ModelHash); err == nil && len(b) == format.HashSize {
 		copy(order.Provenance.ProfileModelHash[:], b)

@@ -14,7 +14,15 @@ import (
 // RunOptions controls Run.
 type RunOptions struct {
 	GenTokens int // greedy tokens generated after each prompt (the method uses 128)
-	Jobs      int // prompts run concurrently, each on one thread (default 1)
+	// Stop, when set, ends a prompt's generation at the first token in it
+	// (not fed): the profile then counts only the text the task produces
+	// (its answer), not what a model writes after it.
+	Stop map[int]bool
+	// Follow, when set, replaces generation: prompt i is followed by the
+	// tokens Follow[i] (its reference, teacher-forced; at most GenTokens of
+	// them), so the profile counts the text the task should produce.
+	Follow [][]int
+	Jobs   int // prompts run concurrently, each on one thread (default 1)
 	// Progress, if set, is called after each prompt with the prompts and tokens done so far.
 	Progress func(prompts int, tokens int64)
 }
@@ -59,6 +67,9 @@ func Run(ctx context.Context, m *runner.Model, task string, prompts [][]int, opt
 		if len(pr) == 0 {
 			return nil, fmt.Errorf("prompt %d is empty", i)
 		}
+		if opt.Follow != nil && len(opt.Follow) != len(prompts) {
+			return nil, fmt.Errorf("%d continuations for %d prompts", len(opt.Follow), len(prompts))
+		}
 		if len(pr)+opt.GenTokens > c.MaxPositionEmbeddings {
 			return nil, fmt.Errorf("prompt %d: %d tokens + %d generated exceed the model's context of %d", i, len(pr), opt.GenTokens, c.MaxPositionEmbeddings)
 		}
@@ -87,16 +98,24 @@ func Run(ctx context.Context, m *runner.Model, task string, prompts [][]int, opt
 		}
 		batch := prompts[start:min(start+jobs, len(prompts))]
 		errs := make([]error, len(batch))
+		ntoks := make([]int, len(batch))
 		var wg sync.WaitGroup
 		for j, pr := range batch {
 			wg.Add(1)
-			go func(w *worker, pr []int, errp *error) {
+			go func(w *worker, pr []int, errp *error, ntok *int) {
 				defer wg.Done()
-				*errp = runOne(m, w.pool, pr, opt.GenTokens, perm, w.sums)
-			}(workers[j], pr, &errs[j])
+				var follow []int
+				if opt.Follow != nil {
+					follow = opt.Follow[start+j]
+				}
+				*ntok = len(pr)
+				var n int
+				n, *errp = runOne(m, w.pool, pr, opt.GenTokens, opt.Stop, follow, perm, w.sums)
+				*ntok += n
+			}(workers[j], pr, &errs[j], &ntoks[j])
 		}
 		wg.Wait()
-		for j, pr := range batch {
+		for j := range batch {
 			if errs[j] != nil {
 				return nil, fmt.Errorf("prompt %d: %w", start+j, errs[j])
 			}
@@ -107,26 +126,36 @@ func Run(ctx context.Context, m *runner.Model, task string, prompts [][]int, opt
 				}
 				clear(s)
 			}
-			tokens += int64(len(pr) + opt.GenTokens)
+			tokens += int64(ntoks[j])
 			done++
 			if opt.Progress != nil {
 				opt.Progress(done, tokens)
 			}
 		}
 	}
+	cont := ""
+	switch {
+	case opt.Follow != nil:
+		cont = "reference"
+	case opt.Stop != nil:
+		cont = "stop"
+	}
 	return &Profile{
-		Format: FileFormat, Version: 1, Task: task,
+		Format: FileFormat, Version: 1, Task: task, Continue: cont,
 		Prompts: int64(len(prompts)), Tokens: tokens, GenTokens: opt.GenTokens,
 		ModelHash: hex.EncodeToString(p.Index.SourceHash[:]),
 		Layers:    L, Neurons: N, Sums: total,
 	}, nil
 }
 
-// runOne adds one prompt's Σ|h| into sums (in original neuron order).
-func runOne(m *runner.Model, pool *kernels.Pool, prompt []int, gen int, perm [][]uint32, sums [][]float64) error {
+// runOne adds one prompt's Σ|h| into sums (in original neuron order), over
+// the prompt and then up to gen tokens: follow's when given, else greedy
+// ones up to the first in stop. It returns how many tokens followed the
+// prompt.
+func runOne(m *runner.Model, pool *kernels.Pool, prompt []int, gen int, stop map[int]bool, follow []int, perm [][]uint32, sums [][]float64) (int, error) {
 	s, err := m.NewState(pool, len(prompt)+gen)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	pass := runner.Pass{OnAct: func(l int, act []float32, ranks int) {
 		dst, pl := sums[l], perm[l]
@@ -139,17 +168,29 @@ func runOne(m *runner.Model, pool *kernels.Pool, prompt []int, gen int, perm [][
 	}}
 	logits, err := s.ForwardBatch(prompt, 0, pass)
 	if err != nil {
-		return err
+		return 0, err
+	}
+	if follow != nil {
+		follow = follow[:min(len(follow), gen)]
+		if len(follow) > 0 {
+			if _, err := s.ForwardBatch(follow, len(prompt), pass); err != nil {
+				return 0, err
+			}
+		}
+		return len(follow), nil
 	}
 	// Generate gen tokens greedily; the last one is fed too, so every counted
 	// token contributes its activations (prompt + gen tokens in all).
 	pos := len(prompt)
 	for i := 0; i < gen; i++ {
 		tok := runner.Argmax(logits)
+		if stop[tok] {
+			break
+		}
 		if logits, err = s.ForwardBatch([]int{tok}, pos, pass); err != nil {
-			return err
+			return 0, err
 		}
 		pos++
 	}
-	return nil
+	return pos - len(prompt), nil
 }

@@ -3,6 +3,8 @@ package profile_test
 import (
 	"context"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/sipack/sipack/format"
 	"github.com/sipack/sipack/internal/testutil"
 	"github.com/sipack/sipack/kernels"
+	"github.com/sipack/sipack/manifests"
 	"github.com/sipack/sipack/profile"
 	"github.com/sipack/sipack/runner"
 )
@@ -205,5 +208,140 @@ func TestProfileTakesExactPath(t *testing.T) {
 		if !slices.Equal(a.Sums[l], b.Sums[l]) {
 			t.Fatalf("layer %d: the profile differs when the table rounds the prefill", l)
 		}
+	}
+}
+
+// TestProfileContinuations: --continue stop ends each prompt's greedy
+// tokens before the first stop token, --continue reference feeds the given
+// tokens instead (cut at GenTokens); both are recomputed by hand one token
+// at a time, and a task's references are followed with its
+// reference_prefix.
+func TestProfileContinuations(t *testing.T) {
+	m := testutil.LoadModel(t, testutil.PackOf(t, testutil.Tiny, convert.Options{}), 1)
+	prompts := [][]int{{4094, 3709, 260, 3652}, {4094, 56, 671, 520, 25}}
+	const gen = 6
+	pool := kernels.NewPool(1)
+	defer pool.Close()
+	// byHand sums |h| over each prompt and then the tokens next(i, logits)
+	// gives (one at a time) until it says stop.
+	byHand := func(next func(p, i int, logits []float32) (int, bool)) ([][]float64, int64) {
+		want := make([][]float64, 6)
+		for l := range want {
+			want[l] = make([]float64, 768)
+		}
+		var tokens int64
+		for p, pr := range prompts {
+			s, _ := m.NewState(pool, 64)
+			pass := runner.Pass{OnAct: func(l int, act []float32, ranks int) {
+				for i, h := range act {
+					want[l][i%ranks] += math.Abs(float64(h))
+				}
+			}}
+			logits, _ := s.ForwardBatch(pr, 0, pass)
+			tokens += int64(len(pr))
+			for i := 0; i < gen; i++ {
+				tok, ok := next(p, i, logits)
+				if !ok {
+					break
+				}
+				logits, _ = s.ForwardBatch([]int{tok}, len(pr)+i, pass)
+				tokens++
+			}
+		}
+		return want, tokens
+	}
+	same := func(what string, got *profile.Profile, want [][]float64, tokens int64) {
+		t.Helper()
+		if got.Tokens != tokens {
+			t.Fatalf("%s: %d tokens profiled, by hand %d", what, got.Tokens, tokens)
+		}
+		for l := range want {
+			for n := range want[l] {
+				if d := math.Abs(got.Sums[l][n] - want[l][n]); d > 1e-4*(1+want[l][n]) {
+					t.Fatalf("%s: layer %d neuron %d: profile %g, by hand %g", what, l, n, got.Sums[l][n], want[l][n])
+				}
+			}
+		}
+	}
+	// Stop at prompt 0's third greedy token: two generated there.
+	var greedy []int
+	byHand(func(p, i int, logits []float32) (int, bool) {
+		if p == 0 {
+			greedy = append(greedy, runner.Argmax(logits))
+		}
+		return runner.Argmax(logits), true
+	})
+	stop := map[int]bool{greedy[2]: true}
+	if greedy[0] == greedy[2] || greedy[1] == greedy[2] {
+		t.Fatalf("greedy tokens %v: the test needs a third token unlike the first two", greedy)
+	}
+	got, err := profile.Run(context.Background(), m, "t", prompts, profile.RunOptions{GenTokens: gen, Stop: stop})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, tokens := byHand(func(p, i int, logits []float32) (int, bool) {
+		tok := runner.Argmax(logits)
+		return tok, !stop[tok]
+	})
+	if tokens > int64(len(prompts[0])+2+len(prompts[1])+gen) {
+		t.Fatalf("by hand: %d tokens, more than the stop allows", tokens)
+	}
+	same("stop", got, want, tokens)
+	if got.Continue != "stop" {
+		t.Fatalf("continue %q, want stop", got.Continue)
+	}
+	greedyProf, _ := profile.Run(context.Background(), m, "t", prompts, profile.RunOptions{GenTokens: gen})
+	if _, err := profile.Merge(got, greedyProf); err == nil {
+		t.Fatal("a stop profile merged with a greedy one")
+	}
+
+	// Follow given tokens: prompt 0's eight cut to gen, prompt 1's three whole.
+	follow := [][]int{{100, 200, 300, 400, 500, 600, 700, 800}, {900, 1000, 1100}}
+	got, err = profile.Run(context.Background(), m, "t", prompts, profile.RunOptions{GenTokens: gen, Follow: follow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, tokens = byHand(func(p, i int, _ []float32) (int, bool) {
+		if i >= len(follow[p]) {
+			return 0, false
+		}
+		return follow[p][i], true
+	})
+	same("reference", got, want, tokens)
+	if got.Continue != "reference" {
+		t.Fatalf("continue %q, want reference", got.Continue)
+	}
+
+	// A task's references, with its prefix.
+	dir := t.TempDir()
+	rows := `{"prompt": "Question: What is the first book?\nAnswer:", "reference": "Genesis"}` + "\n" +
+		`{"prompt": "Question: Who built the ark?\nAnswer:", "reference": "Noah"}` + "\n"
+	man := `{"name": "t", "template": "{prompt}", "train": "t.jsonl", "eval": "t.jsonl", "gen_tokens": 6, "metric": "qa", "reference_prefix": " "}`
+	for name, text := range map[string]string{"t.jsonl": rows, "t.json": man} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mf, err := manifests.Load(filepath.Join(dir, "t.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = profile.RunTask(context.Background(), m, mf, profile.TaskOptions{GenTokens: -1, Continue: "reference"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := m.Tokenizer
+	var ps, fs [][]int
+	for _, r := range [][2]string{{"Question: What is the first book?\nAnswer:", " Genesis"}, {"Question: Who built the ark?\nAnswer:", " Noah"}} {
+		ps = append(ps, tk.Encode(r[0], true))
+		fs = append(fs, tk.Encode(r[1], false))
+	}
+	wantP, err := profile.Run(context.Background(), m, "t", ps, profile.RunOptions{GenTokens: 6, Follow: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("task reference", got, wantP.Sums, wantP.Tokens)
+	if _, err := profile.RunTask(context.Background(), m, mf, profile.TaskOptions{GenTokens: -1, Continue: "sideways"}); err == nil {
+		t.Fatal("an unknown continuation was accepted")
 	}
 }

@@ -11,12 +11,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/sipack/sipack/convert"
 	"github.com/sipack/sipack/format"
 	"github.com/sipack/sipack/manifests"
 	"github.com/sipack/sipack/runner"
+	"github.com/sipack/sipack/tokenizer"
 )
 
 // Opened is a model ready to run, with whatever must be cleaned up.
@@ -71,9 +73,14 @@ type TaskOptions struct {
 	Data       string // JSONL overriding the manifest's train data
 	MaxPrompts int    // 0: all
 	GenTokens  int    // -1: the manifest's
-	Seed       uint64 // which prompts, when MaxPrompts < rows
-	Jobs       int
-	Progress   func(done, total int, tokens int64)
+	// Continue is what follows each prompt: "greedy" or "" (GenTokens
+	// greedy tokens, the method's), "stop" (greedy up to the first token
+	// holding one of the manifest's stop strings, as the task's generation
+	// ends), or "reference" (the row's reference, teacher-forced).
+	Continue string
+	Seed     uint64 // which prompts, when MaxPrompts < rows
+	Jobs     int
+	Progress func(done, total int, tokens int64)
 }
 
 // RunTask profiles a task's training prompts (a seeded sample of them) on
@@ -113,8 +120,26 @@ func RunTask(ctx context.Context, m *runner.Model, man *manifests.Manifest, opt 
 			return nil, fmt.Errorf("%s: row %d (%q): %d prompt tokens + %d generated exceed the model's context of %d", name, i+1, r.ID, len(prompts[i]), gen, m.Config.MaxPositionEmbeddings)
 		}
 	}
+	ropt := RunOptions{GenTokens: gen, Jobs: opt.Jobs}
+	cont := opt.Continue
+	switch cont {
+	case "", "greedy":
+		cont = ""
+	case "stop":
+		ropt.Stop = m.StopTokens(man.Stop)
+	case "reference":
+		ropt.Follow = make([][]int, len(rows))
+		for i, r := range rows {
+			if r.Reference == "" {
+				return nil, fmt.Errorf("%s: row %d (%q) has no reference to follow its prompt", name, i+1, r.ID)
+			}
+			ropt.Follow[i] = continuation(m.Tokenizer, man.Apply(r.Prompt), man.ReferencePrefix+r.Reference)
+		}
+	default:
+		return nil, fmt.Errorf("unknown continuation %q (greedy, stop or reference)", opt.Continue)
+	}
 	p, err := Run(ctx, m, man.Name, prompts, RunOptions{
-		GenTokens: gen, Jobs: opt.Jobs,
+		GenTokens: gen, Jobs: opt.Jobs, Stop: ropt.Stop, Follow: ropt.Follow,
 		Progress: func(done int, tokens int64) {
 			if opt.Progress != nil {
 				opt.Progress(done, len(prompts), tokens)
@@ -142,4 +167,15 @@ func Summary(p *Profile, took time.Duration) string {
 	secs := took.Seconds()
 	return fmt.Sprintf("profiled task %s: %d prompts, %d tokens (%d generated per prompt) in %.1f s, %.1f tokens/s",
 		p.Task, p.Prompts, p.Tokens, p.GenTokens, secs, float64(p.Tokens)/secs)
+}
+
+// continuation is ref's tokens as they follow prompt: tokenised as part of
+// prompt+ref when that keeps the prompt's tokens, else alone.
+func continuation(tk *tokenizer.Tokenizer, prompt, ref string) []int {
+	plain := tk.Encode(prompt, false)
+	joint := tk.Encode(prompt+ref, false)
+	if len(joint) > len(plain) && slices.Equal(joint[:len(plain)], plain) {
+		return joint[len(plain):]
+	}
+	return tk.Encode(ref, false)
 }

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"time"
@@ -247,4 +248,24 @@ func (ss *Session) Pending() []int {
 		return ss.History[ss.Pos:]
 	}
 	return nil
+}
+
+// StopTokens returns the ids whose bytes contain one of the stop strings,
+// and the model's EOS ids: generation for a task stops after the first of
+// them, as the reference evaluator does for the built-in tasks' "\n".
+func (m *Model) StopTokens(stops []string) map[int]bool {
+	out := map[int]bool{}
+	for id := 0; id < m.Tokenizer.VocabSize(); id++ {
+		b := m.Tokenizer.TokenBytes(id)
+		for _, s := range stops {
+			if bytes.Contains(b, []byte(s)) {
+				out[id] = true
+				break
+			}
+		}
+	}
+	for _, e := range m.Config.EOSTokenIDs {
+		out[e] = true
+	}
+	return out
 }

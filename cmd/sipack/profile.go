@@ -21,7 +21,8 @@ var profileCmd = &cli.Command{
 	Usage:     "score every FFN neuron by Σ|activation| over a task's prompts",
 	ArgsUsage: "MODEL_DIR_OR_PACK",
 	Description: "Runs the dense model over the task's training prompts, each followed by --gen-tokens\n" +
-		"greedy tokens, and sums |h| (the input of down_proj) per layer and neuron.\n" +
+		"greedy tokens (or, with --continue, its answer or its reference), and sums |h| (the input\n" +
+		"of down_proj) per layer and neuron.\n" +
 		"Subcommands merge, show and plot work on profile files.",
 	Flags: []cli.Flag{
 		&cli.StringFlag{Name: "task", Usage: "task name (" + fmt.Sprint(manifests.Builtin()) + ") or a manifest `FILE`"},
@@ -29,6 +30,7 @@ var profileCmd = &cli.Command{
 		&cli.StringFlag{Name: "data", Usage: "JSONL `FILE` of {\"prompt\": ...} rows instead of the task's own"},
 		&cli.IntFlag{Name: "max-prompts", Value: 5000, Usage: "profile at most this many prompts (a seeded sample)"},
 		&cli.IntFlag{Name: "gen-tokens", Value: -1, Usage: "greedy tokens generated after each prompt (-1: the manifest's, 128)"},
+		&cli.StringFlag{Name: "continue", Value: "greedy", Usage: "what follows each prompt: greedy (--gen-tokens greedy tokens, the method's), stop (greedy up to the task's stop string: its answer only) or reference (the row's reference, teacher-forced; at most --gen-tokens)"},
 		&cli.Uint64Flag{Name: "seed", Usage: "seed of the prompt sample"},
 		&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: runtime.NumCPU(), Usage: "prompts profiled in parallel"},
 		&cli.StringSliceFlag{Name: "manifests", Usage: "extra `DIR`s of task manifests"},
@@ -68,6 +70,7 @@ var profileCmd = &cli.Command{
 		defer o.Close()
 		p, err := runProfile(c, ctx, o, man, profile.TaskOptions{
 			Data: c.String("data"), MaxPrompts: c.Int("max-prompts"), GenTokens: c.Int("gen-tokens"), Seed: c.Uint64("seed"),
+			Continue: c.String("continue"),
 		})
 		if err != nil {
 			if ctx.Err() != nil {
@@ -185,7 +188,14 @@ var profileShowCmd = &cli.Command{
 			if err != nil {
 				return err
 			}
-			fmt.Printf("%s: task %s, %d prompts, %d tokens, %d generated per prompt, model %.16s…\n", f, p.Task, p.Prompts, p.Tokens, p.GenTokens, p.ModelHash)
+			after := fmt.Sprintf("%d generated per prompt", p.GenTokens)
+			switch p.Continue {
+			case "stop":
+				after = fmt.Sprintf("greedy tokens up to the task's stop string after each prompt (at most %d)", p.GenTokens)
+			case "reference":
+				after = fmt.Sprintf("each prompt followed by its reference (at most %d tokens)", p.GenTokens)
+			}
+			fmt.Printf("%s: task %s, %d prompts, %d tokens, %s, model %.16s…\n", f, p.Task, p.Prompts, p.Tokens, after, p.ModelHash)
 			printConcentration(p.Scores())
 			ps = append(ps, p)
 		}
