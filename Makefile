@@ -94,21 +94,22 @@ accuracy: build
 	$(BIN)/sipack convert -q testdata/tinyllama --order random --seed 5 -o $(ACC)/random.sip
 	$(BIN)/sipack convert -q testdata/tinyllama -o $(ACC)/dense.sip
 	rm -f $(ACC)/results.jsonl
-	for t in translate qa lm; do \
-	  $(BIN)/sirun eval -q --json --task $$t $(ACC)/dense.sip | sed 's/^{/{"label":"dense",/' >> $(ACC)/results.jsonl || exit 1; \
-	  case $$t in translate) o=qa;; *) o=translate;; esac; \
+	for t in translate qa lm qa-ppl; do \
+	  k=$$t; x=; case $$t in qa-ppl) k=qa; x="--manifests docs/tasks --data manifests/data/qa.eval.jsonl";; esac; \
+	  $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/dense.sip | sed 's/^{/{"label":"dense",/' >> $(ACC)/results.jsonl || exit 1; \
+	  case $$k in translate) o=qa;; *) o=translate;; esac; \
 	  for g in 0.5 0.7 0.9; do for p in 0.3 0.4 0.5; do \
-	    $(BIN)/sirun eval -q --json --task $$t $(ACC)/$$t.sip --gamma $$g --phi $$p | sed 's/^{/{"label":"task",/' >> $(ACC)/results.jsonl || exit 1; \
-	    $(BIN)/sirun eval -q --json --task $$t $(ACC)/$$o.sip --gamma $$g --phi $$p | sed 's/^{/{"label":"other",/' >> $(ACC)/results.jsonl || exit 1; \
-	    $(BIN)/sirun eval -q --json --task $$t $(ACC)/random.sip --gamma $$g --phi $$p | sed 's/^{/{"label":"random",/' >> $(ACC)/results.jsonl || exit 1; \
+	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$k.sip --gamma $$g --phi $$p | sed 's/^{/{"label":"task",/' >> $(ACC)/results.jsonl || exit 1; \
+	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$o.sip --gamma $$g --phi $$p | sed 's/^{/{"label":"other",/' >> $(ACC)/results.jsonl || exit 1; \
+	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/random.sip --gamma $$g --phi $$p | sed 's/^{/{"label":"random",/' >> $(ACC)/results.jsonl || exit 1; \
 	    for m in mass l2 signed; do \
-	      $(BIN)/sirun eval -q --json --task $$t $(ACC)/$$t.sip --gamma $$g --phi $$p --select $$m | sed "s/^{/{\"label\":\"task, $$m\",/" >> $(ACC)/results.jsonl || exit 1; \
+	      $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$k.sip --gamma $$g --phi $$p --select $$m | sed "s/^{/{\"label\":\"task, $$m\",/" >> $(ACC)/results.jsonl || exit 1; \
 	    done; \
 	    case $$g-$$p in 0.9-0.3) continue;; esac; \
-	    $(BIN)/sirun eval -q --json --task $$t $(ACC)/$$t.sip --gamma $$g --phi $$p --select gate | sed 's/^{/{"label":"task, gate",/' >> $(ACC)/results.jsonl || exit 1; \
-	    $(BIN)/sirun eval -q --json --task $$t $(ACC)/$$t.sip --gamma $$g --phi $$p --select hybrid | sed 's/^{/{"label":"task, hybrid",/' >> $(ACC)/results.jsonl || exit 1; \
-	    $(BIN)/sirun eval -q --json --task $$t $(ACC)/random.sip --gamma $$g --phi $$p --select gate | sed 's/^{/{"label":"random, gate",/' >> $(ACC)/results.jsonl || exit 1; \
-	    $(BIN)/sirun eval -q --json --task $$t $(ACC)/random.sip --gamma $$g --phi $$p --select hybrid | sed 's/^{/{"label":"random, hybrid",/' >> $(ACC)/results.jsonl || exit 1; \
+	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$k.sip --gamma $$g --phi $$p --select gate | sed 's/^{/{"label":"task, gate",/' >> $(ACC)/results.jsonl || exit 1; \
+	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$k.sip --gamma $$g --phi $$p --select hybrid | sed 's/^{/{"label":"task, hybrid",/' >> $(ACC)/results.jsonl || exit 1; \
+	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/random.sip --gamma $$g --phi $$p --select gate | sed 's/^{/{"label":"random, gate",/' >> $(ACC)/results.jsonl || exit 1; \
+	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/random.sip --gamma $$g --phi $$p --select hybrid | sed 's/^{/{"label":"random, hybrid",/' >> $(ACC)/results.jsonl || exit 1; \
 	  done; done; \
 	done
 	mkdir -p docs

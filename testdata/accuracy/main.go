@@ -24,6 +24,9 @@ type result struct {
 	RSS     uint64  `json:"peak_rss_bytes"`
 	N       int     `json:"n"`
 	Label   string  `json:"label"` // added by make accuracy: dense, task, random, other
+	Extra   struct {
+		F1 *float64 `json:"token_f1"` // qa
+	} `json:"extra"`
 }
 
 func main() {
@@ -67,18 +70,22 @@ func main() {
 		}
 		return a.phi < b.phi
 	})
-	tasks := []string{"translate", "qa", "lm"}
+	tasks := []string{"translate", "qa", "qa-f1", "qa-ppl", "lm"}
 	fmt.Print(header)
-	fmt.Println("| order | γ | φ | translate BLEU | qa exact match % | lm perplexity | decode tok/s (translate, 1 thread) | peak RSS |")
-	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| order | γ | φ | translate BLEU | qa exact match % | qa token F1 % | qa answer perplexity | lm perplexity | decode tok/s (translate, 1 thread) | peak RSS |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, k := range order {
 		cells := []string{k.label, k.gamma, k.phi}
 		var tok float64
 		var rss uint64
 		for _, t := range tasks {
-			r, ok := rows[k][t]
-			if !ok {
+			r, ok := rows[k][strings.TrimSuffix(t, "-f1")]
+			if !ok || (t == "qa-f1" && r.Extra.F1 == nil) {
 				cells = append(cells, "–")
+				continue
+			}
+			if t == "qa-f1" {
+				cells = append(cells, fmt.Sprintf("%.2f", *r.Extra.F1))
 				continue
 			}
 			cells = append(cells, fmt.Sprintf("%.2f", r.Score))
@@ -93,4 +100,4 @@ func main() {
 }
 
 // header is the text above the table in docs/accuracy.md.
-const header = "# Accuracy of SelectInfer on the tiny model\n\nMade by `make accuracy` (about 10 minutes on 2 cores): profiles of translate, qa and lm (150 train\nprompts each, + 128 greedy tokens), packs ranked by each (δ = 0.3, secondary = mean of the three\nnormalised profiles, all 6 layers sparse), a random-order pack (seed 5), then every task's full eval\nset at γ ∈ {0.5, 0.7, 0.9} × φ ∈ {0.3, 0.4, 0.5}, α = 0.2, greedy, stop at a newline or EOS.\n`task`: the pack ranked by the evaluated task's own profile; `other`: ranked by another task's\n(translate and lm columns use qa's, the qa column uses translate's); `random`: random rank order.\n`, gate`: the same pack with `--select gate` (each decode token computes the neurons its gate rows\npick, within the same bytes per token as φ: the gate rows of all γN loaded, then up and down of\n(3φ − γ)N/2; not at γ0.9 φ0.3, where the gate rows alone are φ's budget), instead of the paper's\nprompt votes; `, hybrid`: `--select hybrid` (the first δN ranks computed whole, cut to half of the\ngate's (3φ − γ)N/2 neurons, the gate choosing the rest among the other loaded ranks: the same bytes;\nits rows were added to the same packs' results afterwards, ninth session). `, mass`, `, l2`, `, signed`: the other vote statistics (`--select`; docs/selection.md\nscreens 1 and 3), task order only. None changes the decode's bytes or kernels: the paper's speed;\nthe gate's speed on the 1B shape is in docs/selection.md.\nMetrics: translate corpus BLEU-4 (300 held-out verses), qa exact match (199 questions),\nlm perplexity of the reference continuation given the prompt (200 held-out verse halves; lower is\nbetter). tok/s is eval throughput per thread (prefill included; two rows in parallel), peak RSS is\nthe whole process. The PyTorch reference (the metrics file written when the tiny model was trained; it is not part of this repository): BLEU 6.13,\nqa exact match 14.1 % (cloze) / 26 % (facts) = 17.1 % overall, lm perplexity 31.5 — the dense row\nreproduces all three. The PyTorch simulation of the method (a script outside this repository) gives, for\ntranslate BLEU: task γ0.7 φ0.4 5.67, random 3.97; task γ0.5 φ0.3 4.71, random 0.76; task γ0.9 φ0.5\n6.47, random 5.37.\n\n"
+const header = "# Accuracy of SelectInfer on the tiny model\n\nMade by `make accuracy` (about 10 minutes on 2 cores): profiles of translate, qa and lm (150 train\nprompts each, + 128 greedy tokens), packs ranked by each (δ = 0.3, secondary = mean of the three\nnormalised profiles, all 6 layers sparse), a random-order pack (seed 5), then every task's full eval\nset at γ ∈ {0.5, 0.7, 0.9} × φ ∈ {0.3, 0.4, 0.5}, α = 0.2, greedy, stop at a newline or EOS.\n`task`: the pack ranked by the evaluated task's own profile; `other`: ranked by another task's\n(translate and lm columns use qa's, the qa column uses translate's); `random`: random rank order.\n`, gate`: the same pack with `--select gate` (each decode token computes the neurons its gate rows\npick, within the same bytes per token as φ: the gate rows of all γN loaded, then up and down of\n(3φ − γ)N/2; not at γ0.9 φ0.3, where the gate rows alone are φ's budget), instead of the paper's\nprompt votes; `, hybrid`: `--select hybrid` (the first δN ranks computed whole, cut to half of the\ngate's (3φ − γ)N/2 neurons, the gate choosing the rest among the other loaded ranks: the same bytes;\nits rows were added to the same packs' results afterwards, ninth session). `, mass`, `, l2`, `, signed`: the other vote statistics (`--select`; docs/selection.md\nscreens 1 and 3), task order only. None changes the decode's bytes or kernels: the paper's speed;\nthe gate's speed on the 1B shape is in docs/selection.md.\nMetrics: translate corpus BLEU-4 (300 held-out verses), qa exact match and token F1 (199 questions)\nand the perplexity of qa's reference answers given the question (`docs/tasks/qa-ppl.json`: smoother\nthan exact match, which at γ0.5 the prefill alone decides; nineteenth session), lm perplexity of\nthe reference continuation given the prompt (200 held-out verse halves; lower is better). tok/s is eval throughput per thread (prefill included; two rows in parallel), peak RSS is\nthe whole process. The PyTorch reference (the metrics file written when the tiny model was trained; it is not part of this repository): BLEU 6.13,\nqa exact match 14.1 % (cloze) / 26 % (facts) = 17.1 % overall, lm perplexity 31.5 — the dense row\nreproduces all three. The PyTorch simulation of the method (a script outside this repository) gives, for\ntranslate BLEU: task γ0.7 φ0.4 5.67, random 3.97; task γ0.5 φ0.3 4.71, random 0.76; task γ0.9 φ0.5\n6.47, random 5.37.\n\n"
