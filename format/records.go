@@ -69,7 +69,7 @@ func LayoutOf(major uint16) Layout {
 }
 
 // LayoutFor is the layout writers give records of dtype dt: tiled for
-// BF16, F16, Q8_0 and Q4_0, pairs for F32. A down projection a row at a
+// BF16, F16 and Q8_0, pairs for Q4_0 and F32. A down projection a row at a
 // time loads and stores y for every row, and the stores hold back the
 // loads; tiled, the down rows are added 64 outputs at a time in registers
 // from one stream (Ops.AxpyTiles), with the decode's chunks of whole
@@ -82,10 +82,17 @@ func LayoutOf(major uint16) Layout {
 // and 0.91× (the prefill gathers the down rows; F16's 0.98-0.99×;
 // seventeenth session — the sixteenth's F16 0.91× had the fresh tiled
 // pack's dense tensors in small folios). F32 is not measured and keeps
-// pairs.
+// pairs. Q4_0 went back to pairs in the nineteenth session: with the
+// integer path's kernels as they are now, its tiled FFN read the gate and
+// up runs a row at a time slower than pairs read gate rows and up | down
+// pairs (a dense 1-thread step's FFN 27.1-27.4 against 22.7-23.0 ms);
+// compare.sh against llama.cpp, the packs alternated, q4_0 dense 1 thread
+// 0.97/0.97× tiled against 1.06/1.12× pairs, 2 threads 1.08/1.07× against
+// 1.12/1.21×, prefill within 3 % either way, and the gated selections'
+// scattered records read whole rows again (docs/bench.md).
 func LayoutFor(dt DType) Layout {
 	switch dt {
-	case BF16, F16, Q8_0, Q4_0:
+	case BF16, F16, Q8_0:
 		return Tiled
 	}
 	return Pairs
