@@ -75,24 +75,7 @@ func TestProfileIndependentSum(t *testing.T) {
 		}
 	}
 	// By hand on the plain pack: prefill, then feed gen greedy tokens.
-	want := make([][]float64, 6)
-	for l := range want {
-		want[l] = make([]float64, 768)
-	}
-	pool := kernels.NewPool(1)
-	defer pool.Close()
-	for _, pr := range prompts {
-		s, _ := plain.NewState(pool, 64)
-		pass := runner.Pass{OnAct: func(l int, act []float32, ranks int) {
-			for i, h := range act {
-				want[l][i%ranks] += math.Abs(float64(h))
-			}
-		}}
-		logits, _ := s.ForwardBatch(pr, 0, pass)
-		for i := 0; i < gen; i++ {
-			logits, _ = s.ForwardBatch([]int{runner.Argmax(logits)}, len(pr)+i, pass)
-		}
-	}
+	want, _ := sumsByHand(t, plain, prompts, gen, func(_, _ int, logits []float32) (int, bool) { return runner.Argmax(logits), true })
 	for l := range want {
 		for n := range want[l] {
 			if d := math.Abs(a.Sums[l][n] - want[l][n]); d > 1e-4*(1+want[l][n]) {
@@ -220,35 +203,8 @@ func TestProfileContinuations(t *testing.T) {
 	m := testutil.LoadModel(t, testutil.PackOf(t, testutil.Tiny, convert.Options{}), 1)
 	prompts := [][]int{{4094, 3709, 260, 3652}, {4094, 56, 671, 520, 25}}
 	const gen = 6
-	pool := kernels.NewPool(1)
-	defer pool.Close()
-	// byHand sums |h| over each prompt and then the tokens next(i, logits)
-	// gives (one at a time) until it says stop.
 	byHand := func(next func(p, i int, logits []float32) (int, bool)) ([][]float64, int64) {
-		want := make([][]float64, 6)
-		for l := range want {
-			want[l] = make([]float64, 768)
-		}
-		var tokens int64
-		for p, pr := range prompts {
-			s, _ := m.NewState(pool, 64)
-			pass := runner.Pass{OnAct: func(l int, act []float32, ranks int) {
-				for i, h := range act {
-					want[l][i%ranks] += math.Abs(float64(h))
-				}
-			}}
-			logits, _ := s.ForwardBatch(pr, 0, pass)
-			tokens += int64(len(pr))
-			for i := 0; i < gen; i++ {
-				tok, ok := next(p, i, logits)
-				if !ok {
-					break
-				}
-				logits, _ = s.ForwardBatch([]int{tok}, len(pr)+i, pass)
-				tokens++
-			}
-		}
-		return want, tokens
+		return sumsByHand(t, m, prompts, gen, next)
 	}
 	same := func(what string, got *profile.Profile, want [][]float64, tokens int64) {
 		t.Helper()
@@ -344,4 +300,45 @@ func TestProfileContinuations(t *testing.T) {
 	if _, err := profile.RunTask(context.Background(), m, mf, profile.TaskOptions{GenTokens: -1, Continue: "sideways"}); err == nil {
 		t.Fatal("an unknown continuation was accepted")
 	}
+}
+
+// sumsByHand sums |h| per layer and rank over each prompt and then, one at
+// a time, up to gen tokens next(prompt, i, logits) gives until it says
+// stop; it returns the sums and the tokens run.
+func sumsByHand(t *testing.T, m *runner.Model, prompts [][]int, gen int, next func(p, i int, logits []float32) (int, bool)) ([][]float64, int64) {
+	t.Helper()
+	pool := kernels.NewPool(1)
+	defer pool.Close()
+	want := make([][]float64, m.Config.NumLayers)
+	for l := range want {
+		want[l] = make([]float64, m.Config.IntermediateSize)
+	}
+	var tokens int64
+	for p, pr := range prompts {
+		s, err := m.NewState(pool, len(pr)+gen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pass := runner.Pass{OnAct: func(l int, act []float32, ranks int) {
+			for i, h := range act {
+				want[l][i%ranks] += math.Abs(float64(h))
+			}
+		}}
+		logits, err := s.ForwardBatch(pr, 0, pass)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens += int64(len(pr))
+		for i := 0; i < gen; i++ {
+			tok, ok := next(p, i, logits)
+			if !ok {
+				break
+			}
+			if logits, err = s.ForwardBatch([]int{tok}, len(pr)+i, pass); err != nil {
+				t.Fatal(err)
+			}
+			tokens++
+		}
+	}
+	return want, tokens
 }
