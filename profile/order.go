@@ -32,7 +32,8 @@ type OrderOptions struct {
 	Manifests   []string // extra manifest directories
 	// On-the-fly profiling of a task name.
 	MaxPrompts, GenTokens int
-	Jobs                  int // prompts run concurrently; 0: one per CPU
+	Continue              string // what follows each prompt (TaskOptions.Continue)
+	Jobs                  int    // prompts run concurrently; 0: one per CPU
 	Seed                  uint64
 	// Progress, if set, is called after each prompt profiled on the fly.
 	Progress func(task string, done, total int, tokens int64)
@@ -170,6 +171,9 @@ func (r *resolver) get(spec string) (*Profile, error) {
 		return nil, err
 	}
 	key := fmt.Sprintf("%s-p%d-g%d-s%d", man.Name, r.opt.MaxPrompts, r.opt.GenTokens, r.opt.Seed)
+	if c := r.opt.Continue; c != "" && c != "greedy" {
+		key += "-" + c
+	}
 	cache := CachePath(r.hash, key)
 	if p, err := Read(cache); err == nil {
 		r.log("using cached profile %s", cache)
@@ -180,7 +184,7 @@ func (r *resolver) get(spec string) (*Profile, error) {
 			return nil, err
 		}
 	}
-	topt := TaskOptions{MaxPrompts: r.opt.MaxPrompts, GenTokens: r.opt.GenTokens, Seed: r.opt.Seed, Jobs: r.opt.Jobs}
+	topt := TaskOptions{MaxPrompts: r.opt.MaxPrompts, GenTokens: r.opt.GenTokens, Seed: r.opt.Seed, Jobs: r.opt.Jobs, Continue: r.opt.Continue}
 	if topt.Jobs == 0 {
 		topt.Jobs = runtime.NumCPU()
 	}
@@ -194,6 +198,12 @@ func (r *resolver) get(spec string) (*Profile, error) {
 	gen := "the manifest's generated tokens"
 	if topt.GenTokens >= 0 {
 		gen = fmt.Sprintf("%d generated tokens", topt.GenTokens)
+	}
+	switch topt.Continue {
+	case "stop":
+		gen = "greedy tokens up to the task's stop string"
+	case "reference":
+		gen = "its reference"
 	}
 	r.log("no cached profile of task %s: profiling it now with the dense model over %s (+ %s each, %d jobs); this can take minutes, progress follows; the result is cached in %s", man.Name, prompts, gen, topt.Jobs, cache)
 	start := time.Now()

@@ -40,6 +40,7 @@ var convertCmd = &cli.Command{
 		&cli.Uint64Flag{Name: "seed", Value: 0, Usage: "seed of --order random and of prompt sampling when profiling"},
 		&cli.IntFlag{Name: "max-prompts", Value: 0, Usage: "prompts per task when profiling on the fly (0: all)"},
 		&cli.IntFlag{Name: "gen-tokens", Value: -1, Usage: "tokens generated per prompt when profiling on the fly (-1: the manifest's, 128)"},
+		&cli.StringFlag{Name: "continue", Value: "greedy", Usage: "what follows each prompt when profiling on the fly: greedy, stop or reference (as sipack profile --continue)"},
 		&cli.StringSliceFlag{Name: "manifests", Usage: "extra `DIR`s of task manifests"},
 		&cli.StringFlag{Name: "chat-template", Usage: "set or override the chat template: a tokenizer_config.json or a Jinja `FILE`"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary"},
@@ -166,7 +167,7 @@ func rankOrder(ctx context.Context, c *cli.Context, dir string) (*convert.Order,
 	return profile.Order(ctx, profile.OrderOptions{
 		ModelDir: dir, Task: c.String("profile"), TaskFormat: c.String("profile-format"), Secondary: c.String("secondary"),
 		Base: c.Float64("base"), Score: c.String("score"), DenseLayers: c.IntSlice("dense-layers"), Manifests: c.StringSlice("manifests"),
-		MaxPrompts: c.Int("max-prompts"), GenTokens: c.Int("gen-tokens"), Seed: c.Uint64("seed"),
+		MaxPrompts: c.Int("max-prompts"), GenTokens: c.Int("gen-tokens"), Seed: c.Uint64("seed"), Continue: c.String("continue"),
 		Progress: func(task string, done, total int, _ int64) {
 			if quiet {
 				return

@@ -159,6 +159,34 @@ func TestProfileAndRankedConvert(t *testing.T) {
 	if !strings.Contains(out, "secondary       mean of normalised profiles of [translate lm qa]") && !strings.Contains(out, "[lm qa translate]") {
 		t.Errorf("inspect: secondary tasks missing:\n%s", out)
 	}
+	// Profiles of the answers only: shown, refused in a merge with greedy
+	// ones, named in a ranked pack, cached apart from the greedy ones.
+	profStop := filepath.Join(dir, "qa-stop.prof")
+	if _, e, code := run(t, "profile", "--task", "qa", tiny, "-o", profStop, "--max-prompts", "3", "--gen-tokens", "4", "--continue", "stop", "-q"); code != 0 {
+		t.Fatal(e)
+	}
+	out, _, _ = run(t, "profile", "show", profStop)
+	if !strings.Contains(out, "up to the task's stop string") {
+		t.Errorf("show of a stop profile: %s", out)
+	}
+	if _, e, code := run(t, "profile", "merge", prof, profStop, "-o", filepath.Join(dir, "mixed.prof")); code == 0 || !strings.Contains(e, "followed their prompts differently") {
+		t.Errorf("a greedy and a stop profile merged (%d): %s", code, e)
+	}
+	packStop := filepath.Join(dir, "qa-stop.sip")
+	if _, e, code := run(t, "convert", tiny, "--profile", profStop, "--secondary", "self", "-o", packStop, "-q"); code != 0 {
+		t.Fatal(e)
+	}
+	if out, _, _ = run(t, "inspect", packStop); !strings.Contains(out, "rank order      profile+stop (task qa") {
+		t.Errorf("inspect of a stop-ranked pack:\n%s", out)
+	}
+	pack4 := filepath.Join(dir, "tr-stop.sip")
+	_, e, code = run(t, "convert", tiny, "--profile", "translate", "--max-prompts", "2", "--gen-tokens", "2", "--continue", "stop", "--secondary", "self", "-o", pack4)
+	if code != 0 || !strings.Contains(e, "no cached profile of task translate") || !strings.Contains(e, "up to the task's stop string") {
+		t.Fatalf("on-the-fly convert with --continue stop (%d) did not profile anew: %s", code, e)
+	}
+	if _, e, code := run(t, "profile", "--task", "qa", tiny, "-o", filepath.Join(dir, "x.prof"), "--continue", "sideways", "-q"); code == 0 || !strings.Contains(e, "sideways") {
+		t.Errorf("an unknown --continue was accepted (%d): %s", code, e)
+	}
 	// Random order.
 	pack3 := filepath.Join(dir, "rnd.sip")
 	if _, e, code := run(t, "convert", tiny, "--order", "random", "--seed", "3", "-o", pack3, "-q"); code != 0 {
