@@ -84,6 +84,10 @@ clean:
 # task order), --select gate and --select hybrid (not at γ0.9 φ0.3, where
 # the gate rows alone take φ's budget).
 ACC ?= /tmp/sipack-accuracy
+# The eval lines pipe sirun into sed: with pipefail a failed eval stops the
+# target instead of leaving a blank cell.
+accuracy accuracy-quant: SHELL := bash
+accuracy accuracy-quant: .SHELLFLAGS := -o pipefail -c
 accuracy: build
 	mkdir -p $(ACC)
 	for t in translate qa lm; do \

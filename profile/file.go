@@ -69,10 +69,12 @@ func (p *Profile) Validate() error {
 	switch {
 	case p.Format != FileFormat:
 		return fmt.Errorf("not a sipack profile (format %q)", p.Format)
-	case p.Version != 1:
+	case p.Version != 1 && p.Version != 2:
 		return fmt.Errorf("unsupported profile version %d", p.Version)
 	case p.Continue != "" && p.Continue != "stop" && p.Continue != "reference":
 		return fmt.Errorf("unknown continuation %q (stop, reference, or none for greedy)", p.Continue)
+	case p.Version != versionOf(p.Continue):
+		return fmt.Errorf("a version %d profile with continuation %q (version 2 profiles, and only they, follow their prompts otherwise than greedily)", p.Version, continueName(p.Continue))
 	case p.Layers <= 0 || p.Layers > format.MaxLayers:
 		return fmt.Errorf("layers %d out of range", p.Layers)
 	case p.Neurons <= 0 || p.Neurons > format.MaxNeurons:
@@ -258,4 +260,15 @@ func continueName(c string) string {
 		return "greedy"
 	}
 	return c
+}
+
+// versionOf is the file version of a profile with continuation c: 2 where
+// its prompts were followed otherwise than by greedy tokens, so that a
+// reader that knows only version 1 refuses it instead of taking it for a
+// greedy profile.
+func versionOf(c string) int {
+	if c == "" {
+		return 1
+	}
+	return 2
 }

@@ -63,12 +63,12 @@ func Run(ctx context.Context, m *runner.Model, task string, prompts [][]int, opt
 			}
 		}
 	}
+	if opt.Follow != nil && len(opt.Follow) != len(prompts) {
+		return nil, fmt.Errorf("%d continuations for %d prompts", len(opt.Follow), len(prompts))
+	}
 	for i, pr := range prompts {
 		if len(pr) == 0 {
 			return nil, fmt.Errorf("prompt %d is empty", i)
-		}
-		if opt.Follow != nil && len(opt.Follow) != len(prompts) {
-			return nil, fmt.Errorf("%d continuations for %d prompts", len(opt.Follow), len(prompts))
 		}
 		if len(pr)+opt.GenTokens > c.MaxPositionEmbeddings {
 			return nil, fmt.Errorf("prompt %d: %d tokens + %d generated exceed the model's context of %d", i, len(pr), opt.GenTokens, c.MaxPositionEmbeddings)
@@ -106,7 +106,8 @@ func Run(ctx context.Context, m *runner.Model, task string, prompts [][]int, opt
 				defer wg.Done()
 				var follow []int
 				if opt.Follow != nil {
-					follow = opt.Follow[start+j]
+					// Never nil here: nil means greedy tokens to runOne.
+					follow = append([]int{}, opt.Follow[start+j]...)
 				}
 				*ntok = len(pr)
 				var n int
@@ -141,7 +142,7 @@ func Run(ctx context.Context, m *runner.Model, task string, prompts [][]int, opt
 		cont = "stop"
 	}
 	return &Profile{
-		Format: FileFormat, Version: 1, Task: task, Continue: cont,
+		Format: FileFormat, Version: versionOf(cont), Task: task, Continue: cont,
 		Prompts: int64(len(prompts)), Tokens: tokens, GenTokens: opt.GenTokens,
 		ModelHash: hex.EncodeToString(p.Index.SourceHash[:]),
 		Layers:    L, Neurons: N, Sums: total,

@@ -246,6 +246,15 @@ func TestProfileContinuations(t *testing.T) {
 	if got.Continue != "stop" {
 		t.Fatalf("continue %q, want stop", got.Continue)
 	}
+	// Version 2 says so to readers that know only version 1's greedy tokens.
+	if got.Version != 2 || got.Validate() != nil {
+		t.Fatalf("a stop profile of version %d (%v)", got.Version, got.Validate())
+	}
+	old := *got
+	old.Version = 1
+	if old.Validate() == nil {
+		t.Fatal("a version 1 profile with a continuation validated")
+	}
 	greedyProf, _ := profile.Run(context.Background(), m, "t", prompts, profile.RunOptions{GenTokens: gen})
 	if _, err := profile.Merge(got, greedyProf); err == nil {
 		t.Fatal("a stop profile merged with a greedy one")
