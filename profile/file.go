@@ -272,3 +272,14 @@ func versionOf(c string) int {
 	}
 	return 2
 }
+
+// Followed says what followed each of the profile's prompts, for summaries.
+func (p *Profile) Followed() string {
+	switch p.Continue {
+	case "stop":
+		return fmt.Sprintf("greedy tokens up to the task's stop string after each prompt (at most %d)", p.GenTokens)
+	case "reference":
+		return fmt.Sprintf("each prompt followed by its reference (at most %d tokens)", p.GenTokens)
+	}
+	return fmt.Sprintf("%d generated per prompt", p.GenTokens)
+}

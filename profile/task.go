@@ -165,15 +165,8 @@ func CachePath(modelHash [format.HashSize]byte, task string) string {
 // Summary is one line on a finished run: prompts, tokens and throughput.
 func Summary(p *Profile, took time.Duration) string {
 	secs := took.Seconds()
-	after := fmt.Sprintf("%d generated per prompt", p.GenTokens)
-	switch p.Continue {
-	case "stop":
-		after = fmt.Sprintf("each prompt's greedy answer up to the stop string, at most %d", p.GenTokens)
-	case "reference":
-		after = fmt.Sprintf("each prompt's reference, at most %d tokens", p.GenTokens)
-	}
 	return fmt.Sprintf("profiled task %s: %d prompts, %d tokens (%s) in %.1f s, %.1f tokens/s",
-		p.Task, p.Prompts, p.Tokens, after, secs, float64(p.Tokens)/secs)
+		p.Task, p.Prompts, p.Tokens, p.Followed(), secs, float64(p.Tokens)/secs)
 }
 
 // continuation is ref's tokens as they follow prompt: tokenised as part of

@@ -188,14 +188,7 @@ var profileShowCmd = &cli.Command{
 			if err != nil {
 				return err
 			}
-			after := fmt.Sprintf("%d generated per prompt", p.GenTokens)
-			switch p.Continue {
-			case "stop":
-				after = fmt.Sprintf("greedy tokens up to the task's stop string after each prompt (at most %d)", p.GenTokens)
-			case "reference":
-				after = fmt.Sprintf("each prompt followed by its reference (at most %d tokens)", p.GenTokens)
-			}
-			fmt.Printf("%s: task %s, %d prompts, %d tokens, %s, model %.16s…\n", f, p.Task, p.Prompts, p.Tokens, after, p.ModelHash)
+			fmt.Printf("%s: task %s, %d prompts, %d tokens, %s, model %.16s…\n", f, p.Task, p.Prompts, p.Tokens, p.Followed(), p.ModelHash)
 			printConcentration(p.Scores())
 			ps = append(ps, p)
 		}
