@@ -69,12 +69,17 @@ func TestPartInferList(t *testing.T) {
 
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"format":"sipack-profile","version":1,"task":"qa","prompts":1,"tokens":3,"layers":1,"neurons":2,"sums":[[1,2]]}`))
+	f.Add([]byte(`{"format":"sipack-profile","version":2,"continue":"stop","task":"qa","prompts":1,"tokens":3,"gen_tokens":4,"layers":1,"neurons":2,"sums":[[1,2]]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := Parse("f", strings.NewReader(string(b)))
 		if err != nil {
 			return
 		}
 		p.Scores()
+		p.Followed()
+		if _, err := Merge(p, p); err != nil {
+			t.Fatalf("a profile does not merge with itself: %v", err)
+		}
 		for _, s := range p.Sums {
 			format.Concentration(s, []float64{0.3})
 		}
