@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -176,14 +175,7 @@ func evalRow(m *runner.Model, pool *kernels.Pool, man *manifests.Manifest, row m
 func scoreContinuation(m *runner.Model, pool *kernels.Pool, prompt, ref string, sel *runner.Selection) rowResult {
 	tk := m.Tokenizer
 	p := tk.Encode(prompt, true)
-	plain := tk.Encode(prompt, false)
-	joint := tk.Encode(prompt+ref, false)
-	var r []int
-	if len(joint) >= len(plain) && slices.Equal(joint[:len(plain)], plain) {
-		r = joint[len(plain):]
-	} else {
-		r = tk.Encode(ref, false)
-	}
+	r := tk.EncodeAfter(prompt, ref)
 	if len(r) == 0 {
 		return rowResult{err: fmt.Errorf("empty reference")}
 	}

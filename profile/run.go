@@ -104,15 +104,9 @@ func Run(ctx context.Context, m *runner.Model, task string, prompts [][]int, opt
 			wg.Add(1)
 			go func(w *worker, pr []int, errp *error, ntok *int) {
 				defer wg.Done()
-				var follow []int
-				if opt.Follow != nil {
-					// Never nil here: nil means greedy tokens to runOne.
-					follow = append([]int{}, opt.Follow[start+j]...)
-				}
-				*ntok = len(pr)
 				var n int
-				n, *errp = runOne(m, w.pool, pr, opt.GenTokens, opt.Stop, follow, perm, w.sums)
-				*ntok += n
+				n, *errp = runOne(m, w.pool, pr, &opt, start+j, perm, w.sums)
+				*ntok = len(pr) + n
 			}(workers[j], pr, &errs[j], &ntoks[j])
 		}
 		wg.Wait()
@@ -149,11 +143,12 @@ func Run(ctx context.Context, m *runner.Model, task string, prompts [][]int, opt
 	}, nil
 }
 
-// runOne adds one prompt's Σ|h| into sums (in original neuron order), over
-// the prompt and then up to gen tokens: follow's when given, else greedy
-// ones up to the first in stop. It returns how many tokens followed the
-// prompt.
-func runOne(m *runner.Model, pool *kernels.Pool, prompt []int, gen int, stop map[int]bool, follow []int, perm [][]uint32, sums [][]float64) (int, error) {
+// runOne adds prompt i's Σ|h| into sums (in original neuron order), over
+// the prompt and then up to opt.GenTokens tokens: opt.Follow[i] where
+// opt.Follow is set, else greedy ones up to the first in opt.Stop. It
+// returns how many tokens followed the prompt.
+func runOne(m *runner.Model, pool *kernels.Pool, prompt []int, opt *RunOptions, i int, perm [][]uint32, sums [][]float64) (int, error) {
+	gen := opt.GenTokens
 	s, err := m.NewState(pool, len(prompt)+gen)
 	if err != nil {
 		return 0, err
@@ -171,8 +166,8 @@ func runOne(m *runner.Model, pool *kernels.Pool, prompt []int, gen int, stop map
 	if err != nil {
 		return 0, err
 	}
-	if follow != nil {
-		follow = follow[:min(len(follow), gen)]
+	if opt.Follow != nil {
+		follow := opt.Follow[i][:min(len(opt.Follow[i]), gen)]
 		if len(follow) > 0 {
 			if _, err := s.ForwardBatch(follow, len(prompt), pass); err != nil {
 				return 0, err
@@ -183,9 +178,9 @@ func runOne(m *runner.Model, pool *kernels.Pool, prompt []int, gen int, stop map
 	// Generate gen tokens greedily; the last one is fed too, so every counted
 	// token contributes its activations (prompt + gen tokens in all).
 	pos := len(prompt)
-	for i := 0; i < gen; i++ {
+	for range gen {
 		tok := runner.Argmax(logits)
-		if stop[tok] {
+		if opt.Stop[tok] {
 			break
 		}
 		if logits, err = s.ForwardBatch([]int{tok}, pos, pass); err != nil {

@@ -11,14 +11,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/sipack/sipack/convert"
 	"github.com/sipack/sipack/format"
 	"github.com/sipack/sipack/manifests"
 	"github.com/sipack/sipack/runner"
-	"github.com/sipack/sipack/tokenizer"
 )
 
 // Opened is a model ready to run, with whatever must be cleaned up.
@@ -120,11 +118,13 @@ func RunTask(ctx context.Context, m *runner.Model, man *manifests.Manifest, opt 
 			return nil, fmt.Errorf("%s: row %d (%q): %d prompt tokens + %d generated exceed the model's context of %d", name, i+1, r.ID, len(prompts[i]), gen, m.Config.MaxPositionEmbeddings)
 		}
 	}
-	ropt := RunOptions{GenTokens: gen, Jobs: opt.Jobs}
-	cont := opt.Continue
-	switch cont {
+	ropt := RunOptions{GenTokens: gen, Jobs: opt.Jobs, Progress: func(done int, tokens int64) {
+		if opt.Progress != nil {
+			opt.Progress(done, len(prompts), tokens)
+		}
+	}}
+	switch opt.Continue {
 	case "", "greedy":
-		cont = ""
 	case "stop":
 		ropt.Stop = m.StopTokens(man.Stop)
 	case "reference":
@@ -133,19 +133,12 @@ func RunTask(ctx context.Context, m *runner.Model, man *manifests.Manifest, opt 
 			if r.Reference == "" {
 				return nil, fmt.Errorf("%s: row %d (%q) has no reference to follow its prompt", name, i+1, r.ID)
 			}
-			ropt.Follow[i] = continuation(m.Tokenizer, man.Apply(r.Prompt), man.ReferencePrefix+r.Reference)
+			ropt.Follow[i] = m.Tokenizer.EncodeAfter(man.Apply(r.Prompt), man.ReferencePrefix+r.Reference)
 		}
 	default:
 		return nil, fmt.Errorf("unknown continuation %q (greedy, stop or reference)", opt.Continue)
 	}
-	p, err := Run(ctx, m, man.Name, prompts, RunOptions{
-		GenTokens: gen, Jobs: opt.Jobs, Stop: ropt.Stop, Follow: ropt.Follow,
-		Progress: func(done int, tokens int64) {
-			if opt.Progress != nil {
-				opt.Progress(done, len(prompts), tokens)
-			}
-		},
-	})
+	p, err := Run(ctx, m, man.Name, prompts, ropt)
 	if err != nil {
 		return nil, err
 	}
@@ -167,15 +160,4 @@ func Summary(p *Profile, took time.Duration) string {
 	secs := took.Seconds()
 	return fmt.Sprintf("profiled task %s: %d prompts, %d tokens (%s) in %.1f s, %.1f tokens/s",
 		p.Task, p.Prompts, p.Tokens, p.Followed(), secs, float64(p.Tokens)/secs)
-}
-
-// continuation is ref's tokens as they follow prompt: tokenised as part of
-// prompt+ref when that keeps the prompt's tokens, else alone.
-func continuation(tk *tokenizer.Tokenizer, prompt, ref string) []int {
-	plain := tk.Encode(prompt, false)
-	joint := tk.Encode(prompt+ref, false)
-	if len(joint) > len(plain) && slices.Equal(joint[:len(plain)], plain) {
-		return joint[len(plain):]
-	}
-	return tk.Encode(ref, false)
 }

@@ -10,6 +10,7 @@ package tokenizer
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -463,4 +464,16 @@ func (t *Tokenizer) Decode(ids []int) string {
 		b = append(b, t.TokenBytes(id)...)
 	}
 	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+// EncodeAfter is text's tokens as they follow prefix: tokenised as part of
+// prefix+text when that keeps prefix's own tokens, else alone (a merge
+// across the boundary would change the prefix).
+func (t *Tokenizer) EncodeAfter(prefix, text string) []int {
+	plain := t.Encode(prefix, false)
+	joint := t.Encode(prefix+text, false)
+	if len(joint) >= len(plain) && slices.Equal(joint[:len(plain)], plain) {
+		return joint[len(plain):]
+	}
+	return t.Encode(text, false)
 }
