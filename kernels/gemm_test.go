@@ -171,3 +171,30 @@ func TestPanelFoldMatchesTile(t *testing.T) {
 		t.Skip("no table with a Panel tile")
 	}
 }
+
+// TestFoldMatchesReference: every table's Fold sums all 16 lanes of each
+// accumulator (as hsum24Ref does, within float32 reassociation), on
+// accumulators with every lane set — tiles that fill fewer lanes leave the
+// rest zero, which would hide a fold that skips them.
+func TestFoldMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, tb := range Tables() {
+		if tb.Gemm == nil {
+			continue
+		}
+		var acc [24][16]float32
+		for i := range acc {
+			for l := range acc[i] {
+				acc[i][l] = float32(rng.NormFloat64())
+			}
+		}
+		var got, want [24]float32
+		tb.Gemm.Fold(&acc, &got)
+		hsum24Ref(&acc, &want)
+		for i := range got {
+			if d := math.Abs(float64(got[i] - want[i])); d > 1e-5 {
+				t.Fatalf("%s: out[%d] = %g, reference %g", tb.Name, i, got[i], want[i])
+			}
+		}
+	}
+}

@@ -153,3 +153,179 @@ pq8loop:
 pq8done:
 	VZEROUPPER
 	RET
+
+// The prefill's integer GEMM tile on AVX2 (16 rows × 8 tokens of a packed
+// panel, gemmact.go), for CPUs without AVX-512 VNNI. AVX2's byte multiply,
+// VPMADDUBSW, sums pairs of unsigned × signed byte products into 16-bit
+// lanes, and has sixteen 256-bit registers: the tile takes the tokens two
+// at a time (four passes over the panel, which stays in cache), each
+// token's 16 rows in two registers of eight 32-bit lanes.
+//
+// Q4_0 (unsigned panel: nibbles 0-15): a pair's sum is at most
+// 2·15·127 = 3810, so a block's eight groups add in 16-bit lanes (at most
+// 30480) and one VPMADDWD by ones widens the block's sums to 32 bits; the
+// tiles' correction −8·Σq then makes them the exact dot.
+//
+// Q8_0 (signed panel: the values as they are): 255·127 pairs would
+// overflow, so the sign moves to the activations (VPSIGNB: x·sign(w)) and
+// the magnitudes (VPABSB, at most 128) meet them, 2·128·127 = 32512 a
+// pair; each group widens to 32 bits at once.
+//
+// Registers: Y0 16-bit ones, Y1/Y2 a group's rows 0-7/8-15, Y3/Y4 their
+// magnitudes (Q8_0), Y5 the token's broadcast values, Y6/Y7 scratch,
+// Y8-Y11 the two tokens' integer sums (rows 0-7, 8-15), Y12-Y15 their
+// float accumulators.
+
+// GRP4(k, ta, tb): group k against tokens ta and tb (Q4_0, 16-bit sums).
+#define GRP4(k, ta, tb) \
+	VMOVDQU k*64(SI), Y1; \
+	VMOVDQU k*64+32(SI), Y2; \
+	VPBROADCASTD ta*32+k*4(DI), Y5; \
+	VPMADDUBSW Y5, Y1, Y6; \
+	VPADDW Y6, Y8, Y8; \
+	VPMADDUBSW Y5, Y2, Y7; \
+	VPADDW Y7, Y9, Y9; \
+	VPBROADCASTD tb*32+k*4(DI), Y5; \
+	VPMADDUBSW Y5, Y1, Y6; \
+	VPADDW Y6, Y10, Y10; \
+	VPMADDUBSW Y5, Y2, Y7; \
+	VPADDW Y7, Y11, Y11
+
+// SGN8(w, m, acc): one register of rows against the broadcast values in
+// Y5 by sign transfer, its 32-bit sums into acc (Q8_0).
+#define SGN8(w, m, acc) \
+	VPSIGNB w, Y5, Y6; \
+	VPMADDUBSW Y6, m, Y6; \
+	VPMADDWD Y0, Y6, Y6; \
+	VPADDD Y6, acc, acc
+
+// GRP8(k, ta, tb): group k against tokens ta and tb (Q8_0, 32-bit sums).
+#define GRP8(k, ta, tb) \
+	VMOVDQU k*64(SI), Y1; \
+	VMOVDQU k*64+32(SI), Y2; \
+	VPABSB Y1, Y3; \
+	VPABSB Y2, Y4; \
+	VPBROADCASTD ta*32+k*4(DI), Y5; \
+	SGN8(Y1, Y3, Y8); \
+	SGN8(Y2, Y4, Y9); \
+	VPBROADCASTD tb*32+k*4(DI), Y5; \
+	SGN8(Y1, Y3, Y10); \
+	SGN8(Y2, Y4, Y11)
+
+// FOLD(t, lo, hi, flo, fhi): token t's block sums (32-bit, corrected) into
+// its float accumulators, times the rows' scales and the token's.
+#define FOLD(t, lo, hi, flo, fhi) \
+	VCVTDQ2PS lo, lo; \
+	VCVTDQ2PS hi, hi; \
+	VBROADCASTSS t*4(R8), Y5; \
+	VMULPS 512(SI), Y5, Y6; \
+	VFMADD231PS Y6, lo, flo; \
+	VMULPS 544(SI), Y5, Y6; \
+	VFMADD231PS Y6, hi, fhi
+
+// FIX4(t, lo, hi): token t's 16-bit sums widened, plus its correction.
+#define FIX4(t, lo, hi) \
+	VPMADDWD Y0, lo, lo; \
+	VPMADDWD Y0, hi, hi; \
+	VPBROADCASTD t*4(R9), Y5; \
+	VPADDD Y5, lo, lo; \
+	VPADDD Y5, hi, hi
+
+// PASSBEGIN/PASSEND: a pass over the panel's nb blocks for tokens ta, tb
+// (the arguments in R10-R14, the output in DX).
+#define PASSBEGIN \
+	MOVQ R10, SI; \
+	MOVQ R11, DI; \
+	MOVQ R12, R8; \
+	MOVQ R13, R9; \
+	MOVQ R14, CX; \
+	VXORPS Y12, Y12, Y12; \
+	VXORPS Y13, Y13, Y13; \
+	VXORPS Y14, Y14, Y14; \
+	VXORPS Y15, Y15, Y15
+#define PASSSTEP \
+	ADDQ $576, SI; \
+	ADDQ $256, DI; \
+	ADDQ $32, R8; \
+	ADDQ $32, R9; \
+	DECQ CX
+#define PASSEND(ta, tb) \
+	VMOVUPS Y12, ta*64(DX); \
+	VMOVUPS Y13, ta*64+32(DX); \
+	VMOVUPS Y14, tb*64(DX); \
+	VMOVUPS Y15, tb*64+32(DX)
+
+#define ZERO4 VPXOR Y8, Y8, Y8; VPXOR Y9, Y9, Y9; VPXOR Y10, Y10, Y10; VPXOR Y11, Y11, Y11
+
+#define PASS4(ta, tb, label) \
+	PASSBEGIN; \
+label: \
+	ZERO4; \
+	GRP4(0, ta, tb); \
+	GRP4(1, ta, tb); \
+	GRP4(2, ta, tb); \
+	GRP4(3, ta, tb); \
+	GRP4(4, ta, tb); \
+	GRP4(5, ta, tb); \
+	GRP4(6, ta, tb); \
+	GRP4(7, ta, tb); \
+	FIX4(ta, Y8, Y9); \
+	FIX4(tb, Y10, Y11); \
+	FOLD(ta, Y8, Y9, Y12, Y13); \
+	FOLD(tb, Y10, Y11, Y14, Y15); \
+	PASSSTEP; \
+	JNZ label; \
+	PASSEND(ta, tb)
+
+#define PASS8(ta, tb, label) \
+	PASSBEGIN; \
+label: \
+	ZERO4; \
+	GRP8(0, ta, tb); \
+	GRP8(1, ta, tb); \
+	GRP8(2, ta, tb); \
+	GRP8(3, ta, tb); \
+	GRP8(4, ta, tb); \
+	GRP8(5, ta, tb); \
+	GRP8(6, ta, tb); \
+	GRP8(7, ta, tb); \
+	FOLD(ta, Y8, Y9, Y12, Y13); \
+	FOLD(tb, Y10, Y11, Y14, Y15); \
+	PASSSTEP; \
+	JNZ label; \
+	PASSEND(ta, tb)
+
+// ONES16 sets Y0 to 16-bit ones.
+#define ONES16 MOVL $0x00010001, AX; VMOVD AX, X0; VPBROADCASTD X0, Y0
+
+// func panelQ4AVX2(panel *byte, xq *int8, xd *float32, xc *int32, nb int, out *[128]float32)
+TEXT ·panelQ4AVX2(SB), NOSPLIT, $0-48
+	MOVQ panel+0(FP), R10
+	MOVQ xq+8(FP), R11
+	MOVQ xd+16(FP), R12
+	MOVQ xc+24(FP), R13
+	MOVQ nb+32(FP), R14
+	MOVQ out+40(FP), DX
+	ONES16
+	PASS4(0, 1, pa4p0)
+	PASS4(2, 3, pa4p1)
+	PASS4(4, 5, pa4p2)
+	PASS4(6, 7, pa4p3)
+	VZEROUPPER
+	RET
+
+// func panelQ8AVX2(panel *byte, xq *int8, xd *float32, xc *int32, nb int, out *[128]float32)
+TEXT ·panelQ8AVX2(SB), NOSPLIT, $0-48
+	MOVQ panel+0(FP), R10
+	MOVQ xq+8(FP), R11
+	MOVQ xd+16(FP), R12
+	MOVQ xc+24(FP), R13
+	MOVQ nb+32(FP), R14
+	MOVQ out+40(FP), DX
+	ONES16
+	PASS8(0, 1, pa8p0)
+	PASS8(2, 3, pa8p1)
+	PASS8(4, 5, pa8p2)
+	PASS8(6, 7, pa8p3)
+	VZEROUPPER
+	RET

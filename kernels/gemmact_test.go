@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -152,5 +153,36 @@ func TestPackRowMatchesReference(t *testing.T) {
 	}
 	if tested == 0 {
 		t.Skip("no table with a PackRow kernel")
+	}
+}
+
+// BenchmarkPanelAct: each table's integer GEMM tile (16 rows × 8 tokens of
+// a 2048-wide packed panel, from cache), in GOP/s (2 per weight and token).
+func BenchmarkPanelAct(b *testing.B) {
+	for _, tb := range Tables() {
+		for _, dt := range []format.DType{format.Q4_0, format.Q8_0} {
+			ops := tb.Ops(dt)
+			if ops.PanelAct == nil {
+				continue
+			}
+			b.Run(fmt.Sprintf("%s/%v", tb.Name, dt), func(b *testing.B) {
+				const cols = 2048
+				rng := rand.New(rand.NewPCG(3, 4))
+				wb, _ := randRow(rng, dt, panelRows*cols)
+				rb, _ := dt.RowBytes(cols)
+				acts := quantizeTokens(nil, ops, randVec(rng, panelToks*cols), cols, panelToks)
+				var tiles ActTiles
+				buildActTiles(&tiles, acts, dt, ops.PanelSigned)
+				nb := cols / format.QK
+				panel := make([]byte, nb*panelBlockBytes)
+				packPanel(panel, dt, func(r int) []byte { return wb[r*rb : (r+1)*rb] }, panelRows, nb, ops.PanelSigned)
+				var out [panelRows * panelToks]float32
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					ops.PanelAct(panel, &tiles, 0, &out)
+				}
+				b.ReportMetric(float64(b.N)*2*panelRows*panelToks*cols/b.Elapsed().Seconds()/1e9, "GOP/s")
+			})
+		}
 	}
 }

@@ -191,6 +191,21 @@ func expSubSumAVX512(x *float32, n int, m float32) float32
 func quantizeBlocksAVX512(x *float32, q *int8, d *float32, s *int32, nb int)
 
 //go:noescape
+func gemm4x6AVX2(w *[4]*float32, x *[6]*float32, n int, acc *[24][16]float32)
+
+//go:noescape
+func hsum24AVX2(acc *[24][16]float32, out *[24]float32)
+
+//go:noescape
+func gemmDown6AVX2(acc *float32, accStride int, h *float32, down *float32, ldd int, K int, H int)
+
+//go:noescape
+func panelQ4AVX2(panel *byte, xq *int8, xd *float32, xc *int32, nb int, out *[panelRows * panelToks]float32)
+
+//go:noescape
+func panelQ8AVX2(panel *byte, xq *int8, xd *float32, xc *int32, nb int, out *[panelRows * panelToks]float32)
+
+//go:noescape
 func panelQ8VNNI(panel *byte, xq *int8, xd *float32, xc *int32, nb int, out *[panelRows * panelToks]float32)
 
 //go:noescape
@@ -379,6 +394,11 @@ func avx2Table() *Table {
 			}
 			return dotQ40Q8AVX2(&w[0], &a.Q[0], &a.D[0], &a.S[0], len(a.D))
 		}
+		// The prefill's integer GEMM tile (panelQ4AVX2, panelQ8AVX2): Q4_0
+		// on unsigned panels as the VNNI tile, Q8_0 on signed ones (its
+		// sign moves to the activations, so VPMADDUBSW's 16-bit pairs hold).
+		q40.PanelAct = panelActOf(panelQ4AVX2)
+		q80.PanelAct, q80.PanelSigned = panelActOf(panelQ8AVX2), true
 		// The prefill's four tokens a row: the nibbles unpacked once,
 		// each token's sum DotAct's to the bit.
 		q40.Dot4Act = func(w []byte, a0, a1, a2, a3 *Q8Act) (out [4]float32) {
@@ -393,6 +413,11 @@ func avx2Table() *Table {
 		}
 	}
 	t.FMAPeak, t.FMALanes = fmaPeakAVX2, 8
+	// The prefill GEMM (gemm_avx2_amd64.s): the float tile for every
+	// dtype's matrices and the FFN's gate and up rows, the down projection
+	// over widened rows; with it the block types' prefill takes the
+	// integer tiles (PanelAct) for the gate and up rows too.
+	t.Gemm = &GemmKernel{Tile: gemm4x6AVX2, Fold: hsum24AVX2, Down: gemmDown6AVX2}
 	t.PrefetchL2 = func(b []byte) {
 		if len(b) > 0 {
 			prefetchL2AVX2(&b[0], len(b))
@@ -422,6 +447,7 @@ func avx512Table(avx2 *Table) *Table {
 	// (AVX2's integer default is not measured against them; VNNI below
 	// takes the integer path).
 	q40.ActDot, q80.ActDot = false, false
+	q40.PanelAct, q80.PanelAct, q80.PanelSigned = nil, nil, false
 	q40.Axpy, q80.Axpy = blockAxpy(axpyQ40AVX512), blockAxpy(axpyQ80AVX512)
 	q80.AxpyTiles, q40.AxpyTiles = tilesAxpy(axpyTilesQ80AVX512), tilesAxpy(axpyTilesQ40AVX512)
 	t.ops[format.F16].AxpyTiles, t.ops[format.F16].AxpyTilesIdx = tilesAxpy(axpyTilesF16AVX512), tilesIdxAxpy(axpyTilesIdxF16AVX512)
@@ -561,11 +587,8 @@ func avx512Table(avx2 *Table) *Table {
 	}
 	// The prefill's integer GEMM tile, one kernel for both block types
 	// (packPanel makes their values unsigned bytes alike).
-	panelAct := func(panel []byte, a *ActTiles, tile int, out *[panelRows * panelToks]float32) {
-		i := tile * a.NB * panelToks
-		panelQ8VNNI(&panel[0], &a.Q[i*format.QK], &a.D[i], &a.C[i], a.NB, out)
-	}
-	q40.PanelAct, q80.PanelAct = panelAct, panelAct
+	panelAct := panelActOf(panelQ8VNNI)
+	q40.PanelAct, q80.PanelAct, q80.PanelSigned = panelAct, panelAct, false
 	q80.Dot2Act = func(a, b []byte, act *Q8Act, out *[2]float32, next []byte) {
 		full := len(act.D) &^ 15
 		*out = [2]float32{}
@@ -576,6 +599,15 @@ func avx512Table(avx2 *Table) *Table {
 		out[1] += q80Tail(b, act, full)
 	}
 	return t
+}
+
+// panelActOf adapts an integer GEMM tile kernel to Ops.PanelAct: the
+// tile's activations, scales and corrections from tiles.
+func panelActOf(k func(panel *byte, xq *int8, xd *float32, xc *int32, nb int, out *[panelRows * panelToks]float32)) func([]byte, *ActTiles, int, *[panelRows * panelToks]float32) {
+	return func(panel []byte, a *ActTiles, tile int, out *[panelRows * panelToks]float32) {
+		i := tile * a.NB * panelToks
+		k(&panel[0], &a.Q[i*format.QK], &a.D[i], &a.C[i], a.NB, out)
+	}
 }
 
 // packRowOf adapts a row-packing kernel to Ops.PackRow: its four-byte
