@@ -5,7 +5,7 @@ BIN     ?= bin
 FUZZTIME ?= 30s
 SYNTH   ?= /tmp/sipack-synth-1b
 
-.PHONY: all build test demo generate fuzz bench compare recache bench-packs synth clean vet accuracy accuracy-quant test-arm64 test-arm32 cross loadtest \
+.PHONY: all build test demo generate fuzz bench compare compare-avx2 recache bench-packs synth clean vet accuracy accuracy-quant test-arm64 test-arm32 cross loadtest \
 	cuda-kernels cuda-check build-cuda device-check device-rehearse
 
 all: build
@@ -175,6 +175,17 @@ bench: bench-packs
 compare: bench-packs
 	$(MAKE) recache
 	BENCH_DIR=$(BENCH_DIR) SIRUN=$(BIN)/sirun ../shared/llamacpp/compare.sh --threads 2
+
+# The same against llama.cpp's AVX2 build (its CPU backends but the
+# Haswell one removed from a copy of its bin/) and sirun's AVX2 table, one
+# thread: what a CPU without AVX-512 gets (most laptops').
+LLAMA_AVX2 ?= /tmp/sipack-llamacpp-avx2
+compare-avx2: bench-packs
+	rm -rf $(LLAMA_AVX2) && mkdir -p $(LLAMA_AVX2)
+	cp -r ../shared/llamacpp/. $(LLAMA_AVX2)/
+	find $(LLAMA_AVX2)/bin -name 'libggml-cpu-*.so' ! -name 'libggml-cpu-haswell.so' -delete
+	$(MAKE) recache
+	SIPACK_KERNELS=avx2 BENCH_DIR=$(BENCH_DIR) SIRUN=$(BIN)/sirun $(LLAMA_AVX2)/compare.sh --threads 1
 
 # Drops the benchmark packs' and llama.cpp's GGUFs' page cache and reads each
 # file back whole through a mapping advised for huge pages, so both sides'
