@@ -482,16 +482,69 @@ aq4done:
 // block sums of xq. For each block: s = Σ qw·qx by VPMADDUBSW (unsigned ×
 // signed bytes into int16 pairs) and VPMADDWD (pairs into int32).
 
+// Q8SCALES8: a chunk of eight Q8_0 blocks' d_w·d_x at 0(R10) (the
+// scales gathered from the 34-byte blocks, widened and multiplied at once).
+#define Q8SCALES8 \
+	MOVWLZX 0(SI), AX; \
+	VMOVD AX, X10; \
+	VPINSRW $1, 34(SI), X10, X10; \
+	VPINSRW $2, 68(SI), X10, X10; \
+	VPINSRW $3, 102(SI), X10, X10; \
+	VPINSRW $4, 136(SI), X10, X10; \
+	VPINSRW $5, 170(SI), X10, X10; \
+	VPINSRW $6, 204(SI), X10, X10; \
+	VPINSRW $7, 238(SI), X10, X10; \
+	VCVTPH2PS X10, Y10; \
+	VMULPS 0(R8), Y10, Y10; \
+	VMOVUPS Y10, 0(R10)
+
+// QQ8BLK8(off, acc): block off of a chunk into acc (its scale from
+// Q8SCALES8): Σ qw·qx by the sign transfer, as the block loop below.
+#define QQ8BLK8(off, acc) \
+	VMOVDQU (off*34+2)(SI), Y4; \
+	VPSIGNB Y4, Y4, Y6; \
+	VMOVDQU (off*32)(DI), Y5; \
+	VPSIGNB Y4, Y5, Y7; \
+	VPMADDUBSW Y7, Y6, Y6; \
+	VPMADDWD Y2, Y6, Y6; \
+	VCVTDQ2PS Y6, Y6; \
+	VBROADCASTSS (off*4)(R10), Y1; \
+	VFMADD231PS Y6, Y1, acc
+
 // func dotQ80Q8AVX2(w *byte, xq *int8, xd *float32, nb int) float32
-TEXT ·dotQ80Q8AVX2(SB), NOSPLIT, $0-36
+TEXT ·dotQ80Q8AVX2(SB), NOSPLIT, $32-36
 	MOVQ w+0(FP), SI
 	MOVQ xq+8(FP), DI
 	MOVQ xd+16(FP), R8
 	MOVQ nb+24(FP), CX
+	LEAQ 0(SP), R10
 	VXORPS Y0, Y0, Y0
+	VXORPS Y8, Y8, Y8
 	MOVL $1, AX
 	VMOVQ AX, X2
 	VPBROADCASTW X2, Y2 // int16 ones
+	// Eight blocks a chunk, their scales gathered into one vector
+	// (Q8SCALES8) and the blocks alternating between two accumulators:
+	// a block at a time into one, the FMA's latency held each block (a
+	// cached 2048-wide row, BenchmarkMicroQ80Q8AVX2: 69.7-70.0 → 54.5-54.9
+	// ns; four accumulators 55-56).
+qq8chunk:
+	CMPQ CX, $8
+	JL   qq8loop
+	Q8SCALES8
+	QQ8BLK8(0, Y0)
+	QQ8BLK8(1, Y8)
+	QQ8BLK8(2, Y0)
+	QQ8BLK8(3, Y8)
+	QQ8BLK8(4, Y0)
+	QQ8BLK8(5, Y8)
+	QQ8BLK8(6, Y0)
+	QQ8BLK8(7, Y8)
+	ADDQ $272, SI
+	ADDQ $256, DI
+	ADDQ $32, R8
+	SUBQ $8, CX
+	JMP  qq8chunk
 qq8loop:
 	TESTQ CX, CX
 	JE    qq8done
@@ -514,6 +567,7 @@ qq8loop:
 	DECQ CX
 	JMP  qq8loop
 qq8done:
+	VADDPS Y8, Y0, Y0
 	HSUM
 	VZEROUPPER
 	MOVSS X0, ret+32(FP)

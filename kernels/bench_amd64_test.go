@@ -66,6 +66,15 @@ func BenchmarkMicroQ40Q8AVX2(b *testing.B) {
 		return dotQ40Q8AVX2(&w[0], &a.Q[0], &a.D[0], &a.S[0], microN/32)
 	})
 }
+func BenchmarkMicroQ80Q8AVX2(b *testing.B) {
+	var a Q8Act
+	microDot(b, format.Q8_0, func(w []byte, x []float32) float32 {
+		if len(a.D) == 0 {
+			quantizeAct(&a, x, false)
+		}
+		return dotQ80Q8AVX2(&w[0], &a.Q[0], &a.D[0], microN/32)
+	})
+}
 func BenchmarkMicroQ40VNNI(b *testing.B) {
 	needCPU(b, cpu.X86.HasAVX512VNNI, "AVX512VNNI")
 	var a Q8Act
