@@ -192,3 +192,44 @@
 	VMOVUPS Z27, 0(out); \
 	VPERMPS Z16, Z26, Z27; \
 	VMOVUPS Y27, 64(out)
+
+// HSUMY0ST(i): the eight lanes of Y0 summed (lanes i + i+4, then + i+2,
+// then + i+1) into the float at (i*4)(DI), X1 scratch: the end of the
+// prefill tiles' folds (hsum24AVX512, hsum24AVX2).
+#define HSUMY0ST(i) \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS X1, X0, X0; \
+	VPERMILPS $0x4e, X0, X1; \
+	VADDPS X1, X0, X0; \
+	VPERMILPS $0xb1, X0, X1; \
+	VADDSS X1, X0, X0; \
+	VMOVSS X0, (i*4)(DI)
+
+// FOR24(M) expands M(0) … M(23).
+#define FOR24(M) M(0); M(1); M(2); M(3); M(4); M(5); M(6); M(7); M(8); M(9); M(10); M(11); M(12); M(13); M(14); M(15); M(16); M(17); M(18); M(19); M(20); M(21); M(22); M(23)
+
+// DOWN6ARGS loads the prefill down tiles' (acc *float32, accStride int,
+// h *float32, down *float32, ldd int, K int, H int) arguments: acc in DI,
+// its row stride in bytes in R13, h in SI, down in R8, its row stride in
+// bytes in R10, K in R14, H in R11.
+#define DOWN6ARGS \
+	MOVQ acc+0(FP), DI; \
+	MOVQ accStride+8(FP), R13; \
+	SHLQ $2, R13; \
+	MOVQ h+16(FP), SI; \
+	MOVQ down+24(FP), R8; \
+	MOVQ ldd+32(FP), R10; \
+	SHLQ $2, R10; \
+	MOVQ K+40(FP), R14; \
+	MOVQ H+48(FP), R11
+
+// PANELARGS loads the integer GEMM tiles' (panel *byte, xq *int8, xd
+// *float32, xc *int32, nb int, out *[128]float32) arguments into R10-R14
+// and DX (the AVX2 tiles' passes start from them).
+#define PANELARGS \
+	MOVQ panel+0(FP), R10; \
+	MOVQ xq+8(FP), R11; \
+	MOVQ xd+16(FP), R12; \
+	MOVQ xc+24(FP), R13; \
+	MOVQ nb+32(FP), R14; \
+	MOVQ out+40(FP), DX

@@ -482,24 +482,25 @@ aq4done:
 // block sums of xq. For each block: s = Σ qw·qx by VPMADDUBSW (unsigned ×
 // signed bytes into int16 pairs) and VPMADDWD (pairs into int32).
 
-// Q8SCALES8: a chunk of eight Q8_0 blocks' d_w·d_x at 0(R10) (the
-// scales gathered from the 34-byte blocks, widened and multiplied at once).
-#define Q8SCALES8 \
+// SCALES8(bs): a chunk of eight blocks' (bs bytes each) d_w·d_x at
+// 0(R10): the scales gathered from the blocks (VPINSRW), widened and
+// multiplied by the activations' eight at once (X10/Y10 scratch).
+#define SCALES8(bs) \
 	MOVWLZX 0(SI), AX; \
 	VMOVD AX, X10; \
-	VPINSRW $1, 34(SI), X10, X10; \
-	VPINSRW $2, 68(SI), X10, X10; \
-	VPINSRW $3, 102(SI), X10, X10; \
-	VPINSRW $4, 136(SI), X10, X10; \
-	VPINSRW $5, 170(SI), X10, X10; \
-	VPINSRW $6, 204(SI), X10, X10; \
-	VPINSRW $7, 238(SI), X10, X10; \
+	VPINSRW $1, (1*bs)(SI), X10, X10; \
+	VPINSRW $2, (2*bs)(SI), X10, X10; \
+	VPINSRW $3, (3*bs)(SI), X10, X10; \
+	VPINSRW $4, (4*bs)(SI), X10, X10; \
+	VPINSRW $5, (5*bs)(SI), X10, X10; \
+	VPINSRW $6, (6*bs)(SI), X10, X10; \
+	VPINSRW $7, (7*bs)(SI), X10, X10; \
 	VCVTPH2PS X10, Y10; \
 	VMULPS 0(R8), Y10, Y10; \
 	VMOVUPS Y10, 0(R10)
 
 // QQ8BLK8(off, acc): block off of a chunk into acc (its scale from
-// Q8SCALES8): Σ qw·qx by the sign transfer, as the block loop below.
+// SCALES8): Σ qw·qx by the sign transfer, as the block loop below.
 #define QQ8BLK8(off, acc) \
 	VMOVDQU (off*34+2)(SI), Y4; \
 	VPSIGNB Y4, Y4, Y6; \
@@ -524,14 +525,14 @@ TEXT ·dotQ80Q8AVX2(SB), NOSPLIT, $32-36
 	VMOVQ AX, X2
 	VPBROADCASTW X2, Y2 // int16 ones
 	// Eight blocks a chunk, their scales gathered into one vector
-	// (Q8SCALES8) and the blocks alternating between two accumulators:
+	// (SCALES8) and the blocks alternating between two accumulators:
 	// a block at a time into one, the FMA's latency held each block (a
 	// cached 2048-wide row, BenchmarkMicroQ80Q8AVX2: 69.7-70.0 → 54.5-54.9
 	// ns; four accumulators 55-56).
 qq8chunk:
 	CMPQ CX, $8
 	JL   qq8loop
-	Q8SCALES8
+	SCALES8(34)
 	QQ8BLK8(0, Y0)
 	QQ8BLK8(1, Y8)
 	QQ8BLK8(2, Y0)
@@ -625,21 +626,10 @@ qq8done:
 // subtraction — where a block at a time spent nine instructions of its
 // twenty on them. The same products in the same order: the sums are the
 // block-at-a-time loop's (the tail's) to the bit.
-// QSCALES8: the chunk's d_w·d_x at 0(R10), its 8·Σqx at 32(R10) (R10:
-// the frame's 64 bytes).
+// QSCALES8: the chunk's d_w·d_x at 0(R10) (SCALES8), its 8·Σqx at
+// 32(R10) (R10: the frame's 64 bytes).
 #define QSCALES8 \
-	MOVWLZX 0(SI), AX; \
-	VMOVD AX, X10; \
-	VPINSRW $1, 18(SI), X10, X10; \
-	VPINSRW $2, 36(SI), X10, X10; \
-	VPINSRW $3, 54(SI), X10, X10; \
-	VPINSRW $4, 72(SI), X10, X10; \
-	VPINSRW $5, 90(SI), X10, X10; \
-	VPINSRW $6, 108(SI), X10, X10; \
-	VPINSRW $7, 126(SI), X10, X10; \
-	VCVTPH2PS X10, Y10; \
-	VMULPS 0(R8), Y10, Y10; \
-	VMOVUPS Y10, 0(R10); \
+	SCALES8(18); \
 	VMOVDQU 0(R9), Y11; \
 	VPSLLD $3, Y11, Y11; \
 	VMOVDQU Y11, 32(R10)

@@ -177,42 +177,13 @@ GLOBL ·fold24idx(SB), RODATA|NOPTR, $64
 	VMOVUPS (i*64)(SI), Z0; \
 	VEXTRACTF64X4 $1, Z0, Y1; \
 	VADDPS Y1, Y0, Y0; \
-	VEXTRACTF128 $1, Y0, X1; \
-	VADDPS X1, X0, X0; \
-	VPERMILPS $0x4e, X0, X1; \
-	VADDPS X1, X0, X0; \
-	VPERMILPS $0xb1, X0, X1; \
-	VADDSS X1, X0, X0; \
-	VMOVSS X0, (i*4)(DI)
+	HSUMY0ST(i)
 
 // func hsum24AVX512(acc *[24][16]float32, out *[24]float32)
 TEXT ·hsum24AVX512(SB), NOSPLIT, $0-16
 	MOVQ acc+0(FP), SI
 	MOVQ out+8(FP), DI
-	HSUM16(0)
-	HSUM16(1)
-	HSUM16(2)
-	HSUM16(3)
-	HSUM16(4)
-	HSUM16(5)
-	HSUM16(6)
-	HSUM16(7)
-	HSUM16(8)
-	HSUM16(9)
-	HSUM16(10)
-	HSUM16(11)
-	HSUM16(12)
-	HSUM16(13)
-	HSUM16(14)
-	HSUM16(15)
-	HSUM16(16)
-	HSUM16(17)
-	HSUM16(18)
-	HSUM16(19)
-	HSUM16(20)
-	HSUM16(21)
-	HSUM16(22)
-	HSUM16(23)
+	FOR24(HSUM16)
 	VZEROUPPER
 	RET
 
@@ -233,15 +204,7 @@ TEXT ·hsum24AVX512(SB), NOSPLIT, $0-16
 
 // func gemmDown6AVX512(acc *float32, accStride int, h *float32, down *float32, ldd int, K int, H int)
 TEXT ·gemmDown6AVX512(SB), NOSPLIT, $0-56
-	MOVQ acc+0(FP), DI
-	MOVQ accStride+8(FP), R13
-	SHLQ $2, R13
-	MOVQ h+16(FP), SI
-	MOVQ down+24(FP), R8
-	MOVQ ldd+32(FP), R10
-	SHLQ $2, R10
-	MOVQ K+40(FP), R14
-	MOVQ H+48(FP), R11
+	DOWN6ARGS
 	TESTQ R14, R14
 	JZ   ddone
 dcol:

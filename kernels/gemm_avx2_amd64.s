@@ -106,15 +106,7 @@ g2done:
 
 // func gemmDown6AVX2(acc *float32, accStride int, h *float32, down *float32, ldd int, K int, H int)
 TEXT ·gemmDown6AVX2(SB), NOSPLIT, $0-56
-	MOVQ acc+0(FP), DI
-	MOVQ accStride+8(FP), R13
-	SHLQ $2, R13
-	MOVQ h+16(FP), SI
-	MOVQ down+24(FP), R8
-	MOVQ ldd+32(FP), R10
-	SHLQ $2, R10
-	MOVQ K+40(FP), R14
-	MOVQ H+48(FP), R11
+	DOWN6ARGS
 	TESTQ R14, R14
 	JZ   d2done
 d2col:
@@ -150,41 +142,12 @@ d2done:
 #define HSUM16Y(i) \
 	VMOVUPS (i*64)(SI), Y0; \
 	VADDPS (i*64+32)(SI), Y0, Y0; \
-	VEXTRACTF128 $1, Y0, X1; \
-	VADDPS X1, X0, X0; \
-	VPERMILPS $0x4e, X0, X1; \
-	VADDPS X1, X0, X0; \
-	VPERMILPS $0xb1, X0, X1; \
-	VADDSS X1, X0, X0; \
-	VMOVSS X0, (i*4)(DI)
+	HSUMY0ST(i)
 
 // func hsum24AVX2(acc *[24][16]float32, out *[24]float32)
 TEXT ·hsum24AVX2(SB), NOSPLIT, $0-16
 	MOVQ acc+0(FP), SI
 	MOVQ out+8(FP), DI
-	HSUM16Y(0)
-	HSUM16Y(1)
-	HSUM16Y(2)
-	HSUM16Y(3)
-	HSUM16Y(4)
-	HSUM16Y(5)
-	HSUM16Y(6)
-	HSUM16Y(7)
-	HSUM16Y(8)
-	HSUM16Y(9)
-	HSUM16Y(10)
-	HSUM16Y(11)
-	HSUM16Y(12)
-	HSUM16Y(13)
-	HSUM16Y(14)
-	HSUM16Y(15)
-	HSUM16Y(16)
-	HSUM16Y(17)
-	HSUM16Y(18)
-	HSUM16Y(19)
-	HSUM16Y(20)
-	HSUM16Y(21)
-	HSUM16Y(22)
-	HSUM16Y(23)
+	FOR24(HSUM16Y)
 	VZEROUPPER
 	RET

@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "amd64_macros.h"
 
 // The prefill's integer GEMM tile over a packed panel (gemmact.go): 16 rows
 // × 8 tokens, AVX-512 VNNI. Per block the panel's eight 64-byte groups stay
@@ -232,7 +233,7 @@ pq8done:
 	VPADDD Y5, hi, hi
 
 // PASSBEGIN/PASSEND: a pass over the panel's nb blocks for tokens ta, tb
-// (the arguments in R10-R14, the output in DX).
+// (the arguments in R10-R14 and the output in DX: PANELARGS).
 #define PASSBEGIN \
 	MOVQ R10, SI; \
 	MOVQ R11, DI; \
@@ -300,12 +301,7 @@ label: \
 
 // func panelQ4AVX2(panel *byte, xq *int8, xd *float32, xc *int32, nb int, out *[128]float32)
 TEXT ·panelQ4AVX2(SB), NOSPLIT, $0-48
-	MOVQ panel+0(FP), R10
-	MOVQ xq+8(FP), R11
-	MOVQ xd+16(FP), R12
-	MOVQ xc+24(FP), R13
-	MOVQ nb+32(FP), R14
-	MOVQ out+40(FP), DX
+	PANELARGS
 	ONES16
 	PASS4(0, 1, pa4p0)
 	PASS4(2, 3, pa4p1)
@@ -316,12 +312,7 @@ TEXT ·panelQ4AVX2(SB), NOSPLIT, $0-48
 
 // func panelQ8AVX2(panel *byte, xq *int8, xd *float32, xc *int32, nb int, out *[128]float32)
 TEXT ·panelQ8AVX2(SB), NOSPLIT, $0-48
-	MOVQ panel+0(FP), R10
-	MOVQ xq+8(FP), R11
-	MOVQ xd+16(FP), R12
-	MOVQ xc+24(FP), R13
-	MOVQ nb+32(FP), R14
-	MOVQ out+40(FP), DX
+	PANELARGS
 	ONES16
 	PASS8(0, 1, pa8p0)
 	PASS8(2, 3, pa8p1)
