@@ -47,9 +47,11 @@ type Options struct {
 	DenseDType  string
 	BandNeurons int // neurons per band; 0: DefaultBand of the FFN size
 	// Layout, if set, is the band layout (interleaved, pairs, runs, tiled;
-	// format SPEC §5) instead of the dtype's (format.LayoutFor): tiled
-	// decodes the paper's selection fastest for the block types, pairs
-	// serves the gated methods' scattered records better (docs/bench.md).
+	// format SPEC §5) instead of the dtype's (format.LayoutFor, what
+	// decodes the paper's selection fastest with AVX-512: tiled for BF16,
+	// F16 and Q8_0, pairs for Q4_0; Q4_0 tiled is the faster on AVX2-only
+	// CPUs); pairs serves the gated methods' scattered records better
+	// (docs/bench.md).
 	Layout      string
 	DenseLayers []int  // layers whose FFN stays dense (in the dense section)
 	Order       *Order // nil: original neuron order
