@@ -499,16 +499,22 @@ aq4done:
 	VMULPS 0(R8), Y10, Y10; \
 	VMOVUPS Y10, 0(R10)
 
-// QQ8BLK8(off, acc): block off of a chunk into acc (its scale from
-// SCALES8): Σ qw·qx by the sign transfer, as the block loop below.
-#define QQ8BLK8(off, acc) \
+// Q8SUMS(off): Σ qw·qx of the Q8_0 block at off·34(SI) and the
+// activations at off·32(DI), by the sign transfer (|qw| × qx·sign(qw)),
+// as float32 lanes in Y6 (Y4, Y5, Y7 scratch; Y2 int16 ones).
+#define Q8SUMS(off) \
 	VMOVDQU (off*34+2)(SI), Y4; \
-	VPSIGNB Y4, Y4, Y6; \
 	VMOVDQU (off*32)(DI), Y5; \
+	VPSIGNB Y4, Y4, Y6; \
 	VPSIGNB Y4, Y5, Y7; \
 	VPMADDUBSW Y7, Y6, Y6; \
 	VPMADDWD Y2, Y6, Y6; \
-	VCVTDQ2PS Y6, Y6; \
+	VCVTDQ2PS Y6, Y6
+
+// QQ8BLK8(off, acc): block off of a chunk into acc, its scale from
+// SCALES8.
+#define QQ8BLK8(off, acc) \
+	Q8SUMS(off); \
 	VBROADCASTSS (off*4)(R10), Y1; \
 	VFMADD231PS Y6, Y1, acc
 
@@ -554,13 +560,7 @@ qq8loop:
 	VCVTPH2PS X1, X1
 	VMULSS 0(R8), X1, X1
 	VBROADCASTSS X1, Y1 // d_w · d_x
-	VMOVDQU 2(SI), Y4   // qw
-	VMOVDQU 0(DI), Y5   // qx
-	VPSIGNB Y4, Y4, Y6  // |qw|
-	VPSIGNB Y4, Y5, Y7  // qx · sign(qw)
-	VPMADDUBSW Y7, Y6, Y6
-	VPMADDWD Y2, Y6, Y6
-	VCVTDQ2PS Y6, Y6
+	Q8SUMS(0)
 	VFMADD231PS Y6, Y1, Y0
 	ADDQ $34, SI
 	ADDQ $32, DI
@@ -589,6 +589,11 @@ qq8done:
 	MOVWLZX (off*18)(SI), AX; \
 	VMOVQ AX, X1; \
 	VCVTPH2PS X1, X1; \
+	NIBBLES4(off)
+
+// NIBBLES4(off): the 32 nibbles of the Q4_0 block at SI + off·18 into
+// Y14 as unsigned bytes (X5 scratch; Y3 the nibble mask).
+#define NIBBLES4(off) \
 	VMOVDQU (off*18+2)(SI), X14; \
 	VPSRLW $4, X14, X5; \
 	VINSERTI128 $1, X5, Y14, Y14; \
@@ -637,10 +642,7 @@ qq8done:
 // QQ4BLK8(off, acc): block off of a chunk (its scale and offset from
 // QSCALES8) into acc, as QQ4BLK.
 #define QQ4BLK8(off, acc) \
-	VMOVDQU (off*18+2)(SI), X14; \
-	VPSRLW $4, X14, X5; \
-	VINSERTI128 $1, X5, Y14, Y14; \
-	VPAND Y3, Y14, Y14; \
+	NIBBLES4(off); \
 	VMOVDQU (off*32)(DI), Y6; \
 	VPMADDUBSW Y6, Y14, Y6; \
 	VPMADDWD Y2, Y6, Y6; \

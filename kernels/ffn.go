@@ -513,19 +513,18 @@ func pairDot(ops *Ops, a, b []byte, x []float32, acts []Q8Act, next []byte, out 
 	switch {
 	case acts != nil && ops.Dot2Act != nil:
 		ops.Dot2Act(a, b, &acts[0], out, next)
-	case acts != nil:
-		// No pair kernel (AVX2's block types): the row dots, with the
-		// prefetch the pair kernels do themselves — three rows' worth of
-		// the record ahead into L2. Without it a q4_0 pack in pairs decoded
-		// at half its speed on AVX2 (FFN 6.5 GB/s, one thread).
+	case acts == nil && ops.Dot2 != nil:
+		ops.Dot2(a, b, x, out, next)
+	default:
+		// No pair kernel (AVX2's block types, the reference): the row
+		// dots, with the prefetch the pair kernels do themselves — three
+		// rows' worth of the record ahead into L2. Without it a q4_0 pack
+		// in pairs decoded at half its speed on AVX2 (FFN 6.5 GB/s, one
+		// thread).
 		if len(next) > 0 {
 			active.PrefetchL2(next[:min(len(next), 3*len(a))])
 		}
-		out[0], out[1] = ops.DotAct(a, &acts[0]), ops.DotAct(b, &acts[0])
-	case ops.Dot2 != nil:
-		ops.Dot2(a, b, x, out, next)
-	default:
-		out[0], out[1] = ops.Dot(a, x), ops.Dot(b, x)
+		out[0], out[1] = rowDot1(ops, a, x, acts), rowDot1(ops, b, x, acts)
 	}
 }
 

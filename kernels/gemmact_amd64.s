@@ -258,43 +258,30 @@ pq8done:
 
 #define ZERO4 VPXOR Y8, Y8, Y8; VPXOR Y9, Y9, Y9; VPXOR Y10, Y10, Y10; VPXOR Y11, Y11, Y11
 
-#define PASS4(ta, tb, label) \
+// PASS(GRP, FIX, ta, tb, label): one pass for tokens ta and tb, a block's
+// eight groups by GRP, its sums finished by FIX (Q4_0's widening and
+// correction; NOFIX for Q8_0, whose groups widen as they go).
+#define PASS(GRP, FIX, ta, tb, label) \
 	PASSBEGIN; \
 label: \
 	ZERO4; \
-	GRP4(0, ta, tb); \
-	GRP4(1, ta, tb); \
-	GRP4(2, ta, tb); \
-	GRP4(3, ta, tb); \
-	GRP4(4, ta, tb); \
-	GRP4(5, ta, tb); \
-	GRP4(6, ta, tb); \
-	GRP4(7, ta, tb); \
-	FIX4(ta, Y8, Y9); \
-	FIX4(tb, Y10, Y11); \
+	GRP(0, ta, tb); \
+	GRP(1, ta, tb); \
+	GRP(2, ta, tb); \
+	GRP(3, ta, tb); \
+	GRP(4, ta, tb); \
+	GRP(5, ta, tb); \
+	GRP(6, ta, tb); \
+	GRP(7, ta, tb); \
+	FIX(ta, Y8, Y9); \
+	FIX(tb, Y10, Y11); \
 	FOLD(ta, Y8, Y9, Y12, Y13); \
 	FOLD(tb, Y10, Y11, Y14, Y15); \
 	PASSSTEP; \
 	JNZ label; \
 	PASSEND(ta, tb)
 
-#define PASS8(ta, tb, label) \
-	PASSBEGIN; \
-label: \
-	ZERO4; \
-	GRP8(0, ta, tb); \
-	GRP8(1, ta, tb); \
-	GRP8(2, ta, tb); \
-	GRP8(3, ta, tb); \
-	GRP8(4, ta, tb); \
-	GRP8(5, ta, tb); \
-	GRP8(6, ta, tb); \
-	GRP8(7, ta, tb); \
-	FOLD(ta, Y8, Y9, Y12, Y13); \
-	FOLD(tb, Y10, Y11, Y14, Y15); \
-	PASSSTEP; \
-	JNZ label; \
-	PASSEND(ta, tb)
+#define NOFIX(t, lo, hi)
 
 // ONES16 sets Y0 to 16-bit ones.
 #define ONES16 MOVL $0x00010001, AX; VMOVD AX, X0; VPBROADCASTD X0, Y0
@@ -303,10 +290,10 @@ label: \
 TEXT ·panelQ4AVX2(SB), NOSPLIT, $0-48
 	PANELARGS
 	ONES16
-	PASS4(0, 1, pa4p0)
-	PASS4(2, 3, pa4p1)
-	PASS4(4, 5, pa4p2)
-	PASS4(6, 7, pa4p3)
+	PASS(GRP4, FIX4, 0, 1, pa4p0)
+	PASS(GRP4, FIX4, 2, 3, pa4p1)
+	PASS(GRP4, FIX4, 4, 5, pa4p2)
+	PASS(GRP4, FIX4, 6, 7, pa4p3)
 	VZEROUPPER
 	RET
 
@@ -314,9 +301,9 @@ TEXT ·panelQ4AVX2(SB), NOSPLIT, $0-48
 TEXT ·panelQ8AVX2(SB), NOSPLIT, $0-48
 	PANELARGS
 	ONES16
-	PASS8(0, 1, pa8p0)
-	PASS8(2, 3, pa8p1)
-	PASS8(4, 5, pa8p2)
-	PASS8(6, 7, pa8p3)
+	PASS(GRP8, NOFIX, 0, 1, pa8p0)
+	PASS(GRP8, NOFIX, 2, 3, pa8p1)
+	PASS(GRP8, NOFIX, 4, 5, pa8p2)
+	PASS(GRP8, NOFIX, 6, 7, pa8p3)
 	VZEROUPPER
 	RET

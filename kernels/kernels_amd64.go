@@ -588,7 +588,7 @@ func avx512Table(avx2 *Table) *Table {
 	// The prefill's integer GEMM tile, one kernel for both block types
 	// (packPanel makes their values unsigned bytes alike).
 	panelAct := panelActOf(panelQ8VNNI)
-	q40.PanelAct, q80.PanelAct, q80.PanelSigned = panelAct, panelAct, false
+	q40.PanelAct, q80.PanelAct = panelAct, panelAct
 	q80.Dot2Act = func(a, b []byte, act *Q8Act, out *[2]float32, next []byte) {
 		full := len(act.D) &^ 15
 		*out = [2]float32{}
