@@ -251,7 +251,11 @@ func runPacks(opt Options, paths []string, pool *kernels.Pool, probe *BandwidthP
 				}
 				var first *benchFigure
 				for _, method := range methods {
-					f := &benchFigure{gamma: g, phi: phi, method: method, sel: &runner.Selection{Phi: phi, Alpha: 0.2, Base: base, Compact: true, Method: method}}
+					name, budget, err := runner.ParseMethod(method)
+					if err != nil {
+						return nil, err
+					}
+					f := &benchFigure{gamma: g, phi: phi, method: method, sel: &runner.Selection{Phi: phi, Alpha: 0.2, Base: base, Compact: true, Method: name, Budget: budget}}
 					if n := m.Config.IntermediateSize; f.sel.Validate(n, format.Count(g, n)) != nil {
 						continue // e.g. "gate" at φ ≤ γ/3
 					}
@@ -463,11 +467,13 @@ func Ops(paths []string, opt Options, w io.Writer) error {
 			}
 			var sel *runner.Selection
 			if f.phi < f.gamma {
-				method := "paper"
+				method, budget := "paper", ""
 				if len(opt.Select) > 0 {
-					method = opt.Select[0] // --ops: the first method given
+					if method, budget, err = runner.ParseMethod(opt.Select[0]); err != nil { // --ops: the first method given
+						return err
+					}
 				}
-				sel = &runner.Selection{Phi: f.phi, Alpha: 0.2, Base: float64(p.Index.BaseFraction), Compact: true, Method: method}
+				sel = &runner.Selection{Phi: f.phi, Alpha: 0.2, Base: float64(p.Index.BaseFraction), Compact: true, Method: method, Budget: budget}
 			}
 			b, err := DecodeOps(m, pool, sel, opt.decodeDepth(), opt.Tokens)
 			p.Close()

@@ -35,6 +35,9 @@ type Order struct {
 	Scores       map[int][]float32 // optional: task score per rank, stored for inspect
 	BaseFraction float32
 	Provenance   format.Provenance
+	// Budgets, optional, is per sparse layer its layer budget
+	// (format.SparseLayer.Budget; profile.Budgets).
+	Budgets map[int][]float32
 }
 
 // Options configures Convert.
@@ -433,6 +436,11 @@ func (m *Model) WritePack(ctx context.Context, opt Options) (*Result, error) {
 		sl := format.SparseLayer{Layer: l, Perm: perm}
 		if opt.Order != nil && opt.Order.Scores != nil {
 			sl.TaskScore = opt.Order.Scores[l]
+		}
+		if opt.Order != nil && opt.Order.Budgets != nil {
+			if sl.Budget = opt.Order.Budgets[l]; len(sl.Budget) != format.BudgetSteps+1 {
+				return nil, fmt.Errorf("rank order has no layer budget of %d steps for layer %d", format.BudgetSteps+1, l)
+			}
 		}
 		idx.SparseLayers = append(idx.SparseLayers, sl)
 	}

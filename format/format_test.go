@@ -28,6 +28,16 @@ func smallConfig() ModelConfig {
 // writeSmall writes a pack with random weights and returns its path.
 func writeSmall(t testing.TB, dir string, denseLayers map[int]bool, band int) string {
 	t.Helper()
+	path, err := writeSmallWith(dir, denseLayers, band, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// writeSmallWith is writeSmall with edit applied to the index before the
+// pack is written; it returns WritePack's error.
+func writeSmallWith(dir string, denseLayers map[int]bool, band int, edit func(*Index)) (string, error) {
 	c := smallConfig()
 	idx := &Index{Config: c, ConfigJSON: []byte(`{}`), TokenizerJSON: []byte(`{"model":{}}`), RecordDType: BF16, BandNeurons: band}
 	sparse := map[int]bool{}
@@ -61,11 +71,11 @@ func writeSmall(t testing.TB, dir string, denseLayers map[int]bool, band int) st
 		}
 		return nil
 	}
-	path := filepath.Join(dir, "small.sip")
-	if err := WritePack(context.Background(), path, spec); err != nil {
-		t.Fatal(err)
+	if edit != nil {
+		edit(idx)
 	}
-	return path
+	path := filepath.Join(dir, "small.sip")
+	return path, WritePack(context.Background(), path, spec)
 }
 
 // denseSpec starts a WriteSpec of idx with every dense tensor its config

@@ -66,7 +66,16 @@ type SparseLayer struct {
 	Layer     int
 	Perm      []uint32  // Perm[rank] = original neuron index
 	TaskScore []float32 // optional, per rank: the task profile's mean |h|
+	// Budget, optional (all sparse layers or none), is the layer's share of
+	// a pack-wide fraction: Budget[j] is the fraction of this layer's N
+	// that a pack-wide fraction of j/BudgetSteps gives it, BudgetSteps+1
+	// values, nondecreasing from 0 to 1 (linear in between; LayerCount).
+	Budget []float32
 }
+
+// BudgetSteps is the resolution of SparseLayer.Budget: its values are at
+// pack-wide fractions 0, 1/BudgetSteps, …, 1.
+const BudgetSteps = 64
 
 // Provenance says where a pack's rank order came from.
 type Provenance struct {
@@ -242,8 +251,19 @@ func encodeIndex(idx *Index) []byte {
 			}
 			score = b.EndVector(len(sl.TaskScore))
 		}
+		var budget flatbuffers.UOffsetT
+		if sl.Budget != nil {
+			sipfb.SparseLayerStartBudgetVector(b, len(sl.Budget))
+			for j := len(sl.Budget) - 1; j >= 0; j-- {
+				b.PrependFloat32(sl.Budget[j])
+			}
+			budget = b.EndVector(len(sl.Budget))
+		}
 		sipfb.SparseLayerStart(b)
 		sipfb.SparseLayerAddLayer(b, uint32(sl.Layer))
+		if sl.Budget != nil {
+			sipfb.SparseLayerAddBudget(b, budget)
+		}
 		sipfb.SparseLayerAddPerm(b, perm)
 		if sl.TaskScore != nil {
 			sipfb.SparseLayerAddTaskScore(b, score)
@@ -444,6 +464,12 @@ func decodeIndex(buf []byte) (idx *Index, err error) {
 			sl.TaskScore = make([]float32, k)
 			for j := range sl.TaskScore {
 				sl.TaskScore[j] = fl.TaskScore(j)
+			}
+		}
+		if k := fl.BudgetLength(); k > 0 {
+			sl.Budget = make([]float32, k)
+			for j := range sl.Budget {
+				sl.Budget[j] = fl.Budget(j)
 			}
 		}
 		idx.SparseLayers = append(idx.SparseLayers, sl)

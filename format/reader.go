@@ -82,6 +82,76 @@ func (p *Pack) RanksFor(gamma float64) int {
 	return max(1, Count(gamma, p.Index.Config.IntermediateSize))
 }
 
+// HasBudgets reports whether the pack's sparse layers carry layer budgets.
+func (p *Pack) HasBudgets() bool {
+	return len(p.Index.SparseLayers) > 0 && p.Index.SparseLayers[0].Budget != nil
+}
+
+// LayerCount is the number of neurons a pack-wide fraction f gives the
+// si-th sparse layer when nothing caps it: Count(f, N), or with layer
+// budgets Count of the layer's budget at f.
+func (p *Pack) LayerCount(si int, f float64) int {
+	N := p.Index.Config.IntermediateSize
+	if !p.HasBudgets() {
+		return Count(f, N)
+	}
+	return Count(BudgetAt(p.Index.SparseLayers[si].Budget, f), N)
+}
+
+// BudgetAt is a layer budget's share of the pack-wide fraction f: linear
+// between its steps, 1 from f = 1 on.
+func BudgetAt(b []float32, f float64) float64 {
+	if f >= 1 {
+		return 1
+	}
+	x := max(0, f) * BudgetSteps
+	j := min(int(x), BudgetSteps-1)
+	return float64(b[j]) + (float64(b[j+1])-float64(b[j]))*(x-float64(j))
+}
+
+// LayerShares is, per sparse layer, the neurons a pack-wide fraction f (δ
+// or φ) gives it when every layer holds loaded ranks: Count(f, N) capped
+// at loaded in every layer, or with layer budgets the budgets' shares at
+// the least fraction f' ≥ f whose capped shares add up to f's total — a
+// layer the cap stops hands its excess to the others in the budgets'
+// order (f ≥ γ gives every layer all it loaded). The shares nest: a
+// larger f never gives a layer fewer.
+func (p *Pack) LayerShares(f float64, loaded int) []int {
+	L, N := len(p.Index.SparseLayers), p.Index.Config.IntermediateSize
+	out := make([]int, L)
+	if !p.HasBudgets() {
+		for i := range out {
+			out[i] = min(loaded, Count(f, N))
+		}
+		return out
+	}
+	capped := func(g float64) float64 {
+		var t float64
+		for _, sl := range p.Index.SparseLayers {
+			t += min(BudgetAt(sl.Budget, g), float64(loaded)/float64(N))
+		}
+		return t
+	}
+	want := float64(L) * min(f, float64(loaded)/float64(N))
+	g := f
+	if capped(f) < want {
+		lo, hi := f, 1.0 // capped(lo) < want ≤ capped(hi)
+		for range 40 {
+			mid := (lo + hi) / 2
+			if capped(mid) < want {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		g = hi
+	}
+	for i, sl := range p.Index.SparseLayers {
+		out[i] = min(loaded, Count(BudgetAt(sl.Budget, g), N))
+	}
+	return out
+}
+
 // AvailableRanks is the number of ranks per sparse layer the file can
 // serve: N, or fewer for a pack sliced to a prefix or a file cut short
 // after some band.
@@ -286,6 +356,22 @@ func (p *Pack) validate() error {
 			seen[v] = true
 		}
 		p.sparse[sl.Layer] = i
+		if (sl.Budget != nil) != (idx.SparseLayers[0].Budget != nil) {
+			return bad(ErrIndex, "layer budgets must be given for every sparse layer or none", sl.Layer)
+		}
+		if sl.Budget != nil {
+			if len(sl.Budget) != BudgetSteps+1 {
+				return bad(ErrShape, fmt.Sprintf("layer %d budget must have %d steps", sl.Layer, BudgetSteps+1), len(sl.Budget))
+			}
+			for j, v := range sl.Budget {
+				if !(v >= 0 && v <= 1) || (j > 0 && v < sl.Budget[j-1]) {
+					return bad(ErrIndex, fmt.Sprintf("layer %d budget must rise from 0 to 1 (step %d)", sl.Layer, j), v)
+				}
+			}
+			if sl.Budget[BudgetSteps] != 1 {
+				return bad(ErrIndex, fmt.Sprintf("layer %d budget must end at 1", sl.Layer), sl.Budget[BudgetSteps])
+			}
+		}
 	}
 	nSparse := len(idx.SparseLayers)
 	if nSparse > 0 {

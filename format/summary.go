@@ -68,6 +68,17 @@ func (p *Pack) Summary(w io.Writer) {
 			fmt.Fprintf(w, "  layer %-3d     %5.1f %%  %5.1f %%  %5.1f %%  %5.1f %%\n", sl.Layer, 100*cc[0], 100*cc[1], 100*cc[2], 100*cc[3])
 		}
 	}
+	if p.HasBudgets() {
+		fracs := []float64{0.3, 0.5, 0.7, 0.9}
+		fmt.Fprintf(w, "layer budgets   neurons per sparse layer at a pack-wide γ, δ or φ of 0.3/0.5/0.7/0.9 (by the profile's sensitivity):\n")
+		for si, sl := range idx.SparseLayers {
+			fmt.Fprintf(w, "  layer %-3d    ", sl.Layer)
+			for _, f := range fracs {
+				fmt.Fprintf(w, " %6d", p.LayerCount(si, f))
+			}
+			fmt.Fprintln(w)
+		}
+	}
 	fmt.Fprintf(w, "source hash     %x\n", idx.SourceHash)
 	fmt.Fprintf(w, "index           %d bytes at %d\n", pre.IndexLen, pre.IndexOff)
 	fmt.Fprintf(w, "dense section   %s at %d (%d tensors)\n", human(pre.DenseLen), pre.DenseOff, len(idx.DenseTensors))

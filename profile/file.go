@@ -39,6 +39,17 @@ type Profile struct {
 	Layers    int         `json:"layers"`
 	Neurons   int         `json:"neurons"`
 	Sums      [][]float64 `json:"sums"` // [layer][neuron]
+	// Sensitivity, optional (Calibrate), is what each layer's FFN is worth
+	// to the profiled text: Sensitivity[l][i] is the mean negative log-
+	// likelihood per token of the text that followed the calibration
+	// prompts with layer l restricted to the top SensitivityFractions[i]
+	// of its neurons by these sums and every other layer whole;
+	// SensitivityDense the same with every layer whole. Layer budgets
+	// (Budgets) are made from it.
+	SensitivityFractions []float64   `json:"sensitivity_fractions,omitempty"`
+	Sensitivity          [][]float64 `json:"sensitivity,omitempty"`
+	SensitivityDense     float64     `json:"sensitivity_dense,omitempty"`
+	SensitivityPrompts   int         `json:"sensitivity_prompts,omitempty"`
 }
 
 // maxProfileBytes caps a profile file before it is parsed.
@@ -89,6 +100,9 @@ func (p *Profile) Validate() error {
 			return fmt.Errorf("model_hash %q is not 64 hex digits", p.ModelHash)
 		}
 	}
+	if err := p.validateSensitivity(); err != nil {
+		return err
+	}
 	for l, s := range p.Sums {
 		if len(s) != p.Neurons {
 			return fmt.Errorf("layer %d has %d sums, header says %d neurons", l, len(s), p.Neurons)
@@ -96,6 +110,37 @@ func (p *Profile) Validate() error {
 		for n, v := range s {
 			if !(v >= 0) || math.IsInf(v, 0) {
 				return fmt.Errorf("layer %d neuron %d: sum %v is not a finite non-negative number", l, n, v)
+			}
+		}
+	}
+	return nil
+}
+
+// validateSensitivity checks the optional calibration: fractions strictly
+// rising in (0, 1), one finite loss per layer and fraction.
+func (p *Profile) validateSensitivity() error {
+	if p.Sensitivity == nil && p.SensitivityFractions == nil {
+		return nil
+	}
+	fr := p.SensitivityFractions
+	if len(fr) == 0 || len(p.Sensitivity) != p.Layers {
+		return fmt.Errorf("sensitivity: %d layers of curves over %d fractions, header says %d layers", len(p.Sensitivity), len(fr), p.Layers)
+	}
+	for i, f := range fr {
+		if !(f > 0 && f < 1) || (i > 0 && f <= fr[i-1]) {
+			return fmt.Errorf("sensitivity fractions %v must rise strictly within (0, 1)", fr)
+		}
+	}
+	if math.IsNaN(p.SensitivityDense) || math.IsInf(p.SensitivityDense, 0) || p.SensitivityDense < 0 {
+		return fmt.Errorf("sensitivity: dense loss %v is not a finite non-negative number", p.SensitivityDense)
+	}
+	for l, c := range p.Sensitivity {
+		if len(c) != len(fr) {
+			return fmt.Errorf("sensitivity: layer %d has %d points for %d fractions", l, len(c), len(fr))
+		}
+		for _, v := range c {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+				return fmt.Errorf("sensitivity: layer %d loss %v is not a finite non-negative number", l, v)
 			}
 		}
 	}
@@ -150,6 +195,26 @@ func Merge(a, b *Profile) (*Profile, error) {
 	}
 	out.Prompts += b.Prompts
 	out.Tokens += b.Tokens
+	// Calibrations of the same fractions average, each weighted by the
+	// prompts it ran; otherwise the merge has none (its order changed).
+	out.SensitivityFractions, out.Sensitivity, out.SensitivityDense, out.SensitivityPrompts = nil, nil, 0, 0
+	if a.Sensitivity != nil && b.Sensitivity != nil && slices.Equal(a.SensitivityFractions, b.SensitivityFractions) {
+		wa := 0.5
+		if n := a.SensitivityPrompts + b.SensitivityPrompts; n > 0 {
+			wa = float64(a.SensitivityPrompts) / float64(n)
+		}
+		mix := func(x, y float64) float64 { return wa*x + (1-wa)*y }
+		out.SensitivityFractions = slices.Clone(a.SensitivityFractions)
+		out.SensitivityDense = mix(a.SensitivityDense, b.SensitivityDense)
+		out.SensitivityPrompts = a.SensitivityPrompts + b.SensitivityPrompts
+		out.Sensitivity = make([][]float64, a.Layers)
+		for l := range out.Sensitivity {
+			out.Sensitivity[l] = make([]float64, len(a.SensitivityFractions))
+			for i := range out.Sensitivity[l] {
+				out.Sensitivity[l][i] = mix(a.Sensitivity[l][i], b.Sensitivity[l][i])
+			}
+		}
+	}
 	out.Sums = make([][]float64, a.Layers)
 	for l := range out.Sums {
 		out.Sums[l] = make([]float64, a.Neurons)

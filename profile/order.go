@@ -33,8 +33,14 @@ type OrderOptions struct {
 	// On-the-fly profiling of a task name.
 	MaxPrompts, GenTokens int
 	Continue              string // what follows each prompt (TaskOptions.Continue)
-	Jobs                  int    // prompts run concurrently; 0: one per CPU
-	Seed                  uint64
+	Calibrate             int    // prompts a profile on the fly calibrates over (TaskOptions.Calibrate)
+	// LayerBudget is how the sparse layers share γ, δ and φ: "auto" or ""
+	// (by the task profile's sensitivity where it has one, else
+	// uniformly), "sensitivity" (the profile must have one) or "uniform"
+	// (the same fraction in every layer, as SelectInfer).
+	LayerBudget string
+	Jobs        int // prompts run concurrently; 0: one per CPU
+	Seed        uint64
 	// Progress, if set, is called after each prompt profiled on the fly.
 	Progress func(task string, done, total int, tokens int64)
 	// Log, if set, is told which cached profile is used or written, and
@@ -113,7 +119,24 @@ func Order(ctx context.Context, opt OrderOptions) (*convert.Order, error) {
 			secondary = append(secondary, p)
 		}
 	}
-	order, err := RankOrder(task, SecondaryScores(secondary), opt.Base, sparse, weight)
+	var budgets [][]float32
+	switch opt.LayerBudget {
+	case "", "auto", "sensitivity":
+		if task.Sensitivity == nil {
+			if opt.LayerBudget == "sensitivity" {
+				return nil, fmt.Errorf("--layer-budget sensitivity: the task profile %s has no sensitivity curves (made without sipack profile --calibrate)", opt.Task)
+			}
+			r.log("layer budgets: uniform (the task profile has no sensitivity curves; sipack profile --calibrate makes them)")
+			break
+		}
+		if budgets, err = Budgets(task, sparse); err != nil {
+			return nil, err
+		}
+	case "uniform":
+	default:
+		return nil, fmt.Errorf("unknown --layer-budget %q (want auto, sensitivity or uniform)", opt.LayerBudget)
+	}
+	order, err := RankOrder(task, SecondaryScores(secondary), opt.Base, sparse, weight, budgets)
 	if err != nil {
 		return nil, err
 	}
@@ -171,6 +194,9 @@ func (r *resolver) get(spec string) (*Profile, error) {
 		return nil, err
 	}
 	key := fmt.Sprintf("%s-p%d-g%d-s%d", man.Name, r.opt.MaxPrompts, r.opt.GenTokens, r.opt.Seed)
+	if r.opt.Calibrate > 0 {
+		key += fmt.Sprintf("-c%d", r.opt.Calibrate)
+	}
 	if c := r.opt.Continue; c != "" && c != "greedy" {
 		key += "-" + c
 	}
@@ -184,7 +210,7 @@ func (r *resolver) get(spec string) (*Profile, error) {
 			return nil, err
 		}
 	}
-	topt := TaskOptions{MaxPrompts: r.opt.MaxPrompts, GenTokens: r.opt.GenTokens, Seed: r.opt.Seed, Jobs: r.opt.Jobs, Continue: r.opt.Continue}
+	topt := TaskOptions{MaxPrompts: r.opt.MaxPrompts, GenTokens: r.opt.GenTokens, Seed: r.opt.Seed, Jobs: r.opt.Jobs, Continue: r.opt.Continue, Calibrate: r.opt.Calibrate}
 	if topt.Jobs == 0 {
 		topt.Jobs = runtime.NumCPU()
 	}

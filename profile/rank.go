@@ -56,7 +56,9 @@ func SecondaryScores(profiles []*Profile) [][]float64 {
 // layer, per neuron; nil for none) both scores are multiplied by it first:
 // the down columns' norms (ScoreOutput) rank by Σ|h|·‖down‖, each neuron's
 // contribution to the residual stream rather than its activation alone.
-func RankOrder(task *Profile, secondary [][]float64, delta float64, sparse []int, weight [][]float64) (*convert.Order, error) {
+// With budgets (per sparse layer, in sparse's order; Budgets) a layer's
+// base neurons are its share of δ instead, and the order carries them.
+func RankOrder(task *Profile, secondary [][]float64, delta float64, sparse []int, weight [][]float64, budgets [][]float32) (*convert.Order, error) {
 	if !(delta > 0 && delta <= 1) {
 		return nil, fmt.Errorf("--base must be in (0, 1], got %v", delta)
 	}
@@ -67,7 +69,18 @@ func RankOrder(task *Profile, secondary [][]float64, delta float64, sparse []int
 	N := task.Neurons
 	nb := int(delta * float64(N))
 	order := &convert.Order{Perms: map[int][]uint32{}, Scores: map[int][]float32{}, BaseFraction: float32(delta)}
-	for _, l := range sparse {
+	if budgets != nil {
+		if len(budgets) != len(sparse) {
+			return nil, fmt.Errorf("%d layer budgets for %d sparse layers", len(budgets), len(sparse))
+		}
+		order.Budgets = map[int][]float32{}
+	}
+	for si, l := range sparse {
+		nb := nb
+		if budgets != nil {
+			order.Budgets[l] = budgets[si]
+			nb = format.Count(format.BudgetAt(budgets[si], delta), N)
+		}
 		ids := make([]int, N)
 		for i := range ids {
 			ids[i] = i

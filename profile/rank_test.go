@@ -20,7 +20,7 @@ func TestRankOrderRule(t *testing.T) {
 	// δ = 0.3: base = neurons 2 (9), 9 (8), 5 (7).
 	// Secondary = mean of normalised task (sum 39) and other (sum 24) profiles.
 	sec := SecondaryScores([]*Profile{task, other})
-	order, err := RankOrder(task, sec, 0.3, []int{0}, nil)
+	order, err := RankOrder(task, sec, 0.3, []int{0}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,14 +36,14 @@ func TestRankOrderRule(t *testing.T) {
 	}
 	// Ties: equal task scores keep index order.
 	tie := handProfile("t", []float64{1, 1, 1, 1})
-	o2, _ := RankOrder(tie, nil, 0.5, []int{0}, nil)
+	o2, _ := RankOrder(tie, nil, 0.5, []int{0}, nil, nil)
 	if !slices.Equal(o2.Perms[0], []uint32{0, 1, 2, 3}) {
 		t.Fatalf("ties %v, want index order", o2.Perms[0])
 	}
-	if _, err := RankOrder(task, sec, 0, []int{0}, nil); err == nil {
+	if _, err := RankOrder(task, sec, 0, []int{0}, nil, nil); err == nil {
 		t.Fatal("δ = 0 accepted")
 	}
-	if _, err := RankOrder(task, sec, 1.5, []int{0}, nil); err == nil {
+	if _, err := RankOrder(task, sec, 1.5, []int{0}, nil, nil); err == nil {
 		t.Fatal("δ = 1.5 accepted")
 	}
 }
@@ -74,7 +74,7 @@ func TestRankOrderWeighted(t *testing.T) {
 	w := [][]float64{{1, 1, 1, 10, 5, 1}}
 	// Task × w: 4, 3, 2, 10, 0, 0 → base (δ = 0.5) 3, 0, 1; the rest by the
 	// secondary score × w: neuron 4 (5·(1/3)/2) before 5 (1·(2/3)/2) before 2 (2/10/2).
-	order, err := RankOrder(task, SecondaryScores([]*Profile{task, other}), 0.5, []int{0}, w)
+	order, err := RankOrder(task, SecondaryScores([]*Profile{task, other}), 0.5, []int{0}, w, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

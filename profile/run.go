@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/sipack/sipack/kernels"
@@ -23,6 +24,12 @@ type RunOptions struct {
 	// them), so the profile counts the text the task should produce.
 	Follow [][]int
 	Jobs   int // prompts run concurrently, each on one thread (default 1)
+	// Calibrate, if > 0, also measures the profile's sensitivity curves
+	// (Calibrate) over the first Calibrate prompts and what followed each
+	// (the loss counts the followers), on Jobs threads.
+	Calibrate int
+	// CalibrationProgress, if set, is told after each calibration pass.
+	CalibrationProgress func(done, total int)
 	// Progress, if set, is called after each prompt with the prompts and tokens done so far.
 	Progress func(prompts int, tokens int64)
 }
@@ -63,6 +70,9 @@ func Run(ctx context.Context, m *runner.Model, task string, prompts [][]int, opt
 			}
 		}
 	}
+	if opt.Calibrate < 0 {
+		return nil, fmt.Errorf("calibration prompts must be ≥ 0, got %d", opt.Calibrate)
+	}
 	if opt.Follow != nil && len(opt.Follow) != len(prompts) {
 		return nil, fmt.Errorf("%d continuations for %d prompts", len(opt.Follow), len(prompts))
 	}
@@ -81,7 +91,9 @@ func Run(ctx context.Context, m *runner.Model, task string, prompts [][]int, opt
 	type worker struct {
 		pool *kernels.Pool
 		sums [][]float64
+		seq  []int // what followed the prompt
 	}
+	var texts []Text
 	workers := make([]*worker, jobs)
 	for w := range workers {
 		workers[w] = &worker{pool: kernels.NewPool(1), sums: make([][]float64, L)}
@@ -105,7 +117,7 @@ func Run(ctx context.Context, m *runner.Model, task string, prompts [][]int, opt
 			go func(w *worker, pr []int, errp *error, ntok *int) {
 				defer wg.Done()
 				var n int
-				n, *errp = runOne(m, w.pool, pr, &opt, start+j, perm, w.sums)
+				n, w.seq, *errp = runOne(m, w.pool, pr, &opt, start+j, perm, w.sums)
 				*ntok = len(pr) + n
 			}(workers[j], pr, &errs[j], &ntoks[j])
 		}
@@ -122,6 +134,9 @@ func Run(ctx context.Context, m *runner.Model, task string, prompts [][]int, opt
 				clear(s)
 			}
 			tokens += int64(ntoks[j])
+			if start+j < opt.Calibrate && len(workers[j].seq) > 0 {
+				texts = append(texts, Text{Tokens: append(slices.Clone(batch[j]), workers[j].seq...), From: len(batch[j])})
+			}
 			done++
 			if opt.Progress != nil {
 				opt.Progress(done, tokens)
@@ -135,23 +150,33 @@ func Run(ctx context.Context, m *runner.Model, task string, prompts [][]int, opt
 	case opt.Stop != nil:
 		cont = "stop"
 	}
-	return &Profile{
+	prof := &Profile{
 		Format: FileFormat, Version: versionOf(cont), Task: task, Continue: cont,
 		Prompts: int64(len(prompts)), Tokens: tokens, GenTokens: opt.GenTokens,
 		ModelHash: hex.EncodeToString(p.Index.SourceHash[:]),
 		Layers:    L, Neurons: N, Sums: total,
-	}, nil
+	}
+	if opt.Calibrate > 0 {
+		if len(texts) == 0 {
+			return nil, fmt.Errorf("calibration: no prompt was followed by any token (--gen-tokens 0, or every answer stopped at once)")
+		}
+		if err := Calibrate(ctx, m, prof, texts, jobs, opt.CalibrationProgress); err != nil {
+			return nil, err
+		}
+	}
+	return prof, nil
 }
 
 // runOne adds prompt i's Σ|h| into sums (in original neuron order), over
 // the prompt and then up to opt.GenTokens tokens: opt.Follow[i] where
 // opt.Follow is set, else greedy ones up to the first in opt.Stop. It
-// returns how many tokens followed the prompt.
-func runOne(m *runner.Model, pool *kernels.Pool, prompt []int, opt *RunOptions, i int, perm [][]uint32, sums [][]float64) (int, error) {
+// returns how many tokens followed the prompt, and those tokens when the
+// prompt is one opt.Calibrate keeps.
+func runOne(m *runner.Model, pool *kernels.Pool, prompt []int, opt *RunOptions, i int, perm [][]uint32, sums [][]float64) (int, []int, error) {
 	gen := opt.GenTokens
 	s, err := m.NewState(pool, len(prompt)+gen)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	pass := runner.Pass{OnAct: func(l int, act []float32, ranks int) {
 		dst, pl := sums[l], perm[l]
@@ -164,29 +189,37 @@ func runOne(m *runner.Model, pool *kernels.Pool, prompt []int, opt *RunOptions, 
 	}}
 	logits, err := s.ForwardBatch(prompt, 0, pass)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
+	keep := i < opt.Calibrate
 	if opt.Follow != nil {
 		follow := opt.Follow[i][:min(len(opt.Follow[i]), gen)]
 		if len(follow) > 0 {
 			if _, err := s.ForwardBatch(follow, len(prompt), pass); err != nil {
-				return 0, err
+				return 0, nil, err
 			}
 		}
-		return len(follow), nil
+		if keep {
+			return len(follow), slices.Clone(follow), nil
+		}
+		return len(follow), nil, nil
 	}
 	// Generate gen tokens greedily; the last one is fed too, so every counted
 	// token contributes its activations (prompt + gen tokens in all).
 	pos := len(prompt)
+	var seq []int
 	for range gen {
 		tok := runner.Argmax(logits)
 		if opt.Stop[tok] {
 			break
 		}
 		if logits, err = s.ForwardBatch([]int{tok}, pos, pass); err != nil {
-			return 0, err
+			return 0, nil, err
+		}
+		if keep {
+			seq = append(seq, tok)
 		}
 		pos++
 	}
-	return pos - len(prompt), nil
+	return pos - len(prompt), seq, nil
 }

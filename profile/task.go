@@ -78,7 +78,12 @@ type TaskOptions struct {
 	Continue string
 	Seed     uint64 // which prompts, when MaxPrompts < rows
 	Jobs     int
-	Progress func(done, total int, tokens int64)
+	// Calibrate is how many of the prompts also calibrate the profile's
+	// sensitivity curves (RunOptions.Calibrate; 0: none).
+	Calibrate int
+	// CalibrationProgress, if set, is told after each calibration pass.
+	CalibrationProgress func(done, total int)
+	Progress            func(done, total int, tokens int64)
 }
 
 // RunTask profiles a task's training prompts (a seeded sample of them) on
@@ -118,7 +123,7 @@ func RunTask(ctx context.Context, m *runner.Model, man *manifests.Manifest, opt 
 			return nil, fmt.Errorf("%s: row %d (%q): %d prompt tokens + %d generated exceed the model's context of %d", name, i+1, r.ID, len(prompts[i]), gen, m.Config.MaxPositionEmbeddings)
 		}
 	}
-	ropt := RunOptions{GenTokens: gen, Jobs: opt.Jobs, Progress: func(done int, tokens int64) {
+	ropt := RunOptions{GenTokens: gen, Jobs: opt.Jobs, Calibrate: opt.Calibrate, CalibrationProgress: opt.CalibrationProgress, Progress: func(done int, tokens int64) {
 		if opt.Progress != nil {
 			opt.Progress(done, len(prompts), tokens)
 		}

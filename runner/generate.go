@@ -68,13 +68,14 @@ func (m *Model) NewSession(pool *kernels.Pool, ctx int, sc SamplerConfig) (*Sess
 	return &Session{M: m, S: s, sampler: NewSampler(sc)}, nil
 }
 
-// counts is the session's selection in neurons, and whether it selects.
-func (ss *Session) counts() (Counts, bool) {
+// counts is the session's selection in neurons per layer, and whether it
+// selects.
+func (ss *Session) counts() (LayerCounts, bool) {
 	if ss.Sel == nil {
-		return Counts{}, false
+		return nil, false
 	}
-	c := ss.Sel.Counts(ss.M.Config.IntermediateSize, ss.M.Pack.LoadedRanks)
-	return c, c.Selecting()
+	cs := ss.Sel.LayerCounts(ss.M)
+	return cs, cs.Selecting()
 }
 
 // Prefill runs a new prompt (after any pending generated token) over every
@@ -89,10 +90,17 @@ func (ss *Session) Prefill(prompt []int) ([]float32, *Votes, error) {
 	}
 	var votes *Votes
 	var pass Pass
-	if c, ok := ss.counts(); ok && !ss.Sel.Gated() { // gate, hybrid: no votes
-		votes = NewVotes(ss.M, c, ss.Sel.Method)
+	if ss.Sel != nil && ss.Sel.Budget == "pack" && !ss.M.Pack.HasBudgets() {
+		return nil, nil, fmt.Errorf("--budget pack: %s has no layer budgets (sipack convert with a calibrated profile writes them)", ss.M.Pack.Path)
+	}
+	if cs, ok := ss.counts(); ok && !ss.Sel.Gated() { // gate, hybrid: no votes
+		votes = NewVotes(ss.M, cs, ss.Sel.Method)
 		votes.pool = ss.S.pool
 		if ss.Sel.Budget == "layer" {
+			if ss.M.Pack.HasBudgets() {
+				return nil, nil, fmt.Errorf("--budget layer: %s has layer budgets, which share δ and φ out per layer already (--budget uniform ignores them)", ss.M.Pack.Path)
+			}
+			c := cs[ss.M.Pack.Index.SparseLayers[0].Layer] // the same in every layer
 			if ss.static == nil || ss.staticFor != c {
 				static, err := LayerStatic(ss.M, c)
 				if err != nil {

@@ -107,8 +107,8 @@ func LoadOn(p *format.Pack, dev backend.Device) (*Model, error) {
 		if si, ok := p.SparseIndex(l); ok {
 			L.Sparse, L.Ranks = true, p.LoadedRanks
 			B := p.Index.BandNeurons
-			for lo := 0; lo < p.LoadedRanks; lo += B {
-				blocks = append(blocks, p.RecordBlock(si, lo, min(lo+B, p.LoadedRanks)))
+			for lo := 0; lo < L.Ranks; lo += B {
+				blocks = append(blocks, p.RecordBlock(si, lo, min(lo+B, L.Ranks)))
 			}
 		} else {
 			_, b, ok := p.Tensor(format.NameFFNRecords(l))

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/sipack/sipack/backend"
 	"github.com/sipack/sipack/format"
@@ -41,12 +42,16 @@ type Selection struct {
 	// gate's choice among the other loaded ranks; the same bytes and the
 	// same number of neurons as "gate", fewer of them scattered).
 	Method string
-	// Budget is how the static neurons are spread over the sparse layers:
-	// "" or "uniform" (⌊δN⌋ in every layer, as SelectInfer) or "layer" (the
-	// same total, layer by layer from the task profile: the next static
-	// neuron goes to the layer whose next rank holds the largest share of
-	// its layer's profile mass, so layers whose mass is concentrated in few
-	// neurons give static neurons to layers where it is spread).
+	// Budget is how δ and φ are spread over the sparse layers: "" or
+	// "auto" (the pack's layer budgets where it has them, else uniform),
+	// "pack" (the pack's layer budgets, which it must have: each layer's
+	// share by the sensitivity the profile calibrated, format.Pack.LayerShares),
+	// "uniform" (⌊δN⌋ and ⌊φN⌋ in every layer, as SelectInfer) or "layer"
+	// (the static neurons only, the same total layer by layer from the task
+	// profile: the next static neuron goes to the layer whose next rank
+	// holds the largest share of its layer's profile mass, so layers whose
+	// mass is concentrated in few neurons give static neurons to layers
+	// where it is spread; not with layer budgets).
 	Budget string
 	// Reselect, if > 0, re-selects during decode: every Reselect-th token
 	// after a plan is computed over every loaded neuron (a step at γ, not
@@ -60,12 +65,26 @@ type Selection struct {
 // Methods are the selection methods Selection.Method accepts.
 var Methods = []string{"paper", "mass", "l2", "signed", "gate", "hybrid"}
 
+// ParseMethod splits a method as sirun bench's --select names it,
+// METHOD or METHOD/BUDGET (paper/uniform: the paper's votes with the
+// budget uniform), into Selection.Method and Selection.Budget.
+func ParseMethod(s string) (method, budget string, err error) {
+	method, budget, _ = strings.Cut(s, "/")
+	if !slices.Contains(Methods, method) {
+		return "", "", fmt.Errorf("unknown method %q (want one of %v, optionally /BUDGET)", method, Methods)
+	}
+	if budget != "" && !slices.Contains(Budgets, budget) {
+		return "", "", fmt.Errorf("unknown budget %q in %q (want one of %v)", budget, s, Budgets)
+	}
+	return method, budget, nil
+}
+
 // Gated reports whether the method chooses each decode token's neurons by
 // their gates ("gate", "hybrid"): no prompt votes, backend.Gater's FFN.
 func (s *Selection) Gated() bool { return s.Method == "gate" || s.Method == "hybrid" }
 
 // Budgets are the static budgets Selection.Budget accepts.
-var Budgets = []string{"uniform", "layer"}
+var Budgets = []string{"auto", "pack", "uniform", "layer"}
 
 // Counts is a selection in neurons per sparse layer.
 type Counts struct {
@@ -86,21 +105,66 @@ type Counts struct {
 // Counts fixes the selection's numbers for layers of n neurons with loaded
 // ranks in memory.
 func (s *Selection) Counts(n, loaded int) Counts {
+	return s.counts(loaded, format.Count(s.Base, n), format.Count(s.Phi, n))
+}
+
+// counts fixes the selection's numbers for a layer with loaded ranks in
+// memory whose δ and φ come to base and compute neurons.
+func (s *Selection) counts(loaded, base, compute int) Counts {
 	c := Counts{
 		Loaded:  loaded,
-		Base:    min(loaded, format.Count(s.Base, n)),
-		Compute: min(loaded, format.Count(s.Phi, n)),
+		Base:    min(loaded, base),
+		Compute: min(loaded, compute),
 		Vote:    max(1, format.Count(s.Alpha, loaded)),
 	}
 	if s.Gated() && c.Selecting() {
 		c.Gate = max(0, (3*c.Compute-c.Loaded)/2)
 		c.Base = 0 // the gate: none static
 		if s.Method == "hybrid" {
-			c.Base = min(format.Count(s.Base, n), c.Gate/2)
+			c.Base = min(base, c.Gate/2)
 			c.Gate -= c.Base
 		}
 	}
 	return c
+}
+
+// LayerCounts is a selection in neurons per layer (zero for dense layers).
+type LayerCounts []Counts
+
+// LayerCounts fixes the selection's numbers for each sparse layer of m: δ
+// and φ as the pack's layer budgets share them out over the loaded ranks
+// (format.Pack.LayerShares; Counts in every layer of a pack without them).
+// Budget "uniform" or "layer" and the gated methods take Counts in every
+// layer whatever the pack: the gated methods' per-token budget
+// (Counts.Gate) is a third of φ less the gate rows of γ, which a layer's
+// small share could leave empty.
+func (s *Selection) LayerCounts(m *Model) LayerCounts {
+	p := m.Pack
+	loaded := p.LoadedRanks
+	base, compute := p.LayerShares(s.Base, loaded), p.LayerShares(s.Phi, loaded)
+	if s.Gated() || s.Budget == "uniform" || s.Budget == "layer" {
+		N := m.Config.IntermediateSize
+		for i := range base {
+			base[i], compute[i] = format.Count(s.Base, N), format.Count(s.Phi, N)
+		}
+	}
+	cs := make(LayerCounts, len(m.Layers))
+	for l := range m.Layers {
+		if si, ok := p.SparseIndex(l); ok && m.Layers[l].Sparse {
+			cs[l] = s.counts(m.Layers[l].Ranks, base[si], compute[si])
+		}
+	}
+	return cs
+}
+
+// Selecting reports whether any layer computes fewer ranks than it loaded.
+func (cs LayerCounts) Selecting() bool {
+	for _, c := range cs {
+		if c.Selecting() {
+			return true
+		}
+	}
+	return false
 }
 
 // Validate checks α in (0, 1], δ ≤ φ ≤ γ as counts of the n neurons of a
@@ -119,7 +183,7 @@ func (s *Selection) Validate(n, loaded int) error {
 		return fmt.Errorf("base fraction δ must be in [0, 1], got %v", s.Base)
 	case !(s.Phi > 0 && s.Phi <= 1):
 		return fmt.Errorf("--phi must be in (0, 1], got %v", s.Phi)
-	case s.Gated() && (s.Reselect > 0 || (s.Budget != "" && s.Budget != "uniform")):
+	case s.Gated() && (s.Reselect > 0 || s.Budget == "layer" || s.Budget == "pack"):
 		return fmt.Errorf("--select %s chooses every token's neurons itself: it takes no --reselect or --budget", s.Method)
 	case s.Gated() && format.Count(s.Phi, n) < loaded && s.Counts(n, loaded).Gate < 1:
 		return fmt.Errorf("--select %s at --phi %.2f: a token reads the gate rows of all %d loaded neurons (a third of their records, γ/3 = %.2f) before any up and down rows, which leaves nothing of φ's budget to compute; use --phi > γ/3",
@@ -174,7 +238,7 @@ func (p Plan) Active(m *Model) int {
 // say of it (Selection.Method): by default how many tokens had the rank
 // among their top-k |h| (k = Counts.Vote).
 type Votes struct {
-	k       int
+	cs      LayerCounts
 	method  string
 	weight  float64     // votes a token casts (SetWeight; 1 by default)
 	static  [][]int     // per layer: the static ranks, where the budget is per layer (else [0, Base))
@@ -190,13 +254,17 @@ type Votes struct {
 	wscratch []uint32
 }
 
-// NewVotes starts an empty count for model m with counts c and the
+// NewVotes starts an empty count for model m with counts cs and the
 // selection's method.
-func NewVotes(m *Model, c Counts, method string) *Votes {
-	v := &Votes{k: c.Vote, method: method, counts: make([][]float64, len(m.Layers)), scratch: make([]uint32, 2*c.Loaded)}
+func NewVotes(m *Model, cs LayerCounts, method string) *Votes {
+	most := 0
+	for _, c := range cs {
+		most = max(most, c.Loaded)
+	}
+	v := &Votes{cs: cs, method: method, counts: make([][]float64, len(m.Layers)), scratch: make([]uint32, 2*most)}
 	for l := range m.Layers {
 		if m.Layers[l].Sparse {
-			v.counts[l] = make([]float64, c.Loaded)
+			v.counts[l] = make([]float64, cs[l].Loaded)
 		}
 	}
 	return v
@@ -214,7 +282,7 @@ func (v *Votes) addDevice(layer int, voter backend.Voter) {
 	}
 	d := v.device[:len(c)]
 	clear(d)
-	voter.Vote(d, v.k)
+	voter.Vote(d, v.cs[layer].Vote)
 	for i, n := range d {
 		c[i] += v.w() * float64(n)
 	}
@@ -250,7 +318,7 @@ func (v *Votes) Add(layer int, act []float32, ranks int) {
 			}
 		}
 	default:
-		v.topK(act, ranks, c, v.method == "signed")
+		v.topK(act, ranks, v.cs[layer].Vote, c, v.method == "signed")
 	}
 }
 
@@ -258,10 +326,10 @@ func (v *Votes) Add(layer int, act []float32, ranks int) {
 // there are tokens enough: each worker counts its tokens apart (the
 // tokens dealt by RunStatic, so the magnitude methods' float sums are the
 // same from run to run), and the counts are summed after.
-func (v *Votes) topK(act []float32, ranks int, c []float64, signed bool) {
+func (v *Votes) topK(act []float32, ranks, k int, c []float64, signed bool) {
 	T := len(act) / ranks
 	if v.pool == nil || v.pool.Workers() < 2 || T < 8 {
-		votes(act, ranks, v.k, v.w(), c, v.scratch, signed)
+		votes(act, ranks, k, v.w(), c, v.scratch, signed)
 		return
 	}
 	W := v.pool.Workers()
@@ -271,7 +339,7 @@ func (v *Votes) topK(act []float32, ranks int, c []float64, signed bool) {
 	part := v.part[:W*ranks]
 	clear(part)
 	v.pool.RunStatic(T, func(lo, hi, w int) {
-		votes(act[lo*ranks:hi*ranks], ranks, v.k, v.w(), part[w*ranks:(w+1)*ranks], v.wscratch[w*2*ranks:(w+1)*2*ranks], signed)
+		votes(act[lo*ranks:hi*ranks], ranks, k, v.w(), part[w*ranks:(w+1)*ranks], v.wscratch[w*2*ranks:(w+1)*2*ranks], signed)
 	})
 	for w := 0; w < W; w++ {
 		for i, n := range part[w*ranks : (w+1)*ranks] {
@@ -292,14 +360,15 @@ func (v *Votes) w() float64 {
 }
 
 // Plan turns the votes into the decode plan: per sparse layer the static
-// ranks and the most-voted secondary ones, up to c.Compute, gathered on the
-// model's device by ex.
-func (v *Votes) Plan(m *Model, ex backend.Exec, c Counts, compact bool) (Plan, error) {
+// ranks and the most-voted secondary ones, up to its Compute, gathered on
+// the model's device by ex.
+func (v *Votes) Plan(m *Model, ex backend.Exec, cs LayerCounts, compact bool) (Plan, error) {
 	plan := make(Plan, len(m.Layers))
 	for l, counts := range v.counts {
 		if counts == nil {
 			continue
 		}
+		c := cs[l]
 		ranks, prefix := chooseRanks(counts, c.Base, c.Compute, c.Loaded), c.Base
 		if v.static != nil {
 			// The layer's own static set; the dynamic count stays.
@@ -319,13 +388,13 @@ func (v *Votes) Plan(m *Model, ex backend.Exec, c Counts, compact bool) (Plan, e
 }
 
 // gatePlan is the gated methods' plan: every sparse layer computes its
-// first c.Base ranks and c.Gate of the other loaded ranks per token,
-// chosen by their gates.
-func gatePlan(m *Model, c Counts) Plan {
+// first Base ranks and Gate of the other loaded ranks per token, chosen by
+// their gates.
+func gatePlan(m *Model, cs LayerCounts) Plan {
 	plan := make(Plan, len(m.Layers))
 	for l := range m.Layers {
 		if m.Layers[l].Sparse {
-			plan[l] = &LayerPlan{Records: m.Layers[l].FFN, Gate: c.Gate, Static: c.Base}
+			plan[l] = &LayerPlan{Records: m.Layers[l].FFN, Gate: cs[l].Gate, Static: cs[l].Base}
 		}
 	}
 	return plan
@@ -503,4 +572,26 @@ func LayerStatic(m *Model, c Counts) ([][]int, error) {
 		static[x.l] = slices.Sorted(slices.Values(x.order[:x.k]))
 	}
 	return static, nil
+}
+
+// RanksPlan is the plan that computes, in each layer l with ranks[l] set,
+// those of its loaded ranks (ascending), and every loaded rank in the
+// others: a restriction of the model for measuring what layers are worth
+// (profile.Calibrate).
+func (s *State) RanksPlan(ranks [][]int) (Plan, error) {
+	plan := make(Plan, len(s.m.Layers))
+	for l, rs := range ranks {
+		if rs == nil {
+			continue
+		}
+		if len(rs) > 0 && rs[len(rs)-1] >= s.m.Layers[l].Ranks {
+			return nil, fmt.Errorf("layer %d: rank %d of %d loaded", l, rs[len(rs)-1], s.m.Layers[l].Ranks)
+		}
+		recs, err := s.ex.Gather(s.m.Layers[l].FFN, rs, 0, false)
+		if err != nil {
+			return nil, err
+		}
+		plan[l] = &LayerPlan{Ranks: rs, Records: recs}
+	}
+	return plan, nil
 }

@@ -252,7 +252,7 @@ func TestVotesMethods(t *testing.T) {
 		}
 	}
 	// signed: each token's top k = 1 by h itself, not |h| (CoreInfer).
-	v := &Votes{method: "signed", k: 1, counts: [][]float64{make([]float64, 4)}, scratch: make([]uint32, 8)}
+	v := &Votes{method: "signed", cs: LayerCounts{{Vote: 1}}, counts: [][]float64{make([]float64, 4)}, scratch: make([]uint32, 8)}
 	v.Add(0, []float32{
 		-9, 1, 0, 2, // the largest |h| is rank 0, the largest h rank 3
 		0, 5, -7, 1,
@@ -409,9 +409,9 @@ func TestVotesOverPool(t *testing.T) {
 	pool := kernels.NewPool(3)
 	defer pool.Close()
 	for _, method := range []string{"paper", "signed"} {
-		serial := &Votes{k: 100, method: method, counts: [][]float64{make([]float64, ranks)}, scratch: make([]uint32, 2*ranks)}
+		serial := &Votes{cs: LayerCounts{{Vote: 100}}, method: method, counts: [][]float64{make([]float64, ranks)}, scratch: make([]uint32, 2*ranks)}
 		serial.Add(0, act, ranks)
-		par := &Votes{k: 100, method: method, counts: [][]float64{make([]float64, ranks)}, scratch: make([]uint32, 2*ranks), pool: pool}
+		par := &Votes{cs: LayerCounts{{Vote: 100}}, method: method, counts: [][]float64{make([]float64, ranks)}, scratch: make([]uint32, 2*ranks), pool: pool}
 		par.Add(0, act, ranks)
 		par.Add(0, act[:5*ranks], ranks) // a short prompt takes the serial path
 		serial.Add(0, act[:5*ranks], ranks)

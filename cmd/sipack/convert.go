@@ -41,6 +41,8 @@ var convertCmd = &cli.Command{
 		&cli.IntFlag{Name: "max-prompts", Value: 0, Usage: "prompts per task when profiling on the fly (0: all)"},
 		&cli.IntFlag{Name: "gen-tokens", Value: -1, Usage: "tokens generated per prompt when profiling on the fly (-1: the manifest's, 128)"},
 		&cli.StringFlag{Name: "continue", Value: "greedy", Usage: "what follows each prompt when profiling on the fly: greedy, stop or reference (as sipack profile --continue)"},
+		&cli.IntFlag{Name: "calibrate", Value: profile.DefaultCalibrate, Usage: "prompts a profile made on the fly calibrates its sensitivity curves over (as sipack profile --calibrate)"},
+		&cli.StringFlag{Name: "layer-budget", Value: "auto", Usage: "how the sparse layers share γ, δ and φ: auto (by the task profile's sensitivity curves where it has them — a layer whose FFN the text needs more gets more of every fraction, at the same total — else uniform), sensitivity (require them) or uniform (the same fraction in every layer, as SelectInfer)"},
 		&cli.StringSliceFlag{Name: "manifests", Usage: "extra `DIR`s of task manifests"},
 		&cli.StringFlag{Name: "chat-template", Usage: "set or override the chat template: a tokenizer_config.json or a Jinja `FILE`"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary"},
@@ -168,6 +170,7 @@ func rankOrder(ctx context.Context, c *cli.Context, dir string) (*convert.Order,
 		ModelDir: dir, Task: c.String("profile"), TaskFormat: c.String("profile-format"), Secondary: c.String("secondary"),
 		Base: c.Float64("base"), Score: c.String("score"), DenseLayers: c.IntSlice("dense-layers"), Manifests: c.StringSlice("manifests"),
 		MaxPrompts: c.Int("max-prompts"), GenTokens: c.Int("gen-tokens"), Seed: c.Uint64("seed"), Continue: c.String("continue"),
+		Calibrate: c.Int("calibrate"), LayerBudget: c.String("layer-budget"),
 		Progress: func(task string, done, total int, _ int64) {
 			if quiet {
 				return

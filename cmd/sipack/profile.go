@@ -32,6 +32,7 @@ var profileCmd = &cli.Command{
 		&cli.IntFlag{Name: "gen-tokens", Value: -1, Usage: "greedy tokens generated after each prompt (-1: the manifest's, 128)"},
 		&cli.StringFlag{Name: "continue", Value: "greedy", Usage: "what follows each prompt: greedy (--gen-tokens greedy tokens, the method's), stop (greedy up to the task's stop string: its answer only) or reference (the row's reference, teacher-forced; at most --gen-tokens)"},
 		&cli.Uint64Flag{Name: "seed", Usage: "seed of the prompt sample"},
+		&cli.IntFlag{Name: "calibrate", Value: profile.DefaultCalibrate, Usage: "also measure what each layer's FFN is worth (its sensitivity curve: the loss with that layer cut to fractions of its neurons) over the first N prompts and what followed them, for sipack convert's layer budgets; 1 + 9·layers passes over them (0: none)"},
 		&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: runtime.NumCPU(), Usage: "prompts profiled in parallel"},
 		&cli.StringSliceFlag{Name: "manifests", Usage: "extra `DIR`s of task manifests"},
 		&cli.StringFlag{Name: "plot", Usage: "also draw the profile's concentration curves to this PNG `FILE`"},
@@ -70,7 +71,7 @@ var profileCmd = &cli.Command{
 		defer o.Close()
 		p, err := runProfile(c, ctx, o, man, profile.TaskOptions{
 			Data: c.String("data"), MaxPrompts: c.Int("max-prompts"), GenTokens: c.Int("gen-tokens"), Seed: c.Uint64("seed"),
-			Continue: c.String("continue"),
+			Continue: c.String("continue"), Calibrate: c.Int("calibrate"),
 		})
 		if err != nil {
 			if ctx.Err() != nil {
@@ -108,6 +109,14 @@ func runProfile(c *cli.Context, ctx context.Context, o *profile.Opened, man *man
 	}
 	start := time.Now()
 	opt.Progress = func(done, total int, tokens int64) {
+		bar.SetTotal(int64(total))
+		bar.Add(1)
+		if done == total && opt.Calibrate > 0 && !c.Bool("quiet") {
+			bar.Done(true)
+			bar = cliutil.NewProgress("calibrate "+man.Name, 0, false)
+		}
+	}
+	opt.CalibrationProgress = func(done, total int) {
 		bar.SetTotal(int64(total))
 		bar.Add(1)
 	}

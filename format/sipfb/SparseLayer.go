@@ -97,8 +97,34 @@ func (rcv *SparseLayer) MutateTaskScore(j int, n float32) bool {
 	return false
 }
 
+func (rcv *SparseLayer) Budget(j int) float32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(10))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.GetFloat32(a + flatbuffers.UOffsetT(j*4))
+	}
+	return 0
+}
+
+func (rcv *SparseLayer) BudgetLength() int {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(10))
+	if o != 0 {
+		return rcv._tab.VectorLen(o)
+	}
+	return 0
+}
+
+func (rcv *SparseLayer) MutateBudget(j int, n float32) bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(10))
+	if o != 0 {
+		a := rcv._tab.Vector(o)
+		return rcv._tab.MutateFloat32(a+flatbuffers.UOffsetT(j*4), n)
+	}
+	return false
+}
+
 func SparseLayerStart(builder *flatbuffers.Builder) {
-	builder.StartObject(3)
+	builder.StartObject(4)
 }
 func SparseLayerAddLayer(builder *flatbuffers.Builder, layer uint32) {
 	builder.PrependUint32Slot(0, layer, 0)
@@ -113,6 +139,12 @@ func SparseLayerAddTaskScore(builder *flatbuffers.Builder, taskScore flatbuffers
 	builder.PrependUOffsetTSlot(2, flatbuffers.UOffsetT(taskScore), 0)
 }
 func SparseLayerStartTaskScoreVector(builder *flatbuffers.Builder, numElems int) flatbuffers.UOffsetT {
+	return builder.StartVector(4, numElems, 4)
+}
+func SparseLayerAddBudget(builder *flatbuffers.Builder, budget flatbuffers.UOffsetT) {
+	builder.PrependUOffsetTSlot(3, flatbuffers.UOffsetT(budget), 0)
+}
+func SparseLayerStartBudgetVector(builder *flatbuffers.Builder, numElems int) flatbuffers.UOffsetT {
 	return builder.StartVector(4, numElems, 4)
 }
 func SparseLayerEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {

@@ -1,0 +1,125 @@
+package profile_test
+
+import (
+	"cmp"
+	"context"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/sipack/sipack/convert"
+	"github.com/sipack/sipack/internal/testutil"
+	"github.com/sipack/sipack/kernels"
+	"github.com/sipack/sipack/profile"
+	"github.com/sipack/sipack/runner"
+)
+
+// stepNLL is the reference for Calibrate's loss: the text fed one token at
+// a time (the decode path, not the teacher-forced batches), each
+// prediction from the last token's logits, under plan.
+func stepNLL(t *testing.T, m *runner.Model, plan func(*runner.State) runner.Plan, texts []profile.Text) float64 {
+	t.Helper()
+	pool := kernels.NewPool(1)
+	defer pool.Close()
+	var sum float64
+	var n int
+	for _, tx := range texts {
+		s, err := m.NewState(pool, len(tx.Tokens))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := plan(s)
+		for pos := 0; pos < len(tx.Tokens)-1; pos++ {
+			logits, err := s.ForwardBatch(tx.Tokens[pos:pos+1], pos, runner.Pass{Plan: p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pos+1 >= tx.From {
+				sum += refNLL(logits, tx.Tokens[pos+1])
+				n++
+			}
+		}
+	}
+	return sum / float64(n)
+}
+
+// TestCalibrate: on the tiny model in a random rank order (so a neuron's
+// rank is not its index), Calibrate's dense loss and its loss with one
+// layer cut to its top fraction by the profile equal the same losses
+// computed token by token with the neurons chosen independently (by a
+// scan of the pack's permutation); cutting the first layer to a tenth
+// costs more than to nine tenths; Run with Calibrate fills the curves.
+func TestCalibrate(t *testing.T) {
+	dir := "../testdata/tinyllama"
+	path := testutil.PackOf(t, dir, convert.Options{Order: convert.RandomOrder([]int{0, 1, 2, 3, 4, 5}, 768, 3)})
+	m := testutil.LoadModel(t, path, 1)
+	prompts := [][]int{
+		m.Tokenizer.Encode("Spanish: En el principio creó Dios los cielos y la tierra.\nEnglish:", true),
+		m.Tokenizer.Encode("Q: Who built the ark?\nA:", true),
+	}
+	p, err := profile.Run(context.Background(), m, "t", prompts, profile.RunOptions{GenTokens: 12, Jobs: 1, Calibrate: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.SensitivityPrompts != 2 || len(p.Sensitivity) != 6 || len(p.Sensitivity[0]) != len(profile.CalibrationFractions) || p.Validate() != nil {
+		t.Fatalf("Run with Calibrate: %d prompts, %d layers of curves", p.SensitivityPrompts, len(p.Sensitivity))
+	}
+	if !(p.Sensitivity[0][0] > p.Sensitivity[0][8]) {
+		t.Fatalf("first layer at a tenth %v, at nine tenths %v: cutting more should cost more", p.Sensitivity[0][0], p.Sensitivity[0][8])
+	}
+
+	texts := []profile.Text{{Tokens: append(slices.Clone(prompts[0]), m.Tokenizer.Encode(" In the beginning God created", false)...), From: len(prompts[0])}}
+	q := &profile.Profile{Layers: 6, Neurons: 768, Sums: p.Sums}
+	if err := profile.Calibrate(context.Background(), m, q, texts, 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	dense := stepNLL(t, m, func(*runner.State) runner.Plan { return nil }, texts)
+	if math.Abs(q.SensitivityDense-dense) > 1e-3 {
+		t.Fatalf("dense loss %v, token by token %v", q.SensitivityDense, dense)
+	}
+	// Layer 2 at 0.3: its top 230 neurons by the sums, found as ranks by
+	// scanning the permutation.
+	const layer, fi = 2, 2
+	byScore := make([]int, 768)
+	for i := range byScore {
+		byScore[i] = i
+	}
+	slices.SortStableFunc(byScore, func(a, b int) int { return cmp.Compare(p.Sums[layer][b], p.Sums[layer][a]) })
+	top := map[uint32]bool{}
+	for _, n := range byScore[:230] {
+		top[uint32(n)] = true
+	}
+	si, _ := m.Pack.SparseIndex(layer)
+	var ranks []int
+	for r, n := range m.Pack.Index.SparseLayers[si].Perm {
+		if top[n] {
+			ranks = append(ranks, r)
+		}
+	}
+	cut := stepNLL(t, m, func(s *runner.State) runner.Plan {
+		rs := make([][]int, 6)
+		rs[layer] = ranks
+		plan, err := s.RanksPlan(rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return plan
+	}, texts)
+	if math.Abs(q.Sensitivity[layer][fi]-cut) > 1e-3 || math.Abs(cut-dense) < 1e-6 {
+		t.Fatalf("layer %d at %v: loss %v, token by token %v (dense %v)", layer, profile.CalibrationFractions[fi], q.Sensitivity[layer][fi], cut, dense)
+	}
+	if _, err := profile.Run(context.Background(), m, "t", prompts, profile.RunOptions{GenTokens: 0, Jobs: 1, Calibrate: 2}); err == nil {
+		t.Fatal("calibration with nothing after the prompts: no error")
+	}
+}
+
+// refNLL is −log softmax(logits)[target], summed in float64 with the
+// largest logit subtracted.
+func refNLL(logits []float32, target int) float64 {
+	m := slices.Max(logits)
+	var z float64
+	for _, v := range logits {
+		z += math.Exp(float64(v - m))
+	}
+	return math.Log(z) - float64(logits[target]-m)
+}
