@@ -78,8 +78,9 @@ clean:
 	rm -rf $(BIN)
 
 # The accuracy table of docs/accuracy.md: profiles of translate, qa and lm
-# (150 prompts + 128 generated tokens each), packs ranked by each, a random
-# pack, then every task's eval at γ ∈ {0.5, 0.7, 0.9} × φ ∈ {0.3, 0.4, 0.5},
+# (150 prompts + 128 generated tokens each, each calibrated over 16), packs
+# ranked by each (with layer budgets, the default, and without: the paper's
+# method), a random pack, then every task's eval at γ ∈ {0.5, 0.7, 0.9} × φ ∈ {0.3, 0.4, 0.5},
 # with the paper's selection, the other vote statistics (mass, l2, signed;
 # task order), --select gate and --select hybrid (not at γ0.9 φ0.3, where
 # the gate rows alone take φ's budget).
@@ -91,10 +92,13 @@ accuracy accuracy-quant: .SHELLFLAGS := -o pipefail -c
 accuracy: build
 	mkdir -p $(ACC)
 	for t in translate qa lm; do \
-	  test -f $(ACC)/$$t.prof || $(BIN)/sipack profile -q --task $$t testdata/tinyllama -o $(ACC)/$$t.prof --max-prompts 150 || exit 1; \
+	  grep -qs '"sensitivity"' $(ACC)/$$t.prof || $(BIN)/sipack profile -q --task $$t testdata/tinyllama -o $(ACC)/$$t.prof --max-prompts 150 --force || exit 1; \
 	done
 	S=$(ACC)/translate.prof,$(ACC)/qa.prof,$(ACC)/lm.prof; \
-	for t in translate qa lm; do $(BIN)/sipack convert -q testdata/tinyllama --profile $(ACC)/$$t.prof --secondary $$S -o $(ACC)/$$t.sip || exit 1; done
+	for t in translate qa lm; do \
+	  $(BIN)/sipack convert -q testdata/tinyllama --profile $(ACC)/$$t.prof --secondary $$S -o $(ACC)/$$t.sip || exit 1; \
+	  $(BIN)/sipack convert -q testdata/tinyllama --profile $(ACC)/$$t.prof --secondary $$S --layer-budget uniform -o $(ACC)/$$t-paper.sip || exit 1; \
+	done
 	$(BIN)/sipack convert -q testdata/tinyllama --order random --seed 5 -o $(ACC)/random.sip
 	$(BIN)/sipack convert -q testdata/tinyllama -o $(ACC)/dense.sip
 	rm -f $(ACC)/results.jsonl
@@ -104,6 +108,7 @@ accuracy: build
 	  case $$k in translate) o=qa;; *) o=translate;; esac; \
 	  for g in 0.5 0.7 0.9; do for p in 0.3 0.4 0.5; do \
 	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$k.sip --gamma $$g --phi $$p | sed 's/^{/{"label":"task",/' >> $(ACC)/results.jsonl || exit 1; \
+	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$k-paper.sip --gamma $$g --phi $$p | sed 's/^{/{"label":"task, paper",/' >> $(ACC)/results.jsonl || exit 1; \
 	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$o.sip --gamma $$g --phi $$p | sed 's/^{/{"label":"other",/' >> $(ACC)/results.jsonl || exit 1; \
 	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/random.sip --gamma $$g --phi $$p | sed 's/^{/{"label":"random",/' >> $(ACC)/results.jsonl || exit 1; \
 	    for m in mass l2 signed; do \

@@ -3,10 +3,12 @@ package runner
 import (
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sipack/sipack/convert"
 	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/kernels"
 )
 
 // budgetPack converts the tiny model in a random rank order (δ 0.3) with
@@ -111,5 +113,30 @@ func TestLayerBudgetsSelect(t *testing.T) {
 	}
 	if got, want := ss.Plan.Active(steep), compute; got != want {
 		t.Fatalf("plan computes %d records a token, want %d", got, want)
+	}
+	// --budget uniform ignores the budgets; pack needs them; layer refuses them.
+	for l, c := range (&Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Budget: "uniform"}).LayerCounts(steep) {
+		if steep.Layers[l].Sparse && c != uniform {
+			t.Fatalf("layer %d under --budget uniform: %+v, want %+v", l, c, uniform)
+		}
+	}
+	for _, c := range []struct {
+		m    *Model
+		sel  *Selection
+		want string
+	}{
+		{plain, &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Budget: "pack"}, "no layer budgets"},
+		{steep, &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Budget: "layer"}, "has layer budgets"},
+	} {
+		pool := kernels.NewPool(1)
+		ss, err := c.m.NewSession(pool, 64, SamplerConfig{TopP: 1, RepetitionPenalty: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss.Sel = c.sel
+		if _, _, err := ss.Prefill(prompt); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--budget %s: error %v, want one saying %q", c.sel.Budget, err, c.want)
+		}
+		pool.Close()
 	}
 }

@@ -343,3 +343,54 @@ func TestConvertLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestLayerBudgetCLI: a profile calibrates by default and shows its
+// curves; a pack converted from it carries layer budgets (inspect lists
+// them) unless --layer-budget uniform; an uncalibrated profile converts
+// uniformly under auto and is refused under sensitivity, naming
+// --calibrate; an unknown --layer-budget is refused.
+func TestLayerBudgetCLI(t *testing.T) {
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "tr.prof")
+	if _, e, code := run(t, "profile", "--task", "translate", tiny, "-o", prof, "--max-prompts", "3", "--gen-tokens", "4", "--calibrate", "2", "-q"); code != 0 {
+		t.Fatal(e)
+	}
+	if out, _, _ := run(t, "profile", "show", prof); !strings.Contains(out, "sensitivity: loss per token of the text after 2 prompts") || !strings.Contains(out, "| 90 % |") {
+		t.Fatalf("show of a calibrated profile:\n%s", out)
+	}
+	budget := filepath.Join(dir, "b.sip")
+	if _, e, code := run(t, "convert", tiny, "--profile", prof, "--secondary", "self", "-o", budget, "-q"); code != 0 {
+		t.Fatal(e)
+	}
+	if out, _, _ := run(t, "inspect", budget); !strings.Contains(out, "layer budgets") {
+		t.Errorf("inspect of a budgeted pack lacks its budgets:\n%s", out)
+	}
+	uniform := filepath.Join(dir, "u.sip")
+	if _, e, code := run(t, "convert", tiny, "--profile", prof, "--secondary", "self", "--layer-budget", "uniform", "-o", uniform, "-q"); code != 0 {
+		t.Fatal(e)
+	}
+	if out, _, _ := run(t, "inspect", uniform); strings.Contains(out, "layer budgets") {
+		t.Errorf("--layer-budget uniform wrote budgets:\n%s", out)
+	}
+	plain := filepath.Join(dir, "p.prof")
+	if _, e, code := run(t, "profile", "--task", "translate", tiny, "-o", plain, "--max-prompts", "2", "--gen-tokens", "2", "--calibrate", "0", "-q"); code != 0 {
+		t.Fatal(e)
+	}
+	if out, _, _ := run(t, "profile", "show", plain); !strings.Contains(out, "not calibrated") {
+		t.Errorf("show of an uncalibrated profile:\n%s", out)
+	}
+	auto := filepath.Join(dir, "a.sip")
+	if _, e, code := run(t, "convert", tiny, "--profile", plain, "--secondary", "self", "-o", auto); code != 0 || !strings.Contains(e, "layer budgets: uniform") {
+		t.Errorf("auto with an uncalibrated profile (%d): %s", code, e)
+	}
+	bad := filepath.Join(dir, "bad.sip")
+	if _, e, code := run(t, "convert", tiny, "--profile", plain, "--secondary", "self", "--layer-budget", "sensitivity", "-o", bad, "-q"); code == 0 || !strings.Contains(e, "--calibrate") {
+		t.Errorf("--layer-budget sensitivity without curves (%d): %s", code, e)
+	}
+	if _, err := os.Stat(bad); err == nil {
+		t.Error("a refused convert left its output")
+	}
+	if _, e, code := run(t, "convert", tiny, "--profile", prof, "--secondary", "self", "--layer-budget", "sideways", "-o", bad, "-q"); code == 0 || !strings.Contains(e, "sideways") {
+		t.Errorf("an unknown --layer-budget was accepted (%d): %s", code, e)
+	}
+}

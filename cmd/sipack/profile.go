@@ -185,7 +185,7 @@ var concentrationFracs = []float64{0.1, 0.3, 0.5, 0.7}
 
 var profileShowCmd = &cli.Command{
 	Name:      "show",
-	Usage:     "print a profile's provenance and per-layer concentration",
+	Usage:     "print a profile's provenance, per-layer concentration and sensitivity curves",
 	ArgsUsage: "PROFILE [...]",
 	Action: func(c *cli.Context) error {
 		if c.NArg() < 1 {
@@ -199,6 +199,7 @@ var profileShowCmd = &cli.Command{
 			}
 			fmt.Printf("%s: task %s, %d prompts, %d tokens, %s, model %.16s…\n", f, p.Task, p.Prompts, p.Tokens, p.Followed(), p.ModelHash)
 			printConcentration(p.Scores())
+			printSensitivity(p)
 			ps = append(ps, p)
 		}
 		for i := 0; i < len(ps); i++ {
@@ -215,6 +216,33 @@ var profileShowCmd = &cli.Command{
 		}
 		return nil
 	},
+}
+
+// printSensitivity prints a calibrated profile's sensitivity curves: per
+// layer the loss (mean NLL per token) with that layer cut to each
+// fraction, and the dense loss.
+func printSensitivity(p *profile.Profile) {
+	if p.Sensitivity == nil {
+		fmt.Println("sensitivity: not calibrated (sipack profile --calibrate N)")
+		return
+	}
+	fmt.Printf("sensitivity: loss per token of the text after %d prompts with one layer cut to a fraction of its neurons (dense %.4f):\n", p.SensitivityPrompts, p.SensitivityDense)
+	fmt.Print("| layer |")
+	for _, f := range p.SensitivityFractions {
+		fmt.Printf(" %.0f %% |", 100*f)
+	}
+	fmt.Print("\n|---:|")
+	for range p.SensitivityFractions {
+		fmt.Print("---:|")
+	}
+	fmt.Println()
+	for l, c := range p.Sensitivity {
+		fmt.Printf("| %d |", l)
+		for _, v := range c {
+			fmt.Printf(" %.4f |", v)
+		}
+		fmt.Println()
+	}
 }
 
 func printConcentration(scores [][]float64) {
