@@ -243,22 +243,7 @@ func encodeIndex(idx *Index) []byte {
 			b.PrependUint32(sl.Perm[j])
 		}
 		perm := b.EndVector(len(sl.Perm))
-		var score flatbuffers.UOffsetT
-		if sl.TaskScore != nil {
-			sipfb.SparseLayerStartTaskScoreVector(b, len(sl.TaskScore))
-			for j := len(sl.TaskScore) - 1; j >= 0; j-- {
-				b.PrependFloat32(sl.TaskScore[j])
-			}
-			score = b.EndVector(len(sl.TaskScore))
-		}
-		var budget flatbuffers.UOffsetT
-		if sl.Budget != nil {
-			sipfb.SparseLayerStartBudgetVector(b, len(sl.Budget))
-			for j := len(sl.Budget) - 1; j >= 0; j-- {
-				b.PrependFloat32(sl.Budget[j])
-			}
-			budget = b.EndVector(len(sl.Budget))
-		}
+		score, budget := float32Vector(b, sl.TaskScore), float32Vector(b, sl.Budget)
 		sipfb.SparseLayerStart(b)
 		sipfb.SparseLayerAddLayer(b, uint32(sl.Layer))
 		if sl.Budget != nil {
@@ -527,4 +512,18 @@ func cloneBytes(b []byte) []byte {
 		return nil
 	}
 	return append([]byte(nil), b...)
+}
+
+// float32Vector writes xs as a FlatBuffers vector of float (4-byte
+// elements, aligned as a [float] field wants) and returns its offset; 0
+// for a nil xs, whose field the caller leaves out.
+func float32Vector(b *flatbuffers.Builder, xs []float32) flatbuffers.UOffsetT {
+	if xs == nil {
+		return 0
+	}
+	b.StartVector(4, len(xs), 4)
+	for j := len(xs) - 1; j >= 0; j-- {
+		b.PrependFloat32(xs[j])
+	}
+	return b.EndVector(len(xs))
 }
