@@ -73,10 +73,6 @@ type SparseLayer struct {
 	Budget []float32
 }
 
-// BudgetSteps is the resolution of SparseLayer.Budget: its values are at
-// pack-wide fractions 0, 1/BudgetSteps, …, 1.
-const BudgetSteps = 64
-
 // Provenance says where a pack's rank order came from.
 type Provenance struct {
 	Order            string // "original", "profile", "random"

@@ -114,7 +114,7 @@ func parsePreamble(b []byte, fileSize int64) (*Preamble, error) {
 	if crc := le.Uint32(b[120:]); crc != crc32.Checksum(b[:120], castagnoli) {
 		return nil, formatErr(ErrChecksum, sec, 120, "preamble CRC-32C mismatch", crc)
 	}
-	if p.Flags != 0 {
+	if p.Flags&^FlagLayerBands != 0 {
 		return nil, formatErr(ErrVersion, sec, 12, "unknown flags", p.Flags)
 	}
 	if r := le.Uint32(b[124:]); r != 0 {

@@ -54,6 +54,11 @@ type Pack struct {
 	// each sparse layer in use, floor(γ·N) (the last band may hold more).
 	LoadedBands int
 	LoadedRanks int
+	// LayerRanks is, per sparse layer (Index.SparseLayers' order), the
+	// ranks in use: LoadedRanks in every layer, or in a pack with layer
+	// budgets each layer's share of γ (LayerCount), within the bands
+	// mapped.
+	LayerRanks []int
 	// Anon says the prefix was read into the process's memory (NoMmap),
 	// Locked that it is locked in memory (Mlock); LockErr is why a lock
 	// asked for was refused.
@@ -63,7 +68,10 @@ type Pack struct {
 	data    []byte // the mapped prefix [0, FFNOff + LoadedBands*BandBytes)
 	tensors map[string]int
 	sparse  map[int]int // layer -> position in Index.SparseLayers
-	file    *os.File
+	// bands, with layer budgets, is LayerBands of the index: bands[si][b]
+	// the first rank of sparse layer si in band b (nil: B of every layer).
+	bands [][]int
+	file  *os.File
 }
 
 // PrefixBytes is the number of bytes a load of the given gamma maps: the
@@ -98,41 +106,49 @@ func (p *Pack) LayerCount(si int, f float64) int {
 	return Count(BudgetAt(p.Index.SparseLayers[si].Budget, f), N)
 }
 
-// BudgetAt is a layer budget's share of the pack-wide fraction f: linear
-// between its steps, 1 from f = 1 on.
-func BudgetAt(b []float32, f float64) float64 {
-	if f >= 1 {
-		return 1
+// layerRanks is each sparse layer's ranks in use for a load of the
+// pack-wide fraction f (ranks of every layer without budgets): its share
+// of f, at least 1, within the bands mapped.
+func (p *Pack) layerRanks(f float64, ranks int) []int {
+	out := make([]int, len(p.Index.SparseLayers))
+	for si := range out {
+		out[si] = ranks
+		if p.bands != nil {
+			out[si] = min(p.bands[si][p.bandsFor(ranks)], max(1, p.LayerCount(si, f)))
+		}
 	}
-	x := max(0, f) * BudgetSteps
-	j := min(int(x), BudgetSteps-1)
-	return float64(b[j]) + (float64(b[j+1])-float64(b[j]))*(x-float64(j))
+	return out
 }
 
 // LayerShares is, per sparse layer, the neurons a pack-wide fraction f (δ
-// or φ) gives it when every layer holds loaded ranks: Count(f, N) capped
-// at loaded in every layer, or with layer budgets the budgets' shares at
-// the least fraction f' ≥ f whose capped shares add up to f's total — a
-// layer the cap stops hands its excess to the others in the budgets'
-// order (f ≥ γ gives every layer all it loaded). The shares nest: a
-// larger f never gives a layer fewer.
-func (p *Pack) LayerShares(f float64, loaded int) []int {
-	L, N := len(p.Index.SparseLayers), p.Index.Config.IntermediateSize
-	out := make([]int, L)
+// or φ) gives it when layer si holds loaded[si] ranks: Count(f, N) capped
+// at what it loaded in every layer, or with layer budgets the budgets'
+// shares at the least fraction f' ≥ f whose capped shares add up to f's
+// total (at most all that is loaded) — a layer that its loaded ranks stop
+// hands its excess to the others in the budgets' order (f ≥ γ gives every
+// layer all it loaded). The shares nest: a larger f never gives a layer
+// fewer.
+func (p *Pack) LayerShares(f float64, loaded []int) []int {
+	N := p.Index.Config.IntermediateSize
+	out := make([]int, len(p.Index.SparseLayers))
 	if !p.HasBudgets() {
 		for i := range out {
-			out[i] = min(loaded, Count(f, N))
+			out[i] = min(loaded[i], Count(f, N))
 		}
 		return out
 	}
-	capped := func(g float64) float64 {
-		var t float64
-		for _, sl := range p.Index.SparseLayers {
-			t += min(BudgetAt(sl.Budget, g), float64(loaded)/float64(N))
+	capped := func(g float64) int {
+		t := 0
+		for si, sl := range p.Index.SparseLayers {
+			t += min(loaded[si], Count(BudgetAt(sl.Budget, g), N))
 		}
 		return t
 	}
-	want := float64(L) * min(f, float64(loaded)/float64(N))
+	all := 0
+	for _, n := range loaded {
+		all += n
+	}
+	want := min(all, len(out)*Count(f, N))
 	g := f
 	if capped(f) < want {
 		lo, hi := f, 1.0 // capped(lo) < want ≤ capped(hi)
@@ -146,8 +162,8 @@ func (p *Pack) LayerShares(f float64, loaded int) []int {
 		}
 		g = hi
 	}
-	for i, sl := range p.Index.SparseLayers {
-		out[i] = min(loaded, Count(BudgetAt(sl.Budget, g), N))
+	for si, sl := range p.Index.SparseLayers {
+		out[si] = min(loaded[si], Count(BudgetAt(sl.Budget, g), N))
 	}
 	return out
 }
@@ -280,6 +296,11 @@ func open(path string, opt OpenOptions) (*Pack, error) {
 	}
 	p.LoadedBands = p.bandsFor(ranks)
 	p.LoadedRanks = ranks
+	frac := opt.Gamma
+	if frac == 0 {
+		frac = float64(ranks) / float64(p.Index.Config.IntermediateSize)
+	}
+	p.LayerRanks = p.layerRanks(frac, ranks)
 	if opt.NoMmap {
 		p.data, err = ReadFileAnon(f, int64(p.prefixFor(ranks)))
 		p.Anon = err == nil
@@ -356,22 +377,19 @@ func (p *Pack) validate() error {
 			seen[v] = true
 		}
 		p.sparse[sl.Layer] = i
-		if (sl.Budget != nil) != (idx.SparseLayers[0].Budget != nil) {
-			return bad(ErrIndex, "layer budgets must be given for every sparse layer or none", sl.Layer)
+	}
+	if err := checkBudgets(idx); err != nil {
+		return bad(ErrIndex, err.Error(), nil)
+	}
+	if budgets := p.HasBudgets(); budgets != (pre.Flags&FlagLayerBands != 0) {
+		return bad(ErrIndex, "layer budgets and the preamble's layer-bands flag must come together", pre.Flags)
+	}
+	if p.HasBudgets() && idx.BandNeurons > 0 {
+		var b [][]float32
+		for _, sl := range idx.SparseLayers {
+			b = append(b, sl.Budget)
 		}
-		if sl.Budget != nil {
-			if len(sl.Budget) != BudgetSteps+1 {
-				return bad(ErrShape, fmt.Sprintf("layer %d budget must have %d steps", sl.Layer, BudgetSteps+1), len(sl.Budget))
-			}
-			for j, v := range sl.Budget {
-				if !(v >= 0 && v <= 1) || (j > 0 && v < sl.Budget[j-1]) {
-					return bad(ErrIndex, fmt.Sprintf("layer %d budget must rise from 0 to 1 (step %d)", sl.Layer, j), v)
-				}
-			}
-			if sl.Budget[BudgetSteps] != 1 {
-				return bad(ErrIndex, fmt.Sprintf("layer %d budget must end at 1", sl.Layer), sl.Budget[BudgetSteps])
-			}
-		}
+		p.bands = LayerBands(b, N, idx.BandNeurons)
 	}
 	nSparse := len(idx.SparseLayers)
 	if nSparse > 0 {
@@ -509,14 +527,68 @@ func (p *Pack) Record(si, r int) []byte {
 }
 
 // RecordBlock returns the records of ranks [lo, hi) of the si-th sparse
-// layer, which must lie in one band (hi ≤ LoadedRanks).
+// layer, which must lie in one band (hi ≤ LayerRanks[si]).
 func (p *Pack) RecordBlock(si, lo, hi int) RecordBlock {
 	B, rb := p.Index.BandNeurons, p.Index.RecordBytes
 	R := int(rb / 3)
-	off := p.Preamble.FFNOff + uint64(lo/B)*p.Preamble.BandBytes + uint64(si*B)*rb
-	block := p.data[off : off+uint64(B)*rb]
-	all := ViewBlock(block, B, B, R, p.Layout(), TileBytes(p.Index.RecordDType))
-	return all.Sub(lo%B, lo%B+hi-lo)
+	if p.bands == nil {
+		off := p.Preamble.FFNOff + uint64(lo/B)*p.Preamble.BandBytes + uint64(si*B)*rb
+		block := p.data[off : off+uint64(B)*rb]
+		all := ViewBlock(block, B, B, R, p.Layout(), TileBytes(p.Index.RecordDType))
+		return all.Sub(lo%B, lo%B+hi-lo)
+	}
+	// The band whose share of this layer holds rank lo, and the layers
+	// before this one in it.
+	c := p.bands[si]
+	b := sortSearch(len(c)-1, func(b int) bool { return c[b+1] > lo })
+	off := p.Preamble.FFNOff + uint64(b)*p.Preamble.BandBytes
+	for s := 0; s < si; s++ {
+		off += uint64(p.bands[s][b+1]-p.bands[s][b]) * rb
+	}
+	n := c[b+1] - c[b]
+	block := p.data[off : off+uint64(n)*rb]
+	all := ViewBlock(block, n, n, R, p.Layout(), TileBytes(p.Index.RecordDType))
+	return all.Sub(lo-c[b], hi-c[b])
+}
+
+// mappedRanks is the ranks of the si-th sparse layer the mapped bands hold
+// (with layer budgets, whole bands of that layer's share).
+func (p *Pack) mappedRanks(si int) int {
+	if p.bands == nil {
+		return p.LoadedRanks
+	}
+	return p.bands[si][p.LoadedBands]
+}
+
+// LayerBlocks is ranks [0, n) of the si-th sparse layer as one block per
+// band (n ≤ LayerRanks[si]).
+func (p *Pack) LayerBlocks(si, n int) []RecordBlock {
+	var out []RecordBlock
+	for lo := 0; lo < n; {
+		hi := min(n, (lo/p.Index.BandNeurons+1)*p.Index.BandNeurons)
+		if p.bands != nil {
+			c := p.bands[si]
+			b := sortSearch(len(c)-1, func(b int) bool { return c[b+1] > lo })
+			hi = min(n, c[b+1])
+		}
+		out = append(out, p.RecordBlock(si, lo, hi))
+		lo = hi
+	}
+	return out
+}
+
+// sortSearch is sort.Search: the least i in [0, n) with f(i), n if none.
+func sortSearch(n int, f func(int) bool) int {
+	lo, hi := 0, n
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if !f(m) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
 // VerifyReport lists what Verify checked.

@@ -46,7 +46,7 @@ func Slice(ctx context.Context, p *Pack, out string) error {
 		si, _ := p.SparseIndex(layer)
 		for j, n := range neurons {
 			r := rank[layer][n]
-			if r >= p.LoadedRanks {
+			if r >= p.mappedRanks(si) {
 				return fmt.Errorf("sip: internal error: rank %d beyond the loaded prefix", r)
 			}
 			blk := p.RecordBlock(si, r, r+1)

@@ -46,6 +46,9 @@ func planLayout(idx *Index, major uint16) (*Preamble, error) {
 	}
 	nSparse := len(idx.SparseLayers)
 	var bandCount, bandBytes uint64
+	if err := checkBudgets(idx); err != nil {
+		return nil, fmt.Errorf("sip: %w", err)
+	}
 	if nSparse > 0 {
 		if idx.BandNeurons <= 0 {
 			return nil, fmt.Errorf("sip: band size must be positive, got %d", idx.BandNeurons)
@@ -96,6 +99,9 @@ func planLayout(idx *Index, major uint16) (*Preamble, error) {
 		idx.BandNeurons = 0
 		p.BandNeurons = 0
 		idx.RanksPresent = c.IntermediateSize
+	}
+	if nSparse > 0 && idx.SparseLayers[0].Budget != nil {
+		p.Flags |= FlagLayerBands // bands of each layer's share (§5)
 	}
 	return p, nil
 }
@@ -202,20 +208,35 @@ func WritePack(ctx context.Context, path string, spec *WriteSpec) (err error) {
 		layout := LayoutOf(pre.Major) // what planLayout chose
 		R := int(idx.RecordBytes / 3)
 		band := make([]byte, pre.BandBytes)
-		recs := make([]byte, uint64(B)*idx.RecordBytes) // one layer's records of the band, whole
+		// With layer budgets a band holds each layer's share of its L·B
+		// records (LayerBands), B of every layer otherwise.
+		var shares [][]int
+		if pre.Flags&FlagLayerBands != 0 {
+			var budgets [][]float32
+			for _, sl := range idx.SparseLayers {
+				budgets = append(budgets, sl.Budget)
+			}
+			shares = LayerBands(budgets, idx.Config.IntermediateSize, B)
+		}
+		recs := make([]byte, uint64(len(idx.SparseLayers)*B)*idx.RecordBytes) // one layer's records of the band, whole
 		for b := 0; b < int(pre.BandCount); b++ {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			clear(band)
-			lo, hi := b*B, min((b+1)*B, N)
+			var off uint64
 			for li, sl := range idx.SparseLayers {
+				lo, hi, capacity := b*B, min((b+1)*B, N), B
+				if shares != nil {
+					lo, hi = shares[li][b], shares[li][b+1]
+					capacity = hi - lo
+				}
 				if err := spec.Records(sl.Layer, sl.Perm[lo:hi], recs[:uint64(hi-lo)*idx.RecordBytes]); err != nil {
 					return fmt.Errorf("sip: layer %d records: %w", sl.Layer, err)
 				}
 				// §5: the block's rows in the pack's layout.
-				blk := band[uint64(li*B)*idx.RecordBytes:]
-				PutBlock(blk, recs[:uint64(hi-lo)*idx.RecordBytes], B, R, layout, TileBytes(idx.RecordDType))
+				PutBlock(band[off:], recs[:uint64(hi-lo)*idx.RecordBytes], capacity, R, layout, TileBytes(idx.RecordDType))
+				off += uint64(capacity) * idx.RecordBytes
 			}
 			idx.BandHashes[b] = blake3.Sum256(band)
 			if _, err := cw.Write(band); err != nil {

@@ -41,10 +41,10 @@ func budgetPack(t *testing.T, share func(i int, F float64) float64) string {
 
 // TestLayerBudgetsSelect: budgets that give every layer the pack-wide
 // fraction select and decode exactly as a pack without budgets; budgets
-// that give the first layer twice its share make each layer's static and
-// decode sets its share of δ and φ (the first layer capped at the loaded
-// ranks, the others taking its excess), at the same total, and the plan
-// holds them.
+// that give the first layer twice its share make each layer's loaded,
+// static and decode sets its share of γ, δ and φ (the first layer loading
+// all it has), at the same totals and the same bands, and the plan holds
+// them.
 func TestLayerBudgetsSelect(t *testing.T) {
 	prompt := []int{4094, 476, 25, 1312, 317, 3676, 271, 2025, 520, 334, 1892, 276, 306, 592, 349, 477, 25}
 	sel := &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3}
@@ -75,26 +75,33 @@ func TestLayerBudgetsSelect(t *testing.T) {
 		return (float64(L)*F - first) / float64(L-1)
 	}), 0.7)
 	cs := sel.LayerCounts(steep)
-	var compute, base int
+	var compute, base, load int
 	for l, c := range cs {
 		if !steep.Layers[l].Sparse {
 			continue
 		}
+		si, _ := steep.Pack.SparseIndex(l)
 		compute += c.Compute
 		base += c.Base
-		if c.Loaded != loaded || c.Base > c.Compute || c.Compute > loaded {
-			t.Fatalf("layer %d: %+v, want δ ≤ φ ≤ %d loaded", l, c, loaded)
+		load += c.Loaded
+		if c.Loaded != steep.Pack.LayerRanks[si] || c.Base > c.Compute || c.Compute > c.Loaded {
+			t.Fatalf("layer %d: %+v, want δ ≤ φ ≤ its %d loaded", l, c, steep.Pack.LayerRanks[si])
 		}
 	}
 	first := cs[steep.Pack.Index.SparseLayers[0].Layer]
-	if first.Base != format.Count(0.6, N) || first.Compute != loaded {
-		t.Fatalf("first layer: %+v, want δ's share 2·0.3 (%d) and φ's 2·0.4 capped at the %d loaded", first, format.Count(0.6, N), loaded)
+	if first.Loaded != N || first.Base != format.Count(0.6, N) || first.Compute != format.Count(0.8, N) {
+		t.Fatalf("first layer: %+v, want all %d loaded (2·0.7 ≥ 1), δ's share 2·0.3 (%d), φ's 2·0.4 (%d)", first, N, format.Count(0.6, N), format.Count(0.8, N))
 	}
-	if d := compute - L*uniform.Compute; d < -L || d > L {
-		t.Fatalf("decode sets add up to %d records, want %d (±1 a layer)", compute, L*uniform.Compute)
+	for _, c := range []struct {
+		what      string
+		got, want int
+	}{{"loaded ranks", load, L * loaded}, {"decode sets", compute, L * uniform.Compute}, {"static sets", base, L * uniform.Base}} {
+		if d := c.got - c.want; d < -L || d > L {
+			t.Fatalf("%s add up to %d records, want %d (±1 a layer)", c.what, c.got, c.want)
+		}
 	}
-	if d := base - L*uniform.Base; d < -L || d > L {
-		t.Fatalf("static sets add up to %d records, want %d (±1 a layer)", base, L*uniform.Base)
+	if steep.Pack.LoadedBands != plain.Pack.LoadedBands {
+		t.Fatalf("budgets map %d bands at γ0.7, without %d: the same bytes", steep.Pack.LoadedBands, plain.Pack.LoadedBands)
 	}
 	_, ss := greedySession(t, steep, sel, prompt, 8)
 	for l, c := range cs {
@@ -115,9 +122,10 @@ func TestLayerBudgetsSelect(t *testing.T) {
 		t.Fatalf("plan computes %d records a token, want %d", got, want)
 	}
 	// --budget uniform ignores the budgets; pack needs them; layer refuses them.
+	// (what a layer loads is the pack's layout either way).
 	for l, c := range (&Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Budget: "uniform"}).LayerCounts(steep) {
-		if steep.Layers[l].Sparse && c != uniform {
-			t.Fatalf("layer %d under --budget uniform: %+v, want %+v", l, c, uniform)
+		if steep.Layers[l].Sparse && (c.Base != uniform.Base || c.Compute != uniform.Compute || c.Loaded != steep.Layers[l].Ranks) {
+			t.Fatalf("layer %d under --budget uniform: %+v, want δN %d and φN %d of its %d", l, c, uniform.Base, uniform.Compute, steep.Layers[l].Ranks)
 		}
 	}
 	for _, c := range []struct {

@@ -137,6 +137,11 @@ func (ss *Session) PlanFor(votes *Votes) (Plan, error) {
 		if !backend.CanGate(ss.S.ex) {
 			return nil, fmt.Errorf("--select %s: this device does not run the gated FFN (the CPU does)", ss.Sel.Method)
 		}
+		for l, lc := range c {
+			if ss.M.Layers[l].Sparse && lc.Selecting() && lc.Gate < 1 {
+				return nil, fmt.Errorf("--select %s at --phi %.2f: layer %d loads %d ranks (the pack's layer budgets), whose gate rows alone take φ's budget; use a larger --phi", ss.Sel.Method, ss.Sel.Phi, l, lc.Loaded)
+			}
+		}
 		return gatePlan(ss.M, c), nil
 	}
 	if votes == nil {

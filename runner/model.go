@@ -23,12 +23,12 @@ type Layer struct {
 	Bq, Bk, Bv backend.Vector // biases (Qwen2) or nil
 	Wo         backend.Matrix // (hidden, heads*hd)
 	FFNNorm    backend.Vector // (hidden)
-	// FFN is the layer's records in rank order: for a sparse layer the
-	// loaded ranks [0, LoadedRanks) (one block per band), for a dense layer
-	// all N.
+	// FFN is the layer's records in rank order: for a sparse layer its
+	// loaded ranks [0, Pack.LayerRanks[si]) (one block per band), for a
+	// dense layer all N.
 	FFN    backend.Records
 	Sparse bool
-	Ranks  int // records available: LoadedRanks for sparse layers, N for dense
+	Ranks  int // records available: the layer's LayerRanks for sparse layers (LoadedRanks without layer budgets), N for dense
 }
 
 // Model is a loaded pack, its weights resident on a device.
@@ -105,11 +105,8 @@ func LoadOn(p *format.Pack, dev backend.Device) (*Model, error) {
 		}
 		var blocks []format.RecordBlock
 		if si, ok := p.SparseIndex(l); ok {
-			L.Sparse, L.Ranks = true, p.LoadedRanks
-			B := p.Index.BandNeurons
-			for lo := 0; lo < L.Ranks; lo += B {
-				blocks = append(blocks, p.RecordBlock(si, lo, min(lo+B, L.Ranks)))
-			}
+			L.Sparse, L.Ranks = true, p.LayerRanks[si]
+			blocks = p.LayerBlocks(si, L.Ranks)
 		} else {
 			_, b, ok := p.Tensor(format.NameFFNRecords(l))
 			if !ok {

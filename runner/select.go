@@ -42,11 +42,12 @@ type Selection struct {
 	// gate's choice among the other loaded ranks; the same bytes and the
 	// same number of neurons as "gate", fewer of them scattered).
 	Method string
-	// Budget is how δ and φ are spread over the sparse layers: "" or
-	// "auto" (the pack's layer budgets where it has them, else uniform),
-	// "pack" (the pack's layer budgets, which it must have: each layer's
-	// share by the sensitivity the profile calibrated, format.Pack.LayerShares),
-	// "uniform" (⌊δN⌋ and ⌊φN⌋ in every layer, as SelectInfer) or "layer"
+	// Budget is how δ and φ are spread over the sparse layers (what each
+	// loads, γ, is the pack's layout): "" or "auto" (the pack's layer
+	// budgets where it has them, else uniform), "pack" (the pack's layer
+	// budgets, which it must have: each layer's share by the sensitivity
+	// the profile calibrated, format.Pack.LayerShares), "uniform" (⌊δN⌋
+	// and ⌊φN⌋ in every layer, capped at what it loaded, as SelectInfer) or "layer"
 	// (the static neurons only, the same total layer by layer from the task
 	// profile: the next static neuron goes to the layer whose next rank
 	// holds the largest share of its layer's profile mass, so layers whose
@@ -140,7 +141,12 @@ type LayerCounts []Counts
 // small share could leave empty.
 func (s *Selection) LayerCounts(m *Model) LayerCounts {
 	p := m.Pack
-	loaded := p.LoadedRanks
+	loaded := make([]int, len(p.Index.SparseLayers))
+	for l := range m.Layers {
+		if si, ok := p.SparseIndex(l); ok {
+			loaded[si] = m.Layers[l].Ranks
+		}
+	}
 	base, compute := p.LayerShares(s.Base, loaded), p.LayerShares(s.Phi, loaded)
 	if s.Gated() || s.Budget == "uniform" || s.Budget == "layer" {
 		N := m.Config.IntermediateSize

@@ -314,14 +314,21 @@ func printSummary(w io.Writer, st *runner.Stats, load time.Duration, p *format.P
 	} else {
 		fmt.Fprintf(w, "sirun: ffn        φ = %.2f of %d neurons = %d computed per decode token, of %d loaded (γ = %.2f)\n",
 			float64(st.ActiveRecords)/float64(max(1, all)), all, st.ActiveRecords, loaded, float64(loaded)/float64(max(1, all)))
-		if s.Plan != nil && p.HasBudgets() && s.Sel.Budget != "uniform" {
+		if p.HasBudgets() {
 			var per []string
-			for _, lp := range s.Plan {
+			for l, lp := range s.Plan {
 				if lp != nil {
-					per = append(per, fmt.Sprint(len(lp.Ranks)))
+					per = append(per, fmt.Sprintf("%d/%d", len(lp.Ranks), s.M.Layers[l].Ranks))
 				}
 			}
-			fmt.Fprintf(w, "sirun: budgets    the pack's layer budgets share them out: %s per sparse layer (--budget uniform: φN each)\n", strings.Join(per, " "))
+			if s.Plan == nil {
+				for _, L := range s.M.Layers {
+					if L.Sparse {
+						per = append(per, fmt.Sprint(L.Ranks))
+					}
+				}
+			}
+			fmt.Fprintf(w, "sirun: budgets    the pack's layer budgets share them out, computed/loaded per sparse layer: %s\n", strings.Join(per, " "))
 		}
 	}
 	sampling := fmt.Sprintf("seed %d", seed)
