@@ -121,6 +121,16 @@ func TestLayerBudgetsSelect(t *testing.T) {
 	if got, want := ss.Plan.Active(steep), compute; got != want {
 		t.Fatalf("plan computes %d records a token, want %d", got, want)
 	}
+	// The gated methods: the uniform Base and Gate in every layer, over
+	// each layer's own loaded gate rows; they decode.
+	hy := &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: "hybrid"}
+	u := hy.Counts(N, loaded)
+	for l, c := range hy.LayerCounts(steep) {
+		if steep.Layers[l].Sparse && (c.Gate != u.Gate || c.Base != u.Base || c.Loaded != steep.Layers[l].Ranks) {
+			t.Fatalf("layer %d under hybrid: %+v, want Base %d and Gate %d of its %d loaded", l, c, u.Base, u.Gate, steep.Layers[l].Ranks)
+		}
+	}
+	greedySession(t, steep, hy, prompt, 4)
 	// --budget uniform ignores the budgets; pack needs them; layer refuses them.
 	// (what a layer loads is the pack's layout either way).
 	for l, c := range (&Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Budget: "uniform"}).LayerCounts(steep) {

@@ -135,10 +135,11 @@ type LayerCounts []Counts
 // LayerCounts fixes the selection's numbers for each sparse layer of m: δ
 // and φ as the pack's layer budgets share them out over the loaded ranks
 // (format.Pack.LayerShares; Counts in every layer of a pack without them).
-// Budget "uniform" or "layer" and the gated methods take Counts in every
-// layer whatever the pack: the gated methods' per-token budget
-// (Counts.Gate) is a third of φ less the gate rows of γ, which a layer's
-// small share could leave empty.
+// Budget "uniform" or "layer" take Counts in every layer whatever the
+// pack (capped at what each layer loaded). On a pack with budgets the
+// gated methods dot each layer's own loaded gate rows and compute the
+// same Base and Gate whole records in every layer (those of the mean
+// loaded count): the same bytes as uniform counts.
 func (s *Selection) LayerCounts(m *Model) LayerCounts {
 	p := m.Pack
 	loaded := make([]int, len(p.Index.SparseLayers))
@@ -148,7 +149,7 @@ func (s *Selection) LayerCounts(m *Model) LayerCounts {
 		}
 	}
 	base, compute := p.LayerShares(s.Base, loaded), p.LayerShares(s.Phi, loaded)
-	if s.Gated() || s.Budget == "uniform" || s.Budget == "layer" {
+	if s.Budget == "uniform" || s.Budget == "layer" {
 		N := m.Config.IntermediateSize
 		for i := range base {
 			base[i], compute[i] = format.Count(s.Base, N), format.Count(s.Phi, N)
@@ -158,6 +159,23 @@ func (s *Selection) LayerCounts(m *Model) LayerCounts {
 	for l := range m.Layers {
 		if si, ok := p.SparseIndex(l); ok && m.Layers[l].Sparse {
 			cs[l] = s.counts(m.Layers[l].Ranks, base[si], compute[si])
+		}
+	}
+	if s.Gated() && p.HasBudgets() {
+		// The gate's choice, the same in every layer: each layer reads the
+		// gate rows of what it loaded, then Base + Gate whole records, as
+		// uniform counts of the mean loaded give them — the same bytes in
+		// all, Σ (loaded/3 + …) being the uniform sum.
+		total := 0
+		for _, n := range loaded {
+			total += n
+		}
+		u := s.Counts(m.Config.IntermediateSize, total/max(1, len(loaded)))
+		for l := range cs {
+			if c := &cs[l]; m.Layers[l].Sparse && c.Selecting() {
+				c.Base = min(u.Base, c.Loaded)
+				c.Gate = max(0, min(u.Gate, c.Loaded-c.Base))
+			}
 		}
 	}
 	return cs
@@ -189,7 +207,7 @@ func (s *Selection) Validate(n, loaded int) error {
 		return fmt.Errorf("base fraction δ must be in [0, 1], got %v", s.Base)
 	case !(s.Phi > 0 && s.Phi <= 1):
 		return fmt.Errorf("--phi must be in (0, 1], got %v", s.Phi)
-	case s.Gated() && (s.Reselect > 0 || s.Budget == "layer" || s.Budget == "pack"):
+	case s.Gated() && (s.Reselect > 0 || s.Budget == "layer"):
 		return fmt.Errorf("--select %s chooses every token's neurons itself: it takes no --reselect or --budget", s.Method)
 	case s.Gated() && format.Count(s.Phi, n) < loaded && s.Counts(n, loaded).Gate < 1:
 		return fmt.Errorf("--select %s at --phi %.2f: a token reads the gate rows of all %d loaded neurons (a third of their records, γ/3 = %.2f) before any up and down rows, which leaves nothing of φ's budget to compute; use --phi > γ/3",
