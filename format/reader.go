@@ -540,7 +540,7 @@ func (p *Pack) RecordBlock(si, lo, hi int) RecordBlock {
 	// The band whose share of this layer holds rank lo, and the layers
 	// before this one in it.
 	c := p.bands[si]
-	b := sortSearch(len(c)-1, func(b int) bool { return c[b+1] > lo })
+	b := sort.Search(len(c)-1, func(b int) bool { return c[b+1] > lo })
 	off := p.Preamble.FFNOff + uint64(b)*p.Preamble.BandBytes
 	for s := 0; s < si; s++ {
 		off += uint64(p.bands[s][b+1]-p.bands[s][b]) * rb
@@ -568,27 +568,13 @@ func (p *Pack) LayerBlocks(si, n int) []RecordBlock {
 		hi := min(n, (lo/p.Index.BandNeurons+1)*p.Index.BandNeurons)
 		if p.bands != nil {
 			c := p.bands[si]
-			b := sortSearch(len(c)-1, func(b int) bool { return c[b+1] > lo })
+			b := sort.Search(len(c)-1, func(b int) bool { return c[b+1] > lo })
 			hi = min(n, c[b+1])
 		}
 		out = append(out, p.RecordBlock(si, lo, hi))
 		lo = hi
 	}
 	return out
-}
-
-// sortSearch is sort.Search: the least i in [0, n) with f(i), n if none.
-func sortSearch(n int, f func(int) bool) int {
-	lo, hi := 0, n
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if !f(m) {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
 }
 
 // VerifyReport lists what Verify checked.
