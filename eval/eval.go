@@ -197,7 +197,7 @@ func scoreContinuation(m *runner.Model, pool *kernels.Pool, prompt, ref string, 
 	}
 	res := rowResult{tokens: len(r)}
 	for i, tok := range r {
-		res.nll += -logSoftmaxAt(logits, tok)
+		res.nll += -runner.LogProb(logits, tok)
 		if runner.Argmax(logits) == tok {
 			res.correct++
 		}
@@ -209,19 +209,6 @@ func scoreContinuation(m *runner.Model, pool *kernels.Pool, prompt, ref string, 
 		}
 	}
 	return res
-}
-
-// logSoftmaxAt is log p(tok) under softmax(logits), in float64.
-func logSoftmaxAt(logits []float32, tok int) float64 {
-	mx := float64(logits[0])
-	for _, v := range logits {
-		mx = math.Max(mx, float64(v))
-	}
-	var s float64
-	for _, v := range logits {
-		s += math.Exp(float64(v) - mx)
-	}
-	return float64(logits[tok]) - mx - math.Log(s)
 }
 
 // Perplexity is exp(mean NLL) of ids in windows of window tokens, each window
@@ -251,7 +238,7 @@ func Perplexity(m *runner.Model, pool *kernels.Pool, ids []int, window int) (flo
 			return 0, 0, err
 		}
 		for t := 0; t+1 < len(chunk); t++ {
-			nll -= logSoftmaxAt(all[t*V:(t+1)*V], chunk[t+1])
+			nll -= runner.LogProb(all[t*V:(t+1)*V], chunk[t+1])
 			n++
 		}
 	}

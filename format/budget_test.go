@@ -115,6 +115,15 @@ func TestLayerBudgets(t *testing.T) {
 	if n := len(p.LayerBlocks(0, 24)); n != 2 {
 		t.Fatalf("layer 0's 24 ranks in %d blocks, want one per band", n)
 	}
+	for si, n := range p.LayerRanks {
+		got := 0
+		for _, b := range p.LayerBlocks(si, n) {
+			got += b.N
+		}
+		if got != n {
+			t.Fatalf("layer %d's blocks hold %d records, want its %d ranks", si, got, n)
+		}
+	}
 	for _, c := range []struct {
 		f      float64
 		loaded []int

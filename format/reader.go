@@ -564,15 +564,20 @@ func (p *Pack) mappedRanks(si int) int {
 // band (n ≤ LayerRanks[si]).
 func (p *Pack) LayerBlocks(si, n int) []RecordBlock {
 	var out []RecordBlock
-	for lo := 0; lo < n; {
-		hi := min(n, (lo/p.Index.BandNeurons+1)*p.Index.BandNeurons)
+	for b := 0; ; b++ {
+		lo, hi := b*p.Index.BandNeurons, (b+1)*p.Index.BandNeurons
 		if p.bands != nil {
-			c := p.bands[si]
-			b := sort.Search(len(c)-1, func(b int) bool { return c[b+1] > lo })
-			hi = min(n, c[b+1])
+			if b+1 >= len(p.bands[si]) {
+				break
+			}
+			lo, hi = p.bands[si][b], p.bands[si][b+1]
 		}
-		out = append(out, p.RecordBlock(si, lo, hi))
-		lo = hi
+		if lo >= n {
+			break
+		}
+		if hi = min(n, hi); lo < hi { // a band may hold none of a budgeted layer
+			out = append(out, p.RecordBlock(si, lo, hi))
+		}
 	}
 	return out
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/sipack/sipack/format"
@@ -102,7 +101,7 @@ func Calibrate(ctx context.Context, m *runner.Model, p *Profile, texts []Text, t
 					if next < t.From {
 						continue
 					}
-					sum += nll(logits[i*c.VocabSize:(i+1)*c.VocabSize], t.Tokens[next])
+					sum -= runner.LogProb(logits[i*c.VocabSize:(i+1)*c.VocabSize], t.Tokens[next])
 					n++
 				}
 			}
@@ -153,17 +152,4 @@ func Calibrate(ctx context.Context, m *runner.Model, p *Profile, texts []Text, t
 	p.SensitivityFractions = slices.Clone(CalibrationFractions)
 	p.Sensitivity, p.SensitivityDense, p.SensitivityPrompts = sens, dense, len(texts)
 	return p.validateSensitivity()
-}
-
-// nll is −log softmax(logits)[target], in float64.
-func nll(logits []float32, target int) float64 {
-	most := math.Inf(-1)
-	for _, v := range logits {
-		most = max(most, float64(v))
-	}
-	var z float64
-	for _, v := range logits {
-		z += math.Exp(float64(v) - most)
-	}
-	return most + math.Log(z) - float64(logits[target])
 }

@@ -74,6 +74,11 @@ func TestLayerBudgetsSelect(t *testing.T) {
 		}
 		return (float64(L)*F - first) / float64(L-1)
 	}), 0.7)
+	for l, L := range steep.Layers {
+		if L.Sparse && L.FFN.Len() != L.Ranks {
+			t.Fatalf("layer %d: %d records resident for %d ranks", l, L.FFN.Len(), L.Ranks)
+		}
+	}
 	cs := sel.LayerCounts(steep)
 	var compute, base, load int
 	for l, c := range cs {

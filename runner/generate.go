@@ -133,7 +133,8 @@ func (ss *Session) Prefill(prompt []int) ([]float32, *Votes, error) {
 // PlanFor turns a prompt's votes into the decode plan (nil votes: a nil
 // plan, every loaded rank).
 func (ss *Session) PlanFor(votes *Votes) (Plan, error) {
-	if c, ok := ss.counts(); ok && ss.Sel.Gated() {
+	c, ok := ss.counts()
+	if ok && ss.Sel.Gated() {
 		if !backend.CanGate(ss.S.ex) {
 			return nil, fmt.Errorf("--select %s: this device does not run the gated FFN (the CPU does)", ss.Sel.Method)
 		}
@@ -147,7 +148,6 @@ func (ss *Session) PlanFor(votes *Votes) (Plan, error) {
 	if votes == nil {
 		return nil, nil
 	}
-	c, _ := ss.counts()
 	return votes.Plan(ss.M, ss.S.ex, c, ss.Sel.Compact)
 }
 

@@ -18,6 +18,19 @@ func Argmax(x []float32) int {
 	return best
 }
 
+// LogProb is log p(tok) under softmax(logits), in float64.
+func LogProb(logits []float32, tok int) float64 {
+	mx := float64(logits[0])
+	for _, v := range logits {
+		mx = math.Max(mx, float64(v))
+	}
+	var s float64
+	for _, v := range logits {
+		s += math.Exp(float64(v) - mx)
+	}
+	return float64(logits[tok]) - mx - math.Log(s)
+}
+
 // SamplerConfig is what a user sets on the command line.
 type SamplerConfig struct {
 	Temperature       float64 // 0: greedy

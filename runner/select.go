@@ -148,12 +148,15 @@ func (s *Selection) LayerCounts(m *Model) LayerCounts {
 			loaded[si] = m.Layers[l].Ranks
 		}
 	}
-	base, compute := p.LayerShares(s.Base, loaded), p.LayerShares(s.Phi, loaded)
+	var base, compute []int
 	if s.Budget == "uniform" || s.Budget == "layer" {
 		N := m.Config.IntermediateSize
+		base, compute = make([]int, len(loaded)), make([]int, len(loaded))
 		for i := range base {
 			base[i], compute[i] = format.Count(s.Base, N), format.Count(s.Phi, N)
 		}
+	} else {
+		base, compute = p.LayerShares(s.Base, loaded), p.LayerShares(s.Phi, loaded)
 	}
 	cs := make(LayerCounts, len(m.Layers))
 	for l := range m.Layers {
@@ -607,9 +610,6 @@ func (s *State) RanksPlan(ranks [][]int) (Plan, error) {
 	for l, rs := range ranks {
 		if rs == nil {
 			continue
-		}
-		if len(rs) > 0 && rs[len(rs)-1] >= s.m.Layers[l].Ranks {
-			return nil, fmt.Errorf("layer %d: rank %d of %d loaded", l, rs[len(rs)-1], s.m.Layers[l].Ranks)
 		}
 		recs, err := s.ex.Gather(s.m.Layers[l].FFN, rs, 0, false)
 		if err != nil {
