@@ -102,37 +102,39 @@ func LayerBands(budgets [][]float32, n, bandRanks int) [][]int {
 
 // checkBudgets checks an index's layer budgets (§3): every sparse layer
 // has one or none does; each has BudgetSteps+1 values in [0, 1], rising,
-// the last 1; and their bands (LayerBands) give every layer at least one
-// rank in the first band, so that any load holds some of every layer.
-func checkBudgets(idx *Index) error {
+// the last 1; and their bands give every layer at least one rank in the
+// first band, so that any load holds some of every layer. It returns those
+// bands (LayerBands; nil without budgets or a band size).
+func checkBudgets(idx *Index) ([][]int, error) {
 	var budgets [][]float32
 	for _, sl := range idx.SparseLayers {
 		if (sl.Budget != nil) != (idx.SparseLayers[0].Budget != nil) {
-			return fmt.Errorf("layer budgets must be given for every sparse layer or none (layer %d)", sl.Layer)
+			return nil, fmt.Errorf("layer budgets must be given for every sparse layer or none (layer %d)", sl.Layer)
 		}
 		if sl.Budget == nil {
 			continue
 		}
 		if len(sl.Budget) != BudgetSteps+1 {
-			return fmt.Errorf("layer %d budget must have %d steps, has %d", sl.Layer, BudgetSteps+1, len(sl.Budget))
+			return nil, fmt.Errorf("layer %d budget must have %d steps, has %d", sl.Layer, BudgetSteps+1, len(sl.Budget))
 		}
 		for j, v := range sl.Budget {
 			if !(v >= 0 && v <= 1) || (j > 0 && v < sl.Budget[j-1]) {
-				return fmt.Errorf("layer %d budget must rise from 0 to 1 (step %d: %v)", sl.Layer, j, v)
+				return nil, fmt.Errorf("layer %d budget must rise from 0 to 1 (step %d: %v)", sl.Layer, j, v)
 			}
 		}
 		if sl.Budget[BudgetSteps] != 1 {
-			return fmt.Errorf("layer %d budget must end at 1, ends at %v", sl.Layer, sl.Budget[BudgetSteps])
+			return nil, fmt.Errorf("layer %d budget must end at 1, ends at %v", sl.Layer, sl.Budget[BudgetSteps])
 		}
 		budgets = append(budgets, sl.Budget)
 	}
 	if budgets == nil || idx.BandNeurons <= 0 || idx.Config.IntermediateSize <= 0 {
-		return nil
+		return nil, nil
 	}
-	for si, c := range LayerBands(budgets, idx.Config.IntermediateSize, idx.BandNeurons) {
+	bands := LayerBands(budgets, idx.Config.IntermediateSize, idx.BandNeurons)
+	for si, c := range bands {
 		if len(c) > 1 && c[1] < 1 {
-			return fmt.Errorf("layer %d budget leaves it no rank in the first band", idx.SparseLayers[si].Layer)
+			return nil, fmt.Errorf("layer %d budget leaves it no rank in the first band", idx.SparseLayers[si].Layer)
 		}
 	}
-	return nil
+	return bands, nil
 }

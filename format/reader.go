@@ -378,19 +378,14 @@ func (p *Pack) validate() error {
 		}
 		p.sparse[sl.Layer] = i
 	}
-	if err := checkBudgets(idx); err != nil {
+	bands, err := checkBudgets(idx)
+	if err != nil {
 		return bad(ErrIndex, err.Error(), nil)
 	}
-	if budgets := p.HasBudgets(); budgets != (pre.Flags&FlagLayerBands != 0) {
+	if p.HasBudgets() != (pre.Flags&FlagLayerBands != 0) {
 		return bad(ErrIndex, "layer budgets and the preamble's layer-bands flag must come together", pre.Flags)
 	}
-	if p.HasBudgets() && idx.BandNeurons > 0 {
-		var b [][]float32
-		for _, sl := range idx.SparseLayers {
-			b = append(b, sl.Budget)
-		}
-		p.bands = LayerBands(b, N, idx.BandNeurons)
-	}
+	p.bands = bands
 	nSparse := len(idx.SparseLayers)
 	if nSparse > 0 {
 		B := idx.BandNeurons

@@ -46,9 +46,6 @@ func planLayout(idx *Index, major uint16) (*Preamble, error) {
 	}
 	nSparse := len(idx.SparseLayers)
 	var bandCount, bandBytes uint64
-	if err := checkBudgets(idx); err != nil {
-		return nil, fmt.Errorf("sip: %w", err)
-	}
 	if nSparse > 0 {
 		if idx.BandNeurons <= 0 {
 			return nil, fmt.Errorf("sip: band size must be positive, got %d", idx.BandNeurons)
@@ -162,6 +159,12 @@ func WritePack(ctx context.Context, path string, spec *WriteSpec) (err error) {
 	if err := CheckChatTemplates(idx.ChatTemplates); err != nil {
 		return fmt.Errorf("sip: %w", err)
 	}
+	// With layer budgets a band holds each layer's share of its L·B
+	// records (LayerBands), B of every layer otherwise.
+	shares, err := checkBudgets(idx)
+	if err != nil {
+		return fmt.Errorf("sip: %w", err)
+	}
 	pre, err := planLayout(idx, spec.Major)
 	if err != nil {
 		return err
@@ -208,16 +211,6 @@ func WritePack(ctx context.Context, path string, spec *WriteSpec) (err error) {
 		layout := LayoutOf(pre.Major) // what planLayout chose
 		R := int(idx.RecordBytes / 3)
 		band := make([]byte, pre.BandBytes)
-		// With layer budgets a band holds each layer's share of its L·B
-		// records (LayerBands), B of every layer otherwise.
-		var shares [][]int
-		if pre.Flags&FlagLayerBands != 0 {
-			var budgets [][]float32
-			for _, sl := range idx.SparseLayers {
-				budgets = append(budgets, sl.Budget)
-			}
-			shares = LayerBands(budgets, idx.Config.IntermediateSize, B)
-		}
 		recs := make([]byte, uint64(len(idx.SparseLayers)*B)*idx.RecordBytes) // one layer's records of the band, whole
 		for b := 0; b < int(pre.BandCount); b++ {
 			if err := ctx.Err(); err != nil {
