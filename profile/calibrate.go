@@ -1,7 +1,6 @@
 package profile
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -65,16 +64,10 @@ func Calibrate(ctx context.Context, m *runner.Model, p *Profile, texts []Text, t
 	L, N, F := c.NumLayers, c.IntermediateSize, len(CalibrationFractions)
 	// rankOf[l][neuron] = its rank in the model's layer l.
 	rankOf := make([][]int, L)
-	for l := range rankOf {
+	for l, perm := range modelPerms(m) {
 		rankOf[l] = make([]int, N)
-		if si, ok := m.Pack.SparseIndex(l); ok {
-			for r, n := range m.Pack.Index.SparseLayers[si].Perm {
-				rankOf[l][n] = r
-			}
-		} else {
-			for n := range rankOf[l] {
-				rankOf[l][n] = n
-			}
+		for r, n := range perm {
+			rankOf[l][n] = r
 		}
 	}
 	loss := func(plan runner.Plan) (float64, error) {
@@ -124,16 +117,11 @@ func Calibrate(ctx context.Context, m *runner.Model, p *Profile, texts []Text, t
 	ranks := make([][]int, L)
 	for l := range L {
 		sens[l] = make([]float64, F)
-		byScore := make([]int, N) // neurons, best first (ties: lower index)
-		for n := range byScore {
-			byScore[n] = n
-		}
-		sums := p.Sums[l]
-		slices.SortStableFunc(byScore, func(a, b int) int { return cmp.Compare(sums[b], sums[a]) })
+		best := byScore(p.Sums[l]) // neurons, best first (ties: lower index)
 		for i, f := range CalibrationFractions {
 			k := max(1, format.Count(f, N))
 			rs := make([]int, k)
-			for j, n := range byScore[:k] {
+			for j, n := range best[:k] {
 				rs[j] = rankOf[l][n]
 			}
 			slices.Sort(rs)

@@ -10,7 +10,6 @@ import (
 	"math"
 	"os"
 	"slices"
-	"sort"
 
 	"github.com/sipack/sipack/format"
 	"github.com/sipack/sipack/internal/tmpfile"
@@ -245,13 +244,8 @@ func TopOverlap(a, b []float64, f float64) float64 {
 		return 0
 	}
 	top := func(s []float64) map[int]bool {
-		ids := make([]int, len(s))
-		for i := range ids {
-			ids[i] = i
-		}
-		sort.SliceStable(ids, func(x, y int) bool { return s[ids[x]] > s[ids[y]] })
 		m := map[int]bool{}
-		for _, i := range ids[:k] {
+		for _, i := range byScore(s)[:k] {
 			m[i] = true
 		}
 		return m

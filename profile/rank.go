@@ -7,6 +7,7 @@ import (
 
 	"github.com/sipack/sipack/convert"
 	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/runner"
 )
 
 // Check refuses a profile of another model or shape. Imported neuron
@@ -81,15 +82,11 @@ func RankOrder(task *Profile, secondary [][]float64, delta float64, sparse []int
 			order.Budgets[l] = budgets[si]
 			nb = format.Count(format.BudgetAt(budgets[si], delta), N)
 		}
-		ids := make([]int, N)
-		for i := range ids {
-			ids[i] = i
-		}
 		ts, ss := scores[l], secondary[l]
 		if weight != nil {
 			ts, ss = scaled(ts, weight[l]), scaled(ss, weight[l])
 		}
-		sort.SliceStable(ids, func(a, b int) bool { return ts[ids[a]] > ts[ids[b]] })
+		ids := byScore(ts)
 		base := append([]int(nil), ids[:nb]...)
 		rest := append([]int(nil), ids[nb:]...)
 		sort.Ints(rest) // ties in the secondary order fall back to original index
@@ -114,6 +111,33 @@ func RankOrder(task *Profile, secondary [][]float64, delta float64, sparse []int
 		copy(order.Provenance.ProfileModelHash[:], b)
 	}
 	return order, nil
+}
+
+// byScore is the indices of s, largest score first (ties: lower index).
+func byScore(s []float64) []int {
+	ids := make([]int, len(s))
+	for i := range ids {
+		ids[i] = i
+	}
+	sort.SliceStable(ids, func(a, b int) bool { return s[ids[a]] > s[ids[b]] })
+	return ids
+}
+
+// modelPerms is, per layer of m, its rank order: perm[l][rank] = original
+// neuron, the identity for dense layers.
+func modelPerms(m *runner.Model) [][]uint32 {
+	perm := make([][]uint32, m.Config.NumLayers)
+	for l := range perm {
+		if si, ok := m.Pack.SparseIndex(l); ok {
+			perm[l] = m.Pack.Index.SparseLayers[si].Perm
+		} else {
+			perm[l] = make([]uint32, m.Config.IntermediateSize)
+			for i := range perm[l] {
+				perm[l][i] = uint32(i)
+			}
+		}
+	}
+	return perm
 }
 
 // scaled returns s[i]·w[i].

@@ -58,18 +58,7 @@ func Run(ctx context.Context, m *runner.Model, task string, prompts [][]int, opt
 	}
 	jobs := max(1, opt.Jobs)
 	L, N := c.NumLayers, c.IntermediateSize
-	// perm[l][rank] = original neuron, identity for dense layers.
-	perm := make([][]uint32, L)
-	for l := 0; l < L; l++ {
-		if si, ok := p.SparseIndex(l); ok {
-			perm[l] = p.Index.SparseLayers[si].Perm
-		} else {
-			perm[l] = make([]uint32, N)
-			for i := range perm[l] {
-				perm[l][i] = uint32(i)
-			}
-		}
-	}
+	perm := modelPerms(m) // perm[l][rank] = original neuron
 	if opt.Calibrate < 0 {
 		return nil, fmt.Errorf("calibration prompts must be ≥ 0, got %d", opt.Calibrate)
 	}
