@@ -1,6 +1,7 @@
 package format
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 )
@@ -60,15 +61,7 @@ func LayerBands(budgets [][]float32, n, bandRanks int) [][]int {
 			order[si] = si
 		}
 		// Most lost to the floor first (ties: the lower layer).
-		slices.SortStableFunc(order, func(x, y int) int {
-			switch {
-			case frac[x] > frac[y]:
-				return -1
-			case frac[x] < frac[y]:
-				return 1
-			}
-			return 0
-		})
+		slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(frac[y], frac[x]) })
 		for total < want {
 			moved := false
 			for _, si := range order {

@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -35,9 +36,8 @@ func Budgets(p *Profile, sparse []int) ([][]float32, error) {
 		return nil, fmt.Errorf("profile of %s has no sensitivity curves (sipack profile --calibrate)", p.Task)
 	}
 	type segment struct {
-		layer  int // position in sparse
-		lo, hi float64
-		slope  float64 // loss decrease per unit fraction
+		layer int // position in sparse
+		hullSegment
 	}
 	var segs []segment
 	for i, l := range sparse {
@@ -45,20 +45,12 @@ func Budgets(p *Profile, sparse []int) ([][]float32, error) {
 			return nil, fmt.Errorf("sparse layer %d outside the profile's %d layers", l, len(p.Sensitivity))
 		}
 		for _, s := range hull(curve(p.SensitivityFractions, p.Sensitivity[l], p.SensitivityDense)) {
-			segs = append(segs, segment{layer: i, lo: s.lo, hi: s.hi, slope: s.slope})
+			segs = append(segs, segment{i, s})
 		}
 	}
 	// Steepest first; ties by layer, then by position, so the order is
 	// deterministic and each layer's segments stay in order.
-	slices.SortStableFunc(segs, func(a, b segment) int {
-		switch {
-		case a.slope > b.slope:
-			return -1
-		case a.slope < b.slope:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(segs, func(a, b segment) int { return cmp.Compare(b.slope, a.slope) })
 	L := len(sparse)
 	out := make([][]float32, L)
 	for i := range out {
