@@ -65,10 +65,12 @@ type Device interface {
 // are.
 type Exec interface {
 	// Alloc returns a zeroed buffer of n floats; Slice views n floats of b
-	// from off; Read copies b to the host.
+	// from off; Read copies b to the host, Write copies src from the host
+	// into b (the first min(len(src), b.Len()) floats of each).
 	Alloc(n int) Buf
 	Slice(b Buf, off, n int) Buf
 	Read(dst []float32, b Buf)
+	Write(b Buf, src []float32)
 
 	// Embed writes the rows of table for tokens into out (T, cols).
 	Embed(out Buf, table Matrix, tokens []int) error

@@ -33,7 +33,10 @@ const calibrationChunk = 64
 // layer whole, then with one layer at a time restricted to the top
 // fraction of its neurons by p's sums, for each CalibrationFractions —
 // 1 + layers × fractions teacher-forced passes over the texts, on threads
-// threads. progress, if set, is told after each pass.
+// threads. A pass that cuts layer l resumes from the whole pass's residual
+// stream entering l, so it runs only layers l and later (about half the
+// work of whole passes). progress, if set, is told after each text's
+// passes, in layers run.
 func Calibrate(ctx context.Context, m *runner.Model, p *Profile, texts []Text, threads int, progress func(done, total int)) error {
 	c := &m.Config
 	if p.Layers != c.NumLayers || p.Neurons != c.IntermediateSize {
@@ -62,82 +65,107 @@ func Calibrate(ctx context.Context, m *runner.Model, p *Profile, texts []Text, t
 		return err
 	}
 	L, N, F := c.NumLayers, c.IntermediateSize, len(CalibrationFractions)
-	// rankOf[l][neuron] = its rank in the model's layer l.
-	rankOf := make([][]int, L)
-	for l, perm := range modelPerms(m) {
-		rankOf[l] = make([]int, N)
-		for r, n := range perm {
-			rankOf[l][n] = r
-		}
-	}
-	loss := func(plan runner.Plan) (float64, error) {
-		var sum float64
-		var n int
-		for _, t := range texts {
-			if err := ctx.Err(); err != nil {
-				return 0, err
-			}
-			for off := 0; off < len(t.Tokens)-1; off += calibrationChunk {
-				end := min(off+calibrationChunk, len(t.Tokens)-1)
-				if end+1 <= t.From { // no counted prediction in this chunk
-					if _, err := s.ForwardBatch(t.Tokens[off:end], off, runner.Pass{Plan: plan}); err != nil {
-						return 0, err
-					}
-					continue
-				}
-				logits, err := s.ForwardBatch(t.Tokens[off:end], off, runner.Pass{Plan: plan, All: true})
-				if err != nil {
-					return 0, err
-				}
-				for i := range end - off {
-					next := off + i + 1
-					if next < t.From {
-						continue
-					}
-					sum -= runner.LogProb(logits[i*c.VocabSize:(i+1)*c.VocabSize], t.Tokens[next])
-					n++
-				}
-			}
-		}
-		return sum / float64(n), nil
-	}
-	total, done := 1+L*F, 0
-	step := func() {
-		done++
-		if progress != nil {
-			progress(done, total)
-		}
-	}
-	dense, err := loss(nil)
-	if err != nil {
-		return err
-	}
-	step()
-	sens := make([][]float64, L)
+	// plans[l][i] cuts layer l to the top CalibrationFractions[i] of its
+	// neurons by the profile, as ranks of the model's layer l.
+	plans := make([][]runner.Plan, L)
 	ranks := make([][]int, L)
-	for l := range L {
-		sens[l] = make([]float64, F)
+	for l, perm := range modelPerms(m) {
+		rankOf := make([]int, N)
+		for r, n := range perm {
+			rankOf[n] = r
+		}
 		best := byScore(p.Sums[l]) // neurons, best first (ties: lower index)
+		plans[l] = make([]runner.Plan, F)
 		for i, f := range CalibrationFractions {
-			k := max(1, format.Count(f, N))
-			rs := make([]int, k)
-			for j, n := range best[:k] {
-				rs[j] = rankOf[l][n]
+			rs := make([]int, max(1, format.Count(f, N)))
+			for j, n := range best[:len(rs)] {
+				rs[j] = rankOf[n]
 			}
 			slices.Sort(rs)
 			ranks[l] = rs
-			plan, err := s.RanksPlan(ranks)
-			if err != nil {
+			if plans[l][i], err = s.RanksPlan(ranks); err != nil {
 				return err
 			}
-			if sens[l][i], err = loss(plan); err != nil {
-				return err
-			}
-			step()
 		}
 		ranks[l] = nil
 	}
+	// inputs[chunk][l] is the whole pass's residual stream entering layer
+	// l for one text's chunk of tokens.
+	chunks := (longest - 2 + calibrationChunk) / calibrationChunk
+	inputs := make([][][]float32, chunks)
+	for ci := range inputs {
+		inputs[ci] = make([][]float32, L)
+	}
+	// loss adds to *sum the NLL of t's counted tokens under plan, the pass
+	// resumed at layer from with inputs; capture runs the whole pass that
+	// fills them.
+	loss := func(t Text, plan runner.Plan, from int, capture bool, sum *float64) error {
+		for ci, off := 0, 0; off < len(t.Tokens)-1; ci, off = ci+1, off+calibrationChunk {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			end := min(off+calibrationChunk, len(t.Tokens)-1)
+			// Logits of the tokens that predict a counted one only.
+			pass := runner.Pass{Plan: plan, All: end+1 > t.From, LogitsFrom: max(0, t.From-1-off), From: from}
+			switch {
+			case capture:
+				pass.OnInput = func(l int, x []float32) { inputs[ci][l] = append(inputs[ci][l][:0], x...) }
+			case from > 0:
+				pass.Input = inputs[ci][from]
+			}
+			logits, err := s.ForwardBatch(t.Tokens[off:end], off, pass)
+			if err != nil {
+				return err
+			}
+			if !pass.All {
+				continue // no counted prediction in this chunk
+			}
+			for i := range end - off - pass.LogitsFrom {
+				next := off + pass.LogitsFrom + i + 1
+				*sum -= runner.LogProb(logits[i*c.VocabSize:(i+1)*c.VocabSize], t.Tokens[next])
+			}
+		}
+		return nil
+	}
+	perText := L // layers run per text: the whole pass, then each cut from its layer
+	for l := range L {
+		perText += F * (L - l)
+	}
+	total, done := len(texts)*perText, 0
+	step := func(layers int) {
+		if done += layers; progress != nil {
+			progress(done, total)
+		}
+	}
+	var dense float64
+	sums := make([][]float64, L)
+	for l := range sums {
+		sums[l] = make([]float64, F)
+	}
+	counted := 0
+	for _, t := range texts {
+		counted += len(t.Tokens) - t.From
+		if err := loss(t, nil, 0, true, &dense); err != nil {
+			return err
+		}
+		step(L)
+		for l := range L {
+			for i := range F {
+				if err := loss(t, plans[l][i], l, false, &sums[l][i]); err != nil {
+					return err
+				}
+				step(L - l)
+			}
+		}
+	}
+	sens := make([][]float64, L)
+	for l := range L {
+		sens[l] = make([]float64, F)
+		for i := range F {
+			sens[l][i] = sums[l][i] / float64(counted)
+		}
+	}
 	p.SensitivityFractions = slices.Clone(CalibrationFractions)
-	p.Sensitivity, p.SensitivityDense, p.SensitivityPrompts = sens, dense, len(texts)
+	p.Sensitivity, p.SensitivityDense, p.SensitivityPrompts = sens, dense/float64(counted), len(texts)
 	return p.validateSensitivity()
 }

@@ -44,11 +44,13 @@ func stepNLL(t *testing.T, m *runner.Model, plan func(*runner.State) runner.Plan
 }
 
 // TestCalibrate: on the tiny model in a random rank order (so a neuron's
-// rank is not its index), Calibrate's dense loss and its loss with one
-// layer cut to its top fraction by the profile equal the same losses
-// computed token by token with the neurons chosen independently (by a
-// scan of the pack's permutation); cutting the first layer to a tenth
-// costs more than to nine tenths; Run with Calibrate fills the curves.
+// rank is not its index), Calibrate's dense loss and its losses with one
+// layer cut to its top fraction by the profile (the first layer, and two
+// whose passes resume from the whole pass, over a text of two chunks)
+// equal the same losses computed token by token with the neurons chosen
+// independently (by a scan of the pack's permutation); progress counts up
+// to the layers run; cutting the first layer to a tenth costs more than
+// to nine tenths; Run with Calibrate fills the curves.
 func TestCalibrate(t *testing.T) {
 	dir := "../testdata/tinyllama"
 	path := testutil.PackOf(t, dir, convert.Options{Order: convert.RandomOrder([]int{0, 1, 2, 3, 4, 5}, 768, 3)})
@@ -68,7 +70,16 @@ func TestCalibrate(t *testing.T) {
 		t.Fatalf("first layer at a tenth %v, at nine tenths %v: cutting more should cost more", p.Sensitivity[0][0], p.Sensitivity[0][8])
 	}
 
-	texts := []profile.Text{{Tokens: append(slices.Clone(prompts[0]), m.Tokenizer.Encode(" In the beginning God created", false)...), From: len(prompts[0])}}
+	// Two texts, the second longer than a calibration chunk of 64 tokens,
+	// so a cut layer's pass resumes a second chunk from its own first.
+	long := "In the beginning God created the heaven and the earth. And the earth was without form, and void; and darkness was upon the face of the deep. And the Spirit of God moved upon the face of the waters. And God said, Let there be light: and there was light."
+	texts := []profile.Text{
+		{Tokens: append(slices.Clone(prompts[0]), m.Tokenizer.Encode(" In the beginning God created", false)...), From: len(prompts[0])},
+		{Tokens: append(slices.Clone(prompts[1]), m.Tokenizer.Encode(" Noah. "+long, false)...), From: len(prompts[1])},
+	}
+	if n := len(texts[1].Tokens); n <= 66 {
+		t.Fatalf("the long text has %d tokens: not two chunks", n)
+	}
 	q := &profile.Profile{Layers: 6, Neurons: 768, Sums: p.Sums}
 	if err := profile.Calibrate(context.Background(), m, q, texts, 2, nil); err != nil {
 		t.Fatal(err)
@@ -77,36 +88,50 @@ func TestCalibrate(t *testing.T) {
 	if math.Abs(q.SensitivityDense-dense) > 1e-3 {
 		t.Fatalf("dense loss %v, token by token %v", q.SensitivityDense, dense)
 	}
-	// Layer 2 at 0.3: its top 230 neurons by the sums, found as ranks by
-	// scanning the permutation.
-	const layer, fi = 2, 2
-	byScore := make([]int, 768)
-	for i := range byScore {
-		byScore[i] = i
-	}
-	slices.SortStableFunc(byScore, func(a, b int) int { return cmp.Compare(p.Sums[layer][b], p.Sums[layer][a]) })
-	top := map[uint32]bool{}
-	for _, n := range byScore[:230] {
-		top[uint32(n)] = true
-	}
-	si, _ := m.Pack.SparseIndex(layer)
-	var ranks []int
-	for r, n := range m.Pack.Index.SparseLayers[si].Perm {
-		if top[n] {
-			ranks = append(ranks, r)
+	// Layers 0 (a whole pass), 2 and 5 (resumed) at 0.3: the top 230
+	// neurons by the sums, found as ranks by scanning the permutation.
+	const fi = 2
+	for _, layer := range []int{0, 2, 5} {
+		byScore := make([]int, 768)
+		for i := range byScore {
+			byScore[i] = i
+		}
+		slices.SortStableFunc(byScore, func(a, b int) int { return cmp.Compare(p.Sums[layer][b], p.Sums[layer][a]) })
+		top := map[uint32]bool{}
+		for _, n := range byScore[:230] {
+			top[uint32(n)] = true
+		}
+		si, _ := m.Pack.SparseIndex(layer)
+		var ranks []int
+		for r, n := range m.Pack.Index.SparseLayers[si].Perm {
+			if top[n] {
+				ranks = append(ranks, r)
+			}
+		}
+		cut := stepNLL(t, m, func(s *runner.State) runner.Plan {
+			rs := make([][]int, 6)
+			rs[layer] = ranks
+			plan, err := s.RanksPlan(rs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return plan
+		}, texts)
+		if math.Abs(q.Sensitivity[layer][fi]-cut) > 1e-3 || math.Abs(cut-dense) < 1e-6 {
+			t.Fatalf("layer %d at %v: loss %v, token by token %v (dense %v)", layer, profile.CalibrationFractions[fi], q.Sensitivity[layer][fi], cut, dense)
 		}
 	}
-	cut := stepNLL(t, m, func(s *runner.State) runner.Plan {
-		rs := make([][]int, 6)
-		rs[layer] = ranks
-		plan, err := s.RanksPlan(rs)
-		if err != nil {
-			t.Fatal(err)
+	var steps []int
+	if err := profile.Calibrate(context.Background(), m, q, texts[:1], 2, func(done, total int) {
+		if done > total || (len(steps) > 0 && done <= steps[len(steps)-1]) {
+			t.Errorf("progress %d of %d after %v", done, total, steps)
 		}
-		return plan
-	}, texts)
-	if math.Abs(q.Sensitivity[layer][fi]-cut) > 1e-3 || math.Abs(cut-dense) < 1e-6 {
-		t.Fatalf("layer %d at %v: loss %v, token by token %v (dense %v)", layer, profile.CalibrationFractions[fi], q.Sensitivity[layer][fi], cut, dense)
+		steps = append(steps, done)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := 1 + 6*len(profile.CalibrationFractions); len(steps) != want || steps[len(steps)-1] != 6+9*(6+5+4+3+2+1) {
+		t.Errorf("progress told %d times, last %v: want %d times, ending at the layers run", len(steps), steps[len(steps)-1:], want)
 	}
 	if _, err := profile.Run(context.Background(), m, "t", prompts, profile.RunOptions{GenTokens: 0, Jobs: 1, Calibrate: 2}); err == nil {
 		t.Fatal("calibration with nothing after the prompts: no error")

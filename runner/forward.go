@@ -34,8 +34,10 @@ type State struct {
 
 // Pass says what one ForwardBatch computes besides the logits.
 type Pass struct {
-	// All asks for the logits of every token, not only the last.
-	All bool
+	// All asks for the logits of every token, not only the last, or of the
+	// tokens from LogitsFrom on (< T) when that is set.
+	All        bool
+	LogitsFrom int
 	// Plan restricts each sparse layer's FFN to its decode set (nil: every
 	// loaded rank).
 	Plan Plan
@@ -47,6 +49,16 @@ type Pass struct {
 	// Votes, if set, counts the prompt's votes of every sparse layer: on
 	// the device when its Exec is a backend.Voter, else from h on the host.
 	Votes *Votes
+	// OnInput, if set, is called with the residual stream entering each
+	// layer it runs, (T, hidden) on the host, valid during the call only.
+	OnInput func(layer int, x []float32)
+	// From > 0 resumes a pass at that layer: Input, (T, hidden), is the
+	// residual stream entering it (as OnInput saw it), the embedding and the
+	// layers before are not run and their cache entries at these positions
+	// are left as they were. Calibration re-runs only the layers a cut
+	// changes this way.
+	From  int
+	Input []float32
 }
 
 // NewState allocates a KV cache of ctx positions; its work runs on pool's
@@ -118,8 +130,8 @@ func (s *State) Forward(token, pos int) ([]float32, error) {
 
 // ForwardBatch runs tokens at positions pos, pos+1, ... through the model,
 // every layer over the whole batch (prefill reads each weight once per
-// batch). It returns the logits of the last token, or of every token when
-// pass.All is set ((T, vocab)).
+// batch). It returns the logits of the last token, or of every token from
+// pass.LogitsFrom on when pass.All is set ((T − LogitsFrom, vocab)).
 func (s *State) ForwardBatch(tokens []int, pos int, pass Pass) ([]float32, error) {
 	m, c, e := s.m, &s.m.Config, s.ex
 	T := len(tokens)
@@ -132,12 +144,25 @@ func (s *State) ForwardBatch(tokens []int, pos int, pass Pass) ([]float32, error
 	s.size(T)
 	H, hd := c.HiddenSize, c.HeadDim
 
-	// x = embed_tokens(tokens)
-	if err := e.Embed(s.x, m.Embed, tokens); err != nil {
-		return nil, err
+	if pass.From == 0 {
+		// x = embed_tokens(tokens)
+		if err := e.Embed(s.x, m.Embed, tokens); err != nil {
+			return nil, err
+		}
+	} else {
+		if pass.From < 0 || pass.From >= len(m.Layers) || len(pass.Input) != T*H {
+			return nil, fmt.Errorf("resuming at layer %d of %d with %d floats for %d tokens of %d", pass.From, len(m.Layers), len(pass.Input), T, H)
+		}
+		e.Write(s.x, pass.Input)
 	}
-	for l := range m.Layers {
+	var host []float32
+	for l := pass.From; l < len(m.Layers); l++ {
 		L := &m.Layers[l]
+		if pass.OnInput != nil {
+			host = grow(host, T*H)
+			e.Read(host, s.x)
+			pass.OnInput(l, host)
+		}
 		// xb = input_layernorm(x); q, k, v = xb·Wqᵀ (+ b), ...
 		e.RMSNorm(s.xb, s.x, L.AttnNorm, c.RMSNormEps)
 		e.MatMul([]backend.Buf{s.q, s.k, s.v}, []backend.Matrix{L.Wq, L.Wk, L.Wv}, s.xb)
@@ -191,7 +216,10 @@ func (s *State) ForwardBatch(tokens []int, pos int, pass Pass) ([]float32, error
 	// logits = lm_head(norm(x)), for the last token or all of them.
 	first := T - 1
 	if pass.All {
-		first = 0
+		if pass.LogitsFrom < 0 || pass.LogitsFrom >= T {
+			return nil, fmt.Errorf("logits from token %d of a batch of %d", pass.LogitsFrom, T)
+		}
+		first = pass.LogitsFrom
 	}
 	rows := T - first
 	xs := e.Slice(s.x, first*H, rows*H)

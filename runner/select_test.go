@@ -678,3 +678,85 @@ func TestPrefillInBatches(t *testing.T) {
 		t.Errorf("greedy tokens differ:\n%v\n%v", ids1, ids16)
 	}
 }
+
+// TestResumeAtLayer: a pass resumed at layer l from the residual stream a
+// whole pass saw entering l (Pass.OnInput, Pass.From) gives the same
+// logits, bit for bit, as running every layer, for a second chunk of a
+// sequence too (the resumed pass's own cache entries of the first chunk),
+// under a plan that cuts a layer after l; logits from a token on are the
+// tail of all of them; a bad resume or first row is an error.
+func TestResumeAtLayer(t *testing.T) {
+	path := packOf(t, "../testdata/tinyllama", convert.Options{BaseFraction: 0.3})
+	m := loadModel(t, path, 1)
+	pool := kernels.NewPool(2)
+	defer pool.Close()
+	s, err := m.NewState(pool, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	toks := make([]int, 40)
+	for i := range toks {
+		toks[i] = rng.IntN(m.Config.VocabSize - 2)
+	}
+	chunks := [][2]int{{0, 24}, {24, 40}}
+	L, H := m.Config.NumLayers, m.Config.HiddenSize
+	ranks := make([][]int, L)
+	ranks[4] = []int{0, 5, 9, 100, 700}
+	plan, err := s.RanksPlan(ranks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// inputs[chunk][layer] of the whole pass without a plan.
+	inputs := make([][][]float32, len(chunks))
+	for ci, ch := range chunks {
+		inputs[ci] = make([][]float32, L)
+		if _, err := s.ForwardBatch(toks[ch[0]:ch[1]], ch[0], Pass{OnInput: func(l int, x []float32) { inputs[ci][l] = slices.Clone(x) }}); err != nil {
+			t.Fatal(err)
+		}
+		if inputs[ci][0] == nil || len(inputs[ci][L-1]) != (ch[1]-ch[0])*H {
+			t.Fatalf("chunk %d: OnInput saw %d floats entering the last layer", ci, len(inputs[ci][L-1]))
+		}
+	}
+	whole := make([][]float32, len(chunks))
+	for ci, ch := range chunks {
+		l, err := s.ForwardBatch(toks[ch[0]:ch[1]], ch[0], Pass{All: true, Plan: plan})
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole[ci] = slices.Clone(l)
+	}
+	for _, from := range []int{1, 3, 4} {
+		for ci, ch := range chunks {
+			l, err := s.ForwardBatch(toks[ch[0]:ch[1]], ch[0], Pass{All: true, Plan: plan, From: from, Input: inputs[ci][from]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(l, whole[ci]) {
+				t.Errorf("resumed at layer %d, chunk %d: logits differ from the whole pass by %g", from, ci, maxAbsDiff(l, whole[ci]))
+			}
+		}
+	}
+	// The logits from a token on are the tail of all of them.
+	V := m.Config.VocabSize
+	tail, err := s.ForwardBatch(toks[0:24], 0, Pass{All: true, Plan: plan, LogitsFrom: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(tail, whole[0][10*V:]) {
+		t.Errorf("logits from token 10: %d floats, not the last 14 rows of all", len(tail))
+	}
+	// Resuming past the cut layer misses it: the logits must differ.
+	l, err := s.ForwardBatch(toks[24:40], 24, Pass{All: true, Plan: plan, From: 5, Input: inputs[1][5]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Equal(l, whole[1]) {
+		t.Error("resumed after the cut layer, the logits equal the cut pass's")
+	}
+	for _, bad := range []Pass{{From: L, Input: inputs[0][1]}, {From: -1}, {From: 2, Input: inputs[0][2][:H]}, {All: true, LogitsFrom: 24}, {All: true, LogitsFrom: -1}} {
+		if _, err := s.ForwardBatch(toks[0:24], 0, bad); err == nil {
+			t.Errorf("resume at %d with %d floats: no error", bad.From, len(bad.Input))
+		}
+	}
+}

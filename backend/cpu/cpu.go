@@ -141,6 +141,8 @@ func (e *Exec) Slice(b backend.Buf, off, n int) backend.Buf { return &vec{F32(b)
 
 func (e *Exec) Read(dst []float32, b backend.Buf) { copy(dst, F32(b)) }
 
+func (e *Exec) Write(b backend.Buf, src []float32) { copy(F32(b), src) }
+
 func (e *Exec) Embed(out backend.Buf, table backend.Matrix, tokens []int) error {
 	w := &table.(*Matrix).W
 	o := F32(out)

@@ -247,6 +247,22 @@ func TestEmbedNormAdd(t *testing.T) {
 					t.Fatalf("%v add [%d]: gpu %g, cpu %g", dt, i, got[i], want[i])
 				}
 			}
+			// Write a row from the host between launches (a pass resumed at a
+			// layer), then add onto it: the copy lands after the launches
+			// before it and before those after.
+			row := randVec(rng, cols)
+			p.ge.Add(gout, gn)
+			p.ge.Write(p.ge.Slice(gout, cols, cols), row)
+			p.ge.Add(gout, gn)
+			p.ce.Add(cout, cn)
+			p.ce.Write(p.ce.Slice(cout, cols, cols), row)
+			p.ce.Add(cout, cn)
+			got, want = p.read(t, gout), cpu.F32(cout)
+			for i := range want {
+				if d := math.Abs(float64(got[i] - want[i])); d > 8*ulp*(math.Abs(float64(want[i]))+1) {
+					t.Fatalf("%v write between adds [%d]: gpu %g, cpu %g", dt, i, got[i], want[i])
+				}
+			}
 		}
 	}
 }

@@ -257,6 +257,18 @@ func (e *Exec) Read(dst []float32, b backend.Buf) {
 	e.release()
 }
 
+func (e *Exec) Write(b backend.Buf, src []float32) {
+	n := min(len(src), b.Len())
+	if e.err != nil || n == 0 {
+		return
+	}
+	defer e.d.enter()()
+	e.flush() // what is queued runs before the copy lands
+	if err := e.d.drv.htod(dp(b), unsafe.Pointer(&src[0]), 4*n); err != nil {
+		e.fail(fmt.Errorf("cuda: writing %d floats: %w", n, err))
+	}
+}
+
 // release drops the queued operations' allocations (ptr) once the stream
 // has been waited for.
 func (e *Exec) release() {
