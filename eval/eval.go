@@ -36,6 +36,8 @@ type Result struct {
 	Seconds float64            `json:"seconds"`
 	TokPerS float64            `json:"tok_per_s"` // per job
 	Hyps    []string           `json:"-"`
+
+	rows *rowScores // what each row adds to the metric
 }
 
 // cutAtStop is the text before the first of the stop strings (all of it
@@ -125,22 +127,16 @@ func Run(ctx context.Context, m *runner.Model, man *manifests.Manifest, opt Opti
 		return nil, err
 	}
 	res := &Result{Task: man.Name, Metric: man.Metric, N: len(rows), Extra: map[string]float64{}}
-	var hyps, refs []string
-	var nll float64
-	correct := 0
 	for i, r := range results {
 		if r.err != nil {
 			return nil, fmt.Errorf("%s: row %d (%s): %w", name, i+1, rows[i].ID, r.err)
 		}
 		res.Tokens += r.tokens
-		nll += r.nll
-		correct += r.correct
-		hyps, refs = append(hyps, r.hyp), append(refs, rows[i].Reference)
+		res.Hyps = append(res.Hyps, r.hyp)
 	}
-	res.Hyps = hyps
 	res.Seconds = time.Since(start).Seconds()
 	res.TokPerS = float64(res.Tokens) / res.Seconds / float64(jobs)
-	score(res, man.Metric, rows, hyps, refs, nll, correct)
+	score(res, man.Metric, rows, results)
 	return res, nil
 }
 

@@ -51,33 +51,62 @@ func ngrams(toks []string, n int) map[string]int {
 	return m
 }
 
+// BLEUStats are the sufficient statistics of corpus BLEU: clipped n-gram
+// matches and n-gram counts of the hypotheses, and both sides' lengths.
+// A corpus's are the sum of its sentences'.
+type BLEUStats struct {
+	Match, Total   [4]int
+	HypLen, RefLen int
+}
+
+// SentenceStats are one hypothesis's statistics against its reference.
+func SentenceStats(hyp, ref string) BLEUStats {
+	var s BLEUStats
+	h, r := Tokenize13a(hyp), Tokenize13a(ref)
+	s.HypLen, s.RefLen = len(h), len(r)
+	for n := 1; n <= 4; n++ {
+		rc := ngrams(r, n)
+		for g, c := range ngrams(h, n) {
+			s.Match[n-1] += min(c, rc[g])
+		}
+		s.Total[n-1] = max(0, len(h)-n+1)
+	}
+	return s
+}
+
+// Add adds o's statistics to s.
+func (s *BLEUStats) Add(o BLEUStats) {
+	for n := range 4 {
+		s.Match[n] += o.Match[n]
+		s.Total[n] += o.Total[n]
+	}
+	s.HypLen += o.HypLen
+	s.RefLen += o.RefLen
+}
+
 // CorpusBLEU scores hypotheses against one reference each.
 func CorpusBLEU(hyps, refs []string) BLEU {
-	var match, total [4]int
-	var b BLEU
+	var s BLEUStats
 	for i := range hyps {
-		h, r := Tokenize13a(hyps[i]), Tokenize13a(refs[i])
-		b.HypLen += len(h)
-		b.RefLen += len(r)
-		for n := 1; n <= 4; n++ {
-			rc := ngrams(r, n)
-			for g, c := range ngrams(h, n) {
-				match[n-1] += min(c, rc[g])
-			}
-			total[n-1] += max(0, len(h)-n+1)
-		}
+		s.Add(SentenceStats(hyps[i], refs[i]))
 	}
+	return s.BLEU()
+}
+
+// BLEU is the corpus score of the statistics.
+func (s BLEUStats) BLEU() BLEU {
+	b := BLEU{HypLen: s.HypLen, RefLen: s.RefLen}
 	smooth := 1.0
 	logSum := 0.0
 	for n := 0; n < 4; n++ {
 		switch {
-		case total[n] == 0:
+		case s.Total[n] == 0:
 			b.Precisions[n] = 0
-		case match[n] == 0:
+		case s.Match[n] == 0:
 			smooth *= 2
-			b.Precisions[n] = 100 / (smooth * float64(total[n]))
+			b.Precisions[n] = 100 / (smooth * float64(s.Total[n]))
 		default:
-			b.Precisions[n] = 100 * float64(match[n]) / float64(total[n])
+			b.Precisions[n] = 100 * float64(s.Match[n]) / float64(s.Total[n])
 		}
 		if b.Precisions[n] <= 0 {
 			return b

@@ -159,6 +159,8 @@ var evalCmd = &cli.Command{
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
 		&cli.StringFlag{Name: "hyps", Usage: "write the hypotheses to this JSONL `FILE`"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress"},
+		&cli.StringFlag{Name: "baseline", Usage: "also run the eval on `PACK` (it may be the same file) with every neuron it holds computed, and print the score as a fraction of that one"},
+		&cli.IntFlag{Name: "bootstrap", Usage: "print the 95 % interval of the score (and of the fraction of --baseline, paired: both on the same resampled rows) from `N` resamples of the rows, e.g. 1000"},
 	}, selectionFlags...),
 	Action: func(c *cli.Context) error {
 		if c.NArg() != 1 {
@@ -177,6 +179,9 @@ var evalCmd = &cli.Command{
 		if c.Int("limit") < 0 {
 			return fmt.Errorf("--limit must be ≥ 0, got %d", c.Int("limit"))
 		}
+		if c.Int("bootstrap") < 0 {
+			return fmt.Errorf("--bootstrap must be ≥ 0, got %d", c.Int("bootstrap"))
+		}
 		pack, m, sel, err := openSelected(c, c.Args().First(), 0, c.Int("jobs"))
 		if err != nil {
 			return err
@@ -188,13 +193,47 @@ var evalCmd = &cli.Command{
 		if !c.Bool("quiet") && !c.Bool("json") {
 			bar = cliutil.NewProgress("eval "+man.Name, 0, false)
 		}
-		res, err := eval.Run(ctx, m, man, eval.Options{
+		opt := eval.Options{
 			Data: c.String("data"), Limit: c.Int("limit"), Half: c.Int("half"), Jobs: c.Int("jobs"), Sel: sel,
 			Progress: func(done, total int) { bar.SetTotal(int64(total)); bar.Add(1) },
-		})
+		}
+		res, err := eval.Run(ctx, m, man, opt)
 		bar.Done(err == nil)
 		if err != nil {
 			return err
+		}
+		var base *eval.Result
+		if path := c.String("baseline"); path != "" {
+			bp, err := format.Open(path, format.OpenOptions{})
+			if err != nil {
+				return err
+			}
+			defer bp.Close()
+			bm, err := runner.Load(bp)
+			if err != nil {
+				return err
+			}
+			if !c.Bool("quiet") && !c.Bool("json") {
+				bar = cliutil.NewProgress("eval "+man.Name+" (baseline)", 0, false)
+			}
+			opt.Sel = nil
+			base, err = eval.Run(ctx, bm, man, opt)
+			bar.Done(err == nil)
+			if err != nil {
+				return fmt.Errorf("baseline %s: %w", path, err)
+			}
+		}
+		const seed = 1 // the resamples are the same for every run of the same rows
+		var ci, ratioCI [2]float64
+		if n := c.Int("bootstrap"); n > 0 {
+			if ci[0], ci[1], err = eval.Interval(res, nil, n, seed); err != nil {
+				return err
+			}
+			if base != nil {
+				if ratioCI[0], ratioCI[1], err = eval.Interval(res, base, n, seed); err != nil {
+					return err
+				}
+			}
 		}
 		if f := c.String("hyps"); f != "" {
 			if err := writeHyps(f, res.Hyps); err != nil {
@@ -210,6 +249,16 @@ var evalCmd = &cli.Command{
 			"tokens": res.Tokens, "seconds": res.Seconds, "tok_per_s": res.TokPerS, "jobs": c.Int("jobs"),
 			"peak_rss_bytes": bench.PeakRSS(),
 		}
+		if c.Int("bootstrap") > 0 {
+			out["ci95"], out["bootstrap"] = ci, c.Int("bootstrap")
+		}
+		if base != nil {
+			out["baseline"] = map[string]any{"pack": c.String("baseline"), "score": base.Score}
+			out["ratio"] = res.Score / base.Score
+			if c.Int("bootstrap") > 0 {
+				out["ratio_ci95"] = ratioCI
+			}
+		}
 		if c.Bool("json") {
 			b, _ := json.Marshal(out)
 			fmt.Println(string(b))
@@ -220,6 +269,16 @@ var evalCmd = &cli.Command{
 			fmt.Printf(" of %s", t)
 		}
 		fmt.Printf(")\n")
+		if n := c.Int("bootstrap"); n > 0 {
+			fmt.Printf("  95 %% interval %.2f – %.2f (bootstrap, %d resamples of the %d rows)\n", ci[0], ci[1], n, res.N)
+		}
+		if base != nil {
+			fmt.Printf("  baseline %.2f (%s, every neuron): %.1f %%", base.Score, c.String("baseline"), 100*res.Score/base.Score)
+			if c.Int("bootstrap") > 0 {
+				fmt.Printf(", 95 %% interval %.1f – %.1f %% (paired)", 100*ratioCI[0], 100*ratioCI[1])
+			}
+			fmt.Println()
+		}
 		keys := make([]string, 0, len(res.Extra))
 		for k := range res.Extra {
 			keys = append(keys, k)

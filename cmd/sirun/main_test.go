@@ -158,6 +158,30 @@ func TestEvalAndSelectionFlags(t *testing.T) {
 	if _, ok := res.Extra["token_f1"]; !ok {
 		t.Fatalf("qa eval lacks token F1: %+v", res)
 	}
+	// Against the same pack computed whole, with the bootstrap's intervals:
+	// the ratio is the two scores', the intervals hold what they bound.
+	out, errOut, code = run(t, "", "eval", "--task", "translate", pack, "--limit", "12", "--json", "-q", "--gamma", "0.5", "--phi", "0.3", "--baseline", pack, "--bootstrap", "200")
+	var vs struct {
+		Score     float64    `json:"score"`
+		CI        [2]float64 `json:"ci95"`
+		Ratio     float64    `json:"ratio"`
+		RatioCI   [2]float64 `json:"ratio_ci95"`
+		Bootstrap int        `json:"bootstrap"`
+		Baseline  struct {
+			Score float64 `json:"score"`
+		} `json:"baseline"`
+	}
+	if err := json.Unmarshal([]byte(out), &vs); err != nil || code != 0 {
+		t.Fatalf("eval --baseline --bootstrap (%d): %q %v\n%s", code, out, err, errOut)
+	}
+	if vs.Baseline.Score <= 0 || vs.Ratio != vs.Score/vs.Baseline.Score || vs.Bootstrap != 200 ||
+		!(vs.CI[0] <= vs.Score && vs.Score <= vs.CI[1] && vs.CI[0] < vs.CI[1]) || !(vs.RatioCI[0] <= vs.Ratio && vs.Ratio <= vs.RatioCI[1]) {
+		t.Fatalf("eval --baseline --bootstrap: %+v", vs)
+	}
+	out, _, code = run(t, "", "eval", "--task", "translate", pack, "--limit", "12", "-q", "--baseline", pack, "--bootstrap", "50")
+	if code != 0 || !strings.Contains(out, "every neuron): 100.0 %, 95 % interval 100.0 – 100.0 % (paired)") {
+		t.Fatalf("eval of a pack against itself whole (%d): %q", code, out)
+	}
 	out, _, code = run(t, "", "perplexity", pack, "../../testdata/tinyllama/heldout/ppl_en_ruth_web.txt", "--json")
 	var ppl struct {
 		PPL    float64 `json:"ppl"`
@@ -188,6 +212,8 @@ func TestEvalAndSelectionFlags(t *testing.T) {
 		{[]string{"eval", pack}, "needs --task"},
 		{[]string{"eval", "--task", "qa", "--data", filepath.Join(dir, "none.jsonl"), pack}, "no such file"},
 		{[]string{"perplexity", pack}, "needs PACK and FILE"},
+		{[]string{"eval", "--task", "qa", "--bootstrap", "-1", pack}, "--bootstrap must be ≥ 0"},
+		{[]string{"eval", "--task", "qa", "--limit", "2", "--baseline", filepath.Join(dir, "none.sip"), pack}, "none.sip"},
 	}
 	for _, c := range cases {
 		_, errOut, code := run(t, "", c.args...)
