@@ -14,7 +14,7 @@ import (
 // summed NLL); the bootstrap's interval holds the score and has width; a
 // result's paired ratio to itself is 1 at every resample, and to a result
 // whose every row is worse, below 1 at every resample; mismatched results
-// are an error.
+// and a baseline that scores 0 are errors.
 func TestScoreOfAndInterval(t *testing.T) {
 	refs := []string{"the cat sat on the mat", "a dog ran in the park", "it rained all day long", "we ate bread and fish", "the sun rose over hills", "birds sang in the trees"}
 	hyps := []string{"the cat sat on a mat", "a dog runs in the park", "it rained all the day", "we ate the bread", "sun rose over the hills", "birds sing in trees"}
@@ -71,6 +71,12 @@ func TestScoreOfAndInterval(t *testing.T) {
 	score(ppl, "perplexity", make([]manifests.Row, 2), []rowResult{{nll: 2, tokens: 1}, {nll: 3, tokens: 3}})
 	if want := math.Exp(5.0 / 4); math.Abs(ppl.Score-want) > 1e-12 || math.Abs(ppl.ScoreOf([]int{1, 1})-math.E) > 1e-12 {
 		t.Errorf("perplexity %v, want %v; of row 1 twice %v", ppl.Score, want, ppl.ScoreOf([]int{1, 1}))
+	}
+	none := &Result{Metric: "qa", N: 4, Extra: map[string]float64{}}
+	score(none, "qa", []manifests.Row{{Reference: "a"}, {Reference: "b"}, {Reference: "c"}, {Reference: "d"}},
+		[]rowResult{{hyp: "x"}, {hyp: "x"}, {hyp: "x"}, {hyp: "x"}})
+	if _, _, err := Interval(qa, none, 10, 1); err == nil {
+		t.Error("a fraction of a baseline that scores 0: no error")
 	}
 	if _, _, err := Interval(a, qa, 10, 1); err == nil {
 		t.Error("BLEU against exact match: no error")

@@ -137,7 +137,11 @@ func Interval(r, base *Result, n int, seed uint64) (lo, hi float64, err error) {
 		}
 		vals[b] = r.ScoreOf(idx)
 		if base != nil {
-			vals[b] /= base.ScoreOf(idx)
+			d := base.ScoreOf(idx)
+			if !(d > 0) {
+				return 0, 0, fmt.Errorf("bootstrap: the baseline scores %v on a resample of its rows: no fraction of it", d)
+			}
+			vals[b] /= d
 		}
 	}
 	slices.Sort(vals)

@@ -222,6 +222,9 @@ var evalCmd = &cli.Command{
 			if err != nil {
 				return fmt.Errorf("baseline %s: %w", path, err)
 			}
+			if !(base.Score > 0) {
+				return fmt.Errorf("baseline %s scores %v: no fraction of it", path, base.Score)
+			}
 		}
 		const seed = 1 // the resamples are the same for every run of the same rows
 		var ci, ratioCI [2]float64
