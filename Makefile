@@ -109,6 +109,10 @@ accuracy: build
 	  for g in 0.5 0.7 0.9; do for p in 0.3 0.4 0.5; do \
 	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$k.sip --gamma $$g --phi $$p | sed 's/^{/{"label":"task",/' >> $(ACC)/results.jsonl || exit 1; \
 	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$k-paper.sip --gamma $$g --phi $$p | sed 's/^{/{"label":"task, paper",/' >> $(ACC)/results.jsonl || exit 1; \
+	    case $$t in translate|qa) \
+	      $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$k.sip --gamma $$g --phi $$p --baseline $(ACC)/dense.sip --bootstrap 1000 | sed 's/^{/{"label":"task",/' >> $(ACC)/results.jsonl || exit 1; \
+	      $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$k-paper.sip --gamma $$g --phi $$p --baseline $(ACC)/dense.sip --bootstrap 1000 | sed 's/^{/{"label":"task, paper",/' >> $(ACC)/results.jsonl || exit 1;; \
+	    esac; \
 	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$o.sip --gamma $$g --phi $$p | sed 's/^{/{"label":"other",/' >> $(ACC)/results.jsonl || exit 1; \
 	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/random.sip --gamma $$g --phi $$p | sed 's/^{/{"label":"random",/' >> $(ACC)/results.jsonl || exit 1; \
 	    for m in mass l2 signed; do \
