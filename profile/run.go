@@ -28,7 +28,8 @@ type RunOptions struct {
 	// (Calibrate) over the first Calibrate prompts and what followed each
 	// (the loss counts the followers), on Jobs threads.
 	Calibrate int
-	// CalibrationProgress, if set, is told after each calibration pass.
+	// CalibrationProgress, if set, is told after each calibration pass the
+	// layers run so far and in all (Calibrate's progress).
 	CalibrationProgress func(done, total int)
 	// Progress, if set, is called after each prompt with the prompts and tokens done so far.
 	Progress func(prompts int, tokens int64)

@@ -81,7 +81,8 @@ type TaskOptions struct {
 	// Calibrate is how many of the prompts also calibrate the profile's
 	// sensitivity curves (RunOptions.Calibrate; 0: none).
 	Calibrate int
-	// CalibrationProgress, if set, is told after each calibration pass.
+	// CalibrationProgress, if set, is told after each calibration pass the
+	// layers run so far and in all (Calibrate's progress).
 	CalibrationProgress func(done, total int)
 	Progress            func(done, total int, tokens int64)
 }

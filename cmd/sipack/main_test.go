@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -348,12 +349,24 @@ func TestConvertLayout(t *testing.T) {
 // curves; a pack converted from it carries layer budgets (inspect lists
 // them) unless --layer-budget uniform; an uncalibrated profile converts
 // uniformly under auto and is refused under sensitivity, naming
-// --calibrate; an unknown --layer-budget is refused.
+// --calibrate; an unknown --layer-budget is refused. The calibration's
+// progress ends at its total.
 func TestLayerBudgetCLI(t *testing.T) {
 	dir := t.TempDir()
 	prof := filepath.Join(dir, "tr.prof")
-	if _, e, code := run(t, "profile", "--task", "translate", tiny, "-o", prof, "--max-prompts", "3", "--gen-tokens", "4", "--calibrate", "2", "-q"); code != 0 {
+	t.Setenv("SIPACK_PROGRESS_EVERY", "1ns") // a progress line per step off a terminal
+	_, e, code := run(t, "profile", "--task", "translate", tiny, "-o", prof, "--max-prompts", "3", "--gen-tokens", "4", "--calibrate", "2")
+	if code != 0 {
 		t.Fatal(e)
+	}
+	var last string
+	for _, l := range strings.Split(e, "\n") {
+		if strings.HasPrefix(l, "calibrate translate: ") {
+			last = l
+		}
+	}
+	if m := regexp.MustCompile(`: (\d+) / (\d+) \(100 %\)`).FindStringSubmatch(last); m == nil || m[1] != m[2] {
+		t.Fatalf("the calibration's last progress line %q: not done / total at 100 %%\n%s", last, e)
 	}
 	if out, _, _ := run(t, "profile", "show", prof); !strings.Contains(out, "sensitivity: loss per token of the text after 2 prompts") || !strings.Contains(out, "| 90 % |") {
 		t.Fatalf("show of a calibrated profile:\n%s", out)

@@ -116,9 +116,11 @@ func runProfile(c *cli.Context, ctx context.Context, o *profile.Opened, man *man
 			bar = cliutil.NewProgress("calibrate "+man.Name, 0, false)
 		}
 	}
+	told := 0 // the calibration counts layers run, not passes
 	opt.CalibrationProgress = func(done, total int) {
 		bar.SetTotal(int64(total))
-		bar.Add(1)
+		bar.Add(done - told)
+		told = done
 	}
 	p, err := profile.RunTask(ctx, o.Model, man, opt)
 	bar.Done(err == nil)
