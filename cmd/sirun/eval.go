@@ -160,6 +160,7 @@ var evalCmd = &cli.Command{
 		&cli.StringFlag{Name: "hyps", Usage: "write the hypotheses to this JSONL `FILE`"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress"},
 		&cli.StringFlag{Name: "baseline", Usage: "also run the eval on `PACK` (it may be the same file) with every neuron it holds computed, and print the score as a fraction of that one"},
+		&cli.BoolFlag{Name: "baseline-selected", Usage: "run --baseline with the same γ, φ and selection flags instead of every neuron: two packs compared at the same settings (e.g. one converted with --layer-budget uniform)"},
 		&cli.IntFlag{Name: "bootstrap", Usage: "print the 95 % interval of the score (and of the fraction of --baseline, paired: both on the same resampled rows) from `N` resamples of the rows, e.g. 1000"},
 	}, selectionFlags...),
 	Action: func(c *cli.Context) error {
@@ -178,6 +179,9 @@ var evalCmd = &cli.Command{
 		}
 		if c.Int("limit") < 0 {
 			return fmt.Errorf("--limit must be ≥ 0, got %d", c.Int("limit"))
+		}
+		if c.Bool("baseline-selected") && c.String("baseline") == "" {
+			return fmt.Errorf("--baseline-selected needs --baseline PACK")
 		}
 		if c.Int("bootstrap") < 0 {
 			return fmt.Errorf("--bootstrap must be ≥ 0, got %d", c.Int("bootstrap"))
@@ -203,20 +207,29 @@ var evalCmd = &cli.Command{
 			return err
 		}
 		var base *eval.Result
+		baseHow := "every neuron"
 		if path := c.String("baseline"); path != "" {
-			bp, err := format.Open(path, format.OpenOptions{})
-			if err != nil {
-				return err
+			var bp *format.Pack
+			var bm *runner.Model
+			if c.Bool("baseline-selected") {
+				baseHow = "the same selection"
+				if bp, bm, opt.Sel, err = openSelected(c, path, 0, c.Int("jobs")); err != nil {
+					return fmt.Errorf("baseline %s: %w", path, err)
+				}
+			} else {
+				if bp, err = format.Open(path, format.OpenOptions{}); err != nil {
+					return err
+				}
+				if bm, err = runner.Load(bp); err != nil {
+					bp.Close()
+					return err
+				}
+				opt.Sel = nil
 			}
 			defer bp.Close()
-			bm, err := runner.Load(bp)
-			if err != nil {
-				return err
-			}
 			if !c.Bool("quiet") && !c.Bool("json") {
 				bar = cliutil.NewProgress("eval "+man.Name+" (baseline)", 0, false)
 			}
-			opt.Sel = nil
 			base, err = eval.Run(ctx, bm, man, opt)
 			bar.Done(err == nil)
 			if err != nil {
@@ -256,7 +269,7 @@ var evalCmd = &cli.Command{
 			out["ci95"], out["bootstrap"] = ci, c.Int("bootstrap")
 		}
 		if base != nil {
-			out["baseline"] = map[string]any{"pack": c.String("baseline"), "score": base.Score}
+			out["baseline"] = map[string]any{"pack": c.String("baseline"), "score": base.Score, "selected": c.Bool("baseline-selected")}
 			out["ratio"] = res.Score / base.Score
 			if c.Int("bootstrap") > 0 {
 				out["ratio_ci95"] = ratioCI
@@ -276,7 +289,7 @@ var evalCmd = &cli.Command{
 			fmt.Printf("  95 %% interval %.2f – %.2f (bootstrap, %d resamples of the %d rows)\n", ci[0], ci[1], n, res.N)
 		}
 		if base != nil {
-			fmt.Printf("  baseline %.2f (%s, every neuron): %.1f %%", base.Score, c.String("baseline"), 100*res.Score/base.Score)
+			fmt.Printf("  baseline %.2f (%s, %s): %.1f %%", base.Score, c.String("baseline"), baseHow, 100*res.Score/base.Score)
 			if c.Int("bootstrap") > 0 {
 				fmt.Printf(", 95 %% interval %.1f – %.1f %% (paired)", 100*ratioCI[0], 100*ratioCI[1])
 			}

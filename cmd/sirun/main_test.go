@@ -182,6 +182,16 @@ func TestEvalAndSelectionFlags(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "every neuron): 100.0 %, 95 % interval 100.0 – 100.0 % (paired)") {
 		t.Fatalf("eval of a pack against itself whole (%d): %q", code, out)
 	}
+	// --baseline-selected runs the baseline at the same γ and φ: the same
+	// pack scores exactly what the sparse run does (not the whole pack's
+	// score, which differs at γ0.5 φ0.3 on these rows).
+	if vs.Score == vs.Baseline.Score {
+		t.Fatalf("γ0.5 φ0.3 scores %v, as the whole pack: no difference to test against", vs.Score)
+	}
+	out, _, code = run(t, "", "eval", "--task", "translate", pack, "--limit", "12", "-q", "--gamma", "0.5", "--phi", "0.3", "--baseline", pack, "--baseline-selected", "--bootstrap", "50")
+	if code != 0 || !strings.Contains(out, "the same selection): 100.0 %, 95 % interval 100.0 – 100.0 % (paired)") {
+		t.Fatalf("eval of a pack against itself at the same selection (%d): %q", code, out)
+	}
 	out, _, code = run(t, "", "perplexity", pack, "../../testdata/tinyllama/heldout/ppl_en_ruth_web.txt", "--json")
 	var ppl struct {
 		PPL    float64 `json:"ppl"`
@@ -213,6 +223,7 @@ func TestEvalAndSelectionFlags(t *testing.T) {
 		{[]string{"eval", "--task", "qa", "--data", filepath.Join(dir, "none.jsonl"), pack}, "no such file"},
 		{[]string{"perplexity", pack}, "needs PACK and FILE"},
 		{[]string{"eval", "--task", "qa", "--bootstrap", "-1", pack}, "--bootstrap must be ≥ 0"},
+		{[]string{"eval", "--task", "qa", "--baseline-selected", pack}, "--baseline-selected needs --baseline PACK"},
 		{[]string{"eval", "--task", "qa", "--limit", "2", "--baseline", filepath.Join(dir, "none.sip"), pack}, "none.sip"},
 	}
 	for _, c := range cases {
