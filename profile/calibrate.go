@@ -97,9 +97,9 @@ func Calibrate(ctx context.Context, m *runner.Model, p *Profile, texts []Text, t
 		inputs[ci] = make([][]float32, L)
 	}
 	// loss adds to *sum the NLL of t's counted tokens under plan, the pass
-	// resumed at layer from with inputs; capture runs the whole pass that
-	// fills them.
-	loss := func(t Text, plan runner.Plan, from int, capture bool, sum *float64) error {
+	// resumed at layer from with inputs; the whole pass (no plan) fills
+	// them.
+	loss := func(t Text, plan runner.Plan, from int, sum *float64) error {
 		for ci, off := 0, 0; off < len(t.Tokens)-1; ci, off = ci+1, off+calibrationChunk {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -108,7 +108,7 @@ func Calibrate(ctx context.Context, m *runner.Model, p *Profile, texts []Text, t
 			// Logits of the tokens that predict a counted one only.
 			pass := runner.Pass{Plan: plan, All: end+1 > t.From, LogitsFrom: max(0, t.From-1-off), From: from}
 			switch {
-			case capture:
+			case plan == nil:
 				pass.OnInput = func(l int, x []float32) { inputs[ci][l] = append(inputs[ci][l][:0], x...) }
 			case from > 0:
 				pass.Input = inputs[ci][from]
@@ -145,13 +145,13 @@ func Calibrate(ctx context.Context, m *runner.Model, p *Profile, texts []Text, t
 	counted := 0
 	for _, t := range texts {
 		counted += len(t.Tokens) - t.From
-		if err := loss(t, nil, 0, true, &dense); err != nil {
+		if err := loss(t, nil, 0, &dense); err != nil {
 			return err
 		}
 		step(L)
 		for l := range L {
 			for i := range F {
-				if err := loss(t, plans[l][i], l, false, &sums[l][i]); err != nil {
+				if err := loss(t, plans[l][i], l, &sums[l][i]); err != nil {
 					return err
 				}
 				step(L - l)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -207,36 +208,9 @@ var evalCmd = &cli.Command{
 			return err
 		}
 		var base *eval.Result
-		baseHow := "every neuron"
 		if path := c.String("baseline"); path != "" {
-			var bp *format.Pack
-			var bm *runner.Model
-			if c.Bool("baseline-selected") {
-				baseHow = "the same selection"
-				if bp, bm, opt.Sel, err = openSelected(c, path, 0, c.Int("jobs")); err != nil {
-					return fmt.Errorf("baseline %s: %w", path, err)
-				}
-			} else {
-				if bp, err = format.Open(path, format.OpenOptions{}); err != nil {
-					return err
-				}
-				if bm, err = runner.Load(bp); err != nil {
-					bp.Close()
-					return err
-				}
-				opt.Sel = nil
-			}
-			defer bp.Close()
-			if !c.Bool("quiet") && !c.Bool("json") {
-				bar = cliutil.NewProgress("eval "+man.Name+" (baseline)", 0, false)
-			}
-			base, err = eval.Run(ctx, bm, man, opt)
-			bar.Done(err == nil)
-			if err != nil {
-				return fmt.Errorf("baseline %s: %w", path, err)
-			}
-			if !(base.Score > 0) {
-				return fmt.Errorf("baseline %s scores %v: no fraction of it", path, base.Score)
+			if base, err = evalBaseline(ctx, c, path, man, opt); err != nil {
+				return err
 			}
 		}
 		const seed = 1 // the resamples are the same for every run of the same rows
@@ -268,9 +242,11 @@ var evalCmd = &cli.Command{
 		if c.Int("bootstrap") > 0 {
 			out["ci95"], out["bootstrap"] = ci, c.Int("bootstrap")
 		}
+		var ratio float64
 		if base != nil {
+			ratio = res.Score / base.Score
 			out["baseline"] = map[string]any{"pack": c.String("baseline"), "score": base.Score, "selected": c.Bool("baseline-selected")}
-			out["ratio"] = res.Score / base.Score
+			out["ratio"] = ratio
 			if c.Int("bootstrap") > 0 {
 				out["ratio_ci95"] = ratioCI
 			}
@@ -289,7 +265,11 @@ var evalCmd = &cli.Command{
 			fmt.Printf("  95 %% interval %.2f – %.2f (bootstrap, %d resamples of the %d rows)\n", ci[0], ci[1], n, res.N)
 		}
 		if base != nil {
-			fmt.Printf("  baseline %.2f (%s, %s): %.1f %%", base.Score, c.String("baseline"), baseHow, 100*res.Score/base.Score)
+			how := "every neuron"
+			if c.Bool("baseline-selected") {
+				how = "the same selection"
+			}
+			fmt.Printf("  baseline %.2f (%s, %s): %.1f %%", base.Score, c.String("baseline"), how, 100*ratio)
 			if c.Int("bootstrap") > 0 {
 				fmt.Printf(", 95 %% interval %.1f – %.1f %% (paired)", 100*ratioCI[0], 100*ratioCI[1])
 			}
@@ -306,6 +286,44 @@ var evalCmd = &cli.Command{
 		fmt.Printf("  %d tokens in %.1f s: %.1f tok/s per job (%d jobs), peak RSS %s\n", res.Tokens, res.Seconds, res.TokPerS, c.Int("jobs"), cliutil.HumanBytes(bench.PeakRSS()))
 		return nil
 	},
+}
+
+// evalBaseline runs the eval of opt on the pack at path: with every neuron
+// it holds computed, or with --baseline-selected at the same γ, φ and
+// selection as the pack it is the baseline of.
+func evalBaseline(ctx context.Context, c *cli.Context, path string, man *manifests.Manifest, opt eval.Options) (*eval.Result, error) {
+	var bp *format.Pack
+	var bm *runner.Model
+	var err error
+	if c.Bool("baseline-selected") {
+		if bp, bm, opt.Sel, err = openSelected(c, path, 0, c.Int("jobs")); err != nil {
+			return nil, fmt.Errorf("baseline %s: %w", path, err)
+		}
+	} else {
+		if bp, err = format.Open(path, format.OpenOptions{}); err != nil {
+			return nil, err
+		}
+		if bm, err = runner.Load(bp); err != nil {
+			bp.Close()
+			return nil, err
+		}
+		opt.Sel = nil
+	}
+	defer bp.Close()
+	bar := &cliutil.Progress{}
+	if !c.Bool("quiet") && !c.Bool("json") {
+		bar = cliutil.NewProgress("eval "+man.Name+" (baseline)", 0, false)
+	}
+	opt.Progress = func(done, total int) { bar.SetTotal(int64(total)); bar.Add(1) }
+	base, err := eval.Run(ctx, bm, man, opt)
+	bar.Done(err == nil)
+	if err != nil {
+		return nil, fmt.Errorf("baseline %s: %w", path, err)
+	}
+	if !(base.Score > 0) {
+		return nil, fmt.Errorf("baseline %s scores %v: no fraction of it", path, base.Score)
+	}
+	return base, nil
 }
 
 func writeHyps(path string, hyps []string) error {
