@@ -107,6 +107,13 @@ type Index struct {
 	// ChatTemplates are the model's chat templates (Jinja source), "default"
 	// first; none in a pack of a base model or an older pack (v1.3).
 	ChatTemplates []ChatTemplate
+	// Routers (v1.5, optional) are the per-token group routers of the
+	// sparse layers: for each, in sparse-layer order, layers.{l}.router_u
+	// [rank, H], router_b [rank] (F32) and router_v [⌈N/RouterGroup⌉,
+	// rank], stored in the dense section. RouterGroup is the ranks of one
+	// group (0 when there are none).
+	Routers     []TensorInfo
+	RouterGroup int
 }
 
 // ChatTemplate is one named chat template, as tokenizer_config.json's
@@ -206,30 +213,37 @@ func encodeIndex(idx *Index) []byte {
 	sipfb.ModelConfigAddEosTokenIds(b, eos)
 	cfg := sipfb.ModelConfigEnd(b)
 
-	tensors := make([]flatbuffers.UOffsetT, len(idx.DenseTensors))
-	for i := range idx.DenseTensors {
-		t := &idx.DenseTensors[i]
-		name := b.CreateString(t.Name)
-		sipfb.TensorStartShapeVector(b, len(t.Shape))
-		for j := len(t.Shape) - 1; j >= 0; j-- {
-			b.PrependUint64(uint64(t.Shape[j]))
+	tensorVec := func(ts []TensorInfo, start func(*flatbuffers.Builder, int) flatbuffers.UOffsetT) flatbuffers.UOffsetT {
+		offs := make([]flatbuffers.UOffsetT, len(ts))
+		for i := range ts {
+			t := &ts[i]
+			name := b.CreateString(t.Name)
+			sipfb.TensorStartShapeVector(b, len(t.Shape))
+			for j := len(t.Shape) - 1; j >= 0; j-- {
+				b.PrependUint64(uint64(t.Shape[j]))
+			}
+			shape := b.EndVector(len(t.Shape))
+			hash := u8(t.Hash[:])
+			sipfb.TensorStart(b)
+			sipfb.TensorAddName(b, name)
+			sipfb.TensorAddDtype(b, sipfb.DType(t.DType))
+			sipfb.TensorAddShape(b, shape)
+			sipfb.TensorAddOffset(b, t.Offset)
+			sipfb.TensorAddLength(b, t.Length)
+			sipfb.TensorAddBlake3(b, hash)
+			offs[i] = sipfb.TensorEnd(b)
 		}
-		shape := b.EndVector(len(t.Shape))
-		hash := u8(t.Hash[:])
-		sipfb.TensorStart(b)
-		sipfb.TensorAddName(b, name)
-		sipfb.TensorAddDtype(b, sipfb.DType(t.DType))
-		sipfb.TensorAddShape(b, shape)
-		sipfb.TensorAddOffset(b, t.Offset)
-		sipfb.TensorAddLength(b, t.Length)
-		sipfb.TensorAddBlake3(b, hash)
-		tensors[i] = sipfb.TensorEnd(b)
+		start(b, len(offs))
+		for i := len(offs) - 1; i >= 0; i-- {
+			b.PrependUOffsetT(offs[i])
+		}
+		return b.EndVector(len(offs))
 	}
-	sipfb.IndexStartDenseTensorsVector(b, len(tensors))
-	for i := len(tensors) - 1; i >= 0; i-- {
-		b.PrependUOffsetT(tensors[i])
+	denseVec := tensorVec(idx.DenseTensors, sipfb.IndexStartDenseTensorsVector)
+	var routerVec flatbuffers.UOffsetT
+	if len(idx.Routers) > 0 {
+		routerVec = tensorVec(idx.Routers, sipfb.IndexStartRoutersVector)
 	}
-	denseVec := b.EndVector(len(tensors))
 
 	layers := make([]flatbuffers.UOffsetT, len(idx.SparseLayers))
 	for i := range idx.SparseLayers {
@@ -319,6 +333,10 @@ func encodeIndex(idx *Index) []byte {
 	if chatVec != 0 {
 		sipfb.IndexAddChatTemplates(b, chatVec)
 	}
+	if routerVec != 0 {
+		sipfb.IndexAddRouters(b, routerVec)
+		sipfb.IndexAddRouterGroup(b, uint32(idx.RouterGroup))
+	}
 	root := sipfb.IndexEnd(b)
 	b.FinishWithFileIdentifier(root, []byte("SIPX"))
 	return b.FinishedBytes()
@@ -394,34 +412,44 @@ func decodeIndex(buf []byte) (idx *Index, err error) {
 		idx.RanksPresent = c.IntermediateSize
 	}
 
-	n := ix.DenseTensorsLength()
-	if err := maxElems(n, 4); err != nil {
-		return nil, err
-	}
-	var ft sipfb.Tensor
-	for i := 0; i < n; i++ {
-		if !ix.DenseTensors(&ft, i) {
-			return nil, formatErr(ErrIndex, sec, PreambleSize, "unreadable tensor entry", i)
-		}
-		t := TensorInfo{Name: string(ft.Name()), DType: DType(ft.Dtype()), Offset: ft.Offset(), Length: ft.Length()}
-		if err := maxElems(ft.ShapeLength(), 8); err != nil {
+	readTensors := func(n int, at func(*sipfb.Tensor, int) bool) ([]TensorInfo, error) {
+		if err := maxElems(n, 4); err != nil {
 			return nil, err
 		}
-		for j := 0; j < ft.ShapeLength(); j++ {
-			d := ft.Shape(j)
-			if d > math.MaxInt32 {
-				return nil, formatErr(ErrShape, sec, PreambleSize, fmt.Sprintf("tensor %q: dimension too large", t.Name), d)
+		var ts []TensorInfo
+		var ft sipfb.Tensor
+		for i := 0; i < n; i++ {
+			if !at(&ft, i) {
+				return nil, formatErr(ErrIndex, sec, PreambleSize, "unreadable tensor entry", i)
 			}
-			t.Shape = append(t.Shape, int(d))
+			t := TensorInfo{Name: string(ft.Name()), DType: DType(ft.Dtype()), Offset: ft.Offset(), Length: ft.Length()}
+			if err := maxElems(ft.ShapeLength(), 8); err != nil {
+				return nil, err
+			}
+			for j := 0; j < ft.ShapeLength(); j++ {
+				d := ft.Shape(j)
+				if d > math.MaxInt32 {
+					return nil, formatErr(ErrShape, sec, PreambleSize, fmt.Sprintf("tensor %q: dimension too large", t.Name), d)
+				}
+				t.Shape = append(t.Shape, int(d))
+			}
+			if len(ft.Blake3Bytes()) != HashSize {
+				return nil, formatErr(ErrIndex, sec, PreambleSize, fmt.Sprintf("tensor %q: hash is not 32 bytes", t.Name), len(ft.Blake3Bytes()))
+			}
+			copy(t.Hash[:], ft.Blake3Bytes())
+			ts = append(ts, t)
 		}
-		if len(ft.Blake3Bytes()) != HashSize {
-			return nil, formatErr(ErrIndex, sec, PreambleSize, fmt.Sprintf("tensor %q: hash is not 32 bytes", t.Name), len(ft.Blake3Bytes()))
-		}
-		copy(t.Hash[:], ft.Blake3Bytes())
-		idx.DenseTensors = append(idx.DenseTensors, t)
+		return ts, nil
 	}
+	if idx.DenseTensors, err = readTensors(ix.DenseTensorsLength(), ix.DenseTensors); err != nil {
+		return nil, err
+	}
+	if idx.Routers, err = readTensors(ix.RoutersLength(), ix.Routers); err != nil {
+		return nil, err
+	}
+	idx.RouterGroup = int(ix.RouterGroup())
 
-	n = ix.SparseLayersLength()
+	n := ix.SparseLayersLength()
 	if err := maxElems(n, 4); err != nil {
 		return nil, err
 	}

@@ -460,14 +460,78 @@ func (p *Pack) validate() error {
 			return formatErr(ErrBounds, "dense", int64(t.Offset), fmt.Sprintf("tensor %q outside the dense section", t.Name), nil)
 		}
 	}
-	order := make([]*TensorInfo, len(idx.DenseTensors))
-	for i := range idx.DenseTensors {
-		order[i] = &idx.DenseTensors[i]
+	if err := p.validateRouters(); err != nil {
+		return err
 	}
+	order := idx.tensors()
 	sort.Slice(order, func(a, b int) bool { return order[a].Offset < order[b].Offset })
 	for i := 1; i < len(order); i++ {
 		if order[i-1].Offset+order[i-1].Length > order[i].Offset {
 			return formatErr(ErrBounds, "dense", int64(order[i].Offset), fmt.Sprintf("tensors %q and %q overlap", order[i-1].Name, order[i].Name), nil)
+		}
+	}
+	return nil
+}
+
+// RouterNames are the names of sparse layer l's router tensors (§4):
+// U [rank, H], its bias [rank] and V [⌈N/group⌉, rank].
+func RouterNames(l int) (u, b, v string) {
+	return fmt.Sprintf("layers.%d.router_u", l), fmt.Sprintf("layers.%d.router_b", l), fmt.Sprintf("layers.%d.router_v", l)
+}
+
+// validateRouters checks the optional routers (v1.5): none, or for every
+// sparse layer in order its U, bias and V, of one rank per layer, in the
+// dense section, aligned; overlaps are checked with the dense tensors.
+func (p *Pack) validateRouters() error {
+	idx, pre := p.Index, &p.Preamble
+	c := &idx.Config
+	bad := func(class error, msg string, val any) error { return formatErr(class, "index", PreambleSize, msg, val) }
+	if len(idx.Routers) == 0 {
+		if idx.RouterGroup != 0 {
+			return bad(ErrIndex, "router group set without routers", idx.RouterGroup)
+		}
+		return nil
+	}
+	G := idx.RouterGroup
+	if G < 1 || G > c.IntermediateSize {
+		return bad(ErrIndex, fmt.Sprintf("router group out of range [1, %d]", c.IntermediateSize), G)
+	}
+	if len(idx.Routers) != 3*len(idx.SparseLayers) {
+		return bad(ErrIndex, fmt.Sprintf("%d router tensors for %d sparse layers, want 3 each", len(idx.Routers), len(idx.SparseLayers)), nil)
+	}
+	groups := (c.IntermediateSize + G - 1) / G
+	for si, sl := range idx.SparseLayers {
+		u, b, v := &idx.Routers[3*si], &idx.Routers[3*si+1], &idx.Routers[3*si+2]
+		nu, nb, nv := RouterNames(sl.Layer)
+		if u.Name != nu || b.Name != nb || v.Name != nv {
+			return bad(ErrIndex, fmt.Sprintf("router tensors of layer %d named %q, %q, %q, want %q, %q, %q", sl.Layer, u.Name, b.Name, v.Name, nu, nb, nv), nil)
+		}
+		if len(u.Shape) != 2 || u.Shape[0] < 1 || u.Shape[0] > c.HiddenSize || u.Shape[1] != c.HiddenSize {
+			return bad(ErrShape, fmt.Sprintf("tensor %q: shape %v, want [rank ≤ %d, %d]", u.Name, u.Shape, c.HiddenSize, c.HiddenSize), nil)
+		}
+		r := u.Shape[0]
+		if !slices.Equal(b.Shape, []int{r}) || !slices.Equal(v.Shape, []int{groups, r}) {
+			return bad(ErrShape, fmt.Sprintf("layer %d router: bias %v and V %v, want [%d] and [%d, %d]", sl.Layer, b.Shape, v.Shape, r, groups, r), nil)
+		}
+		for _, t := range []*TensorInfo{u, b, v} {
+			want := t.DType == F32 || (t != b && (t.DType == BF16 || t.DType == F16))
+			if !want {
+				return bad(ErrDType, fmt.Sprintf("tensor %q: routers are f32, bf16 or f16 (biases f32)", t.Name), t.DType)
+			}
+			if n, ok := TensorBytes(t.DType, t.Shape); !ok || t.Length != uint64(n) {
+				return bad(ErrShape, fmt.Sprintf("tensor %q: length %d does not match shape %v in %v", t.Name, t.Length, t.Shape, t.DType), nil)
+			}
+			if t.Offset%TensorAlign != 0 {
+				return formatErr(ErrAlign, "dense", int64(t.Offset), fmt.Sprintf("tensor %q not 64-byte aligned", t.Name), nil)
+			}
+			end, ok := addOK(t.Offset, t.Length)
+			if t.Offset < pre.DenseOff || !ok || end > pre.DenseOff+pre.DenseLen {
+				return formatErr(ErrBounds, "dense", int64(t.Offset), fmt.Sprintf("tensor %q outside the dense section", t.Name), nil)
+			}
+			if _, dup := p.tensors[t.Name]; dup {
+				return bad(ErrIndex, "duplicate tensor", t.Name)
+			}
+			p.tensors[t.Name] = len(p.tensors) // dense tensors first, then routers (Index.tensors)
 		}
 	}
 	return nil
@@ -494,7 +558,12 @@ func (p *Pack) Tensor(name string) (*TensorInfo, []byte, bool) {
 	if !ok {
 		return nil, nil, false
 	}
-	t := &p.Index.DenseTensors[i]
+	var t *TensorInfo
+	if n := len(p.Index.DenseTensors); i < n {
+		t = &p.Index.DenseTensors[i]
+	} else {
+		t = &p.Index.Routers[i-n]
+	}
 	return t, p.data[t.Offset : t.Offset+t.Length], true
 }
 
@@ -590,8 +659,7 @@ type VerifyReport struct {
 func (p *Pack) Verify() (*VerifyReport, error) {
 	r := &VerifyReport{}
 	var first error
-	for i := range p.Index.DenseTensors {
-		t := &p.Index.DenseTensors[i]
+	for _, t := range p.Index.tensors() {
 		r.Tensors++
 		r.Bytes += t.Length
 		if blake3.Sum256(p.data[t.Offset:t.Offset+t.Length]) != t.Hash {

@@ -21,28 +21,27 @@ func Slice(ctx context.Context, p *Pack, out string) error {
 		idx.RanksPresent = 0
 	}
 	spec := &WriteSpec{Index: &idx, Major: p.Preamble.Major} // the source's band layout
-	for i := range idx.DenseTensors {
-		_, data, ok := p.Tensor(idx.DenseTensors[i].Name)
-		if !ok {
-			return fmt.Errorf("sip: internal error: tensor %q vanished", idx.DenseTensors[i].Name)
-		}
-		spec.Dense = append(spec.Dense, func(w io.Writer) error {
-			_, err := w.Write(data)
-			return err
-		})
+	idx.Routers = append([]TensorInfo(nil), src.Routers...)
+	if err := spec.copyTensors(p); err != nil {
+		return err
 	}
-	// rank[l][neuron] inverts each permutation, so records are found by the
-	// original neuron ids WritePack asks for.
-	rank := make(map[int][]int, len(idx.SparseLayers))
-	for _, sl := range idx.SparseLayers {
+	spec.Records = p.recordSource()
+	return WritePack(ctx, out, spec)
+}
+
+// recordSource gives WritePack the records of p's mapped prefix by their
+// original neuron ids: rank[l][neuron] inverts each permutation.
+func (p *Pack) recordSource() func(layer int, neurons []uint32, dst []byte) error {
+	rank := make(map[int][]int, len(p.Index.SparseLayers))
+	for _, sl := range p.Index.SparseLayers {
 		inv := make([]int, len(sl.Perm))
 		for r, n := range sl.Perm {
 			inv[n] = r
 		}
 		rank[sl.Layer] = inv
 	}
-	rb := int(src.RecordBytes)
-	spec.Records = func(layer int, neurons []uint32, dst []byte) error {
+	rb := int(p.Index.RecordBytes)
+	return func(layer int, neurons []uint32, dst []byte) error {
 		si, _ := p.SparseIndex(layer)
 		for j, n := range neurons {
 			r := rank[layer][n]
@@ -54,5 +53,20 @@ func Slice(ctx context.Context, p *Pack, out string) error {
 		}
 		return nil
 	}
-	return WritePack(ctx, out, spec)
+}
+
+// copyTensors streams every tensor of spec.Index (dense and routers) from
+// p's tensors of the same names.
+func (spec *WriteSpec) copyTensors(p *Pack) error {
+	for _, t := range spec.Index.tensors() {
+		_, data, ok := p.Tensor(t.Name)
+		if !ok {
+			return fmt.Errorf("sip: internal error: tensor %q vanished", t.Name)
+		}
+		spec.Dense = append(spec.Dense, func(w io.Writer) error {
+			_, err := w.Write(data)
+			return err
+		})
+	}
+	return nil
 }

@@ -17,7 +17,8 @@ import (
 // hash itself.
 type WriteSpec struct {
 	Index *Index
-	// Dense[i] streams the bytes of Index.DenseTensors[i]; exactly Length bytes must be written.
+	// Dense[i] streams the bytes of Index.DenseTensors[i], then of
+	// Index.Routers[i−len(DenseTensors)]; exactly Length bytes must be written.
 	Dense []func(w io.Writer) error
 	// Records fills dst with the neuron records (gate row | up row | down column)
 	// of the given original neurons of a layer, one after the other.
@@ -60,8 +61,8 @@ func planLayout(idx *Index, major uint16) (*Preamble, error) {
 		bandBytes = alignUp(uint64(nSparse*idx.BandNeurons)*idx.RecordBytes, SectionAlign)
 	}
 	idx.BandHashes = make([][HashSize]byte, bandCount)
-	for i := range idx.DenseTensors {
-		t := &idx.DenseTensors[i]
+	all := idx.tensors()
+	for _, t := range all {
 		n, ok := TensorBytes(t.DType, t.Shape)
 		if !ok {
 			return nil, fmt.Errorf("sip: tensor %q: shape %v cannot be stored as %v", t.Name, t.Shape, t.DType)
@@ -71,8 +72,8 @@ func planLayout(idx *Index, major uint16) (*Preamble, error) {
 	// Offsets depend on the index length, and FlatBuffers omits scalars equal
 	// to their default (0), so measure the index with non-zero placeholder
 	// offsets: its length then depends only on field sizes.
-	for i := range idx.DenseTensors {
-		idx.DenseTensors[i].Offset = 1 << 40
+	for _, t := range all {
+		t.Offset = 1 << 40
 	}
 	indexLen := uint64(len(encodeIndex(idx)))
 	p := &Preamble{
@@ -82,8 +83,7 @@ func planLayout(idx *Index, major uint16) (*Preamble, error) {
 		BandBytes: bandBytes, BandNeurons: uint32(idx.BandNeurons), BandCount: uint32(bandCount),
 	}
 	off := p.DenseOff
-	for i := range idx.DenseTensors {
-		t := &idx.DenseTensors[i]
+	for _, t := range all {
 		off = alignUp(off, TensorAlign)
 		t.Offset = off
 		off += t.Length
@@ -101,6 +101,19 @@ func planLayout(idx *Index, major uint16) (*Preamble, error) {
 		p.Flags |= FlagLayerBands // bands of each layer's share (§5)
 	}
 	return p, nil
+}
+
+// tensors lists the dense section's tensors in file order: the dense
+// tensors, then the routers.
+func (idx *Index) tensors() []*TensorInfo {
+	ts := make([]*TensorInfo, 0, len(idx.DenseTensors)+len(idx.Routers))
+	for i := range idx.DenseTensors {
+		ts = append(ts, &idx.DenseTensors[i])
+	}
+	for i := range idx.Routers {
+		ts = append(ts, &idx.Routers[i])
+	}
+	return ts
 }
 
 // countingWriter tracks the file position so padding can be computed.
@@ -153,8 +166,8 @@ var writeMajor uint16
 // file is removed. Cancelling ctx stops the write between tensors and bands.
 func WritePack(ctx context.Context, path string, spec *WriteSpec) (err error) {
 	idx := spec.Index
-	if len(spec.Dense) != len(idx.DenseTensors) {
-		return fmt.Errorf("sip: internal error: %d dense sources for %d tensors", len(spec.Dense), len(idx.DenseTensors))
+	if len(spec.Dense) != len(idx.DenseTensors)+len(idx.Routers) {
+		return fmt.Errorf("sip: internal error: %d dense sources for %d tensors", len(spec.Dense), len(idx.DenseTensors)+len(idx.Routers))
 	}
 	if err := CheckChatTemplates(idx.ChatTemplates); err != nil {
 		return fmt.Errorf("sip: %w", err)
@@ -185,11 +198,10 @@ func WritePack(ctx context.Context, path string, spec *WriteSpec) (err error) {
 	if err := cw.padTo(pre.DenseOff); err != nil {
 		return fmt.Errorf("sip: write %s: %w", tmp, err)
 	}
-	for i := range idx.DenseTensors {
+	for i, t := range idx.tensors() {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		t := &idx.DenseTensors[i]
 		if err := cw.padTo(t.Offset); err != nil {
 			return fmt.Errorf("sip: write %s: %w", tmp, err)
 		}

@@ -357,8 +357,40 @@ func (rcv *Index) ChatTemplatesLength() int {
 	return 0
 }
 
+func (rcv *Index) Routers(obj *Tensor, j int) bool {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(36))
+	if o != 0 {
+		x := rcv._tab.Vector(o)
+		x += flatbuffers.UOffsetT(j) * 4
+		x = rcv._tab.Indirect(x)
+		obj.Init(rcv._tab.Bytes, x)
+		return true
+	}
+	return false
+}
+
+func (rcv *Index) RoutersLength() int {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(36))
+	if o != 0 {
+		return rcv._tab.VectorLen(o)
+	}
+	return 0
+}
+
+func (rcv *Index) RouterGroup() uint32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(38))
+	if o != 0 {
+		return rcv._tab.GetUint32(o + rcv._tab.Pos)
+	}
+	return 0
+}
+
+func (rcv *Index) MutateRouterGroup(n uint32) bool {
+	return rcv._tab.MutateUint32Slot(38, n)
+}
+
 func IndexStart(builder *flatbuffers.Builder) {
-	builder.StartObject(16)
+	builder.StartObject(18)
 }
 func IndexAddConfig(builder *flatbuffers.Builder, config flatbuffers.UOffsetT) {
 	builder.PrependUOffsetTSlot(0, flatbuffers.UOffsetT(config), 0)
@@ -431,6 +463,15 @@ func IndexAddChatTemplates(builder *flatbuffers.Builder, chatTemplates flatbuffe
 }
 func IndexStartChatTemplatesVector(builder *flatbuffers.Builder, numElems int) flatbuffers.UOffsetT {
 	return builder.StartVector(4, numElems, 4)
+}
+func IndexAddRouters(builder *flatbuffers.Builder, routers flatbuffers.UOffsetT) {
+	builder.PrependUOffsetTSlot(16, flatbuffers.UOffsetT(routers), 0)
+}
+func IndexStartRoutersVector(builder *flatbuffers.Builder, numElems int) flatbuffers.UOffsetT {
+	return builder.StartVector(4, numElems, 4)
+}
+func IndexAddRouterGroup(builder *flatbuffers.Builder, routerGroup uint32) {
+	builder.PrependUint32Slot(17, routerGroup, 0)
 }
 func IndexEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()

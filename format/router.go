@@ -1,0 +1,70 @@
+package format
+
+import (
+	"context"
+	"fmt"
+	"io"
+)
+
+// Router is one sparse layer's group router (§3, v1.5), encoded: U
+// [Rank, H] and V [⌈N/group⌉, Rank] in DType (F32, BF16 or F16), the
+// bias B [Rank] as F32 little-endian. A decode token scores the layer's
+// groups of ranks as V·(U·x + B), x the FFN's normed input.
+type Router struct {
+	Layer int
+	Rank  int
+	DType DType
+	U, B  []byte
+	V     []byte
+}
+
+// WithRouters writes the pack p (opened with every rank it holds) to out
+// with the given routers, one per sparse layer in order, over groups of
+// group ranks; routers p already had are replaced. Everything else is
+// copied as it is; every hash is recomputed (the routers') or kept.
+func WithRouters(ctx context.Context, p *Pack, group int, routers []Router, out string) error {
+	src := p.Index
+	if p.LoadedRanks < src.RanksPresent {
+		return fmt.Errorf("sip: %s: loaded %d of the %d ranks it holds; open it whole to add routers", p.Path, p.LoadedRanks, src.RanksPresent)
+	}
+	if len(routers) != len(src.SparseLayers) {
+		return fmt.Errorf("sip: %d routers for %d sparse layers", len(routers), len(src.SparseLayers))
+	}
+	idx := *src
+	idx.DenseTensors = append([]TensorInfo(nil), src.DenseTensors...)
+	idx.SparseLayers = append([]SparseLayer(nil), src.SparseLayers...)
+	idx.RouterGroup, idx.Routers = group, nil
+	spec := &WriteSpec{Index: &idx, Major: p.Preamble.Major}
+	if err := spec.copyTensors(p); err != nil { // the dense tensors
+		return err
+	}
+	bytesOf := func(data []byte) func(io.Writer) error {
+		return func(w io.Writer) error {
+			_, err := w.Write(data)
+			return err
+		}
+	}
+	c := &idx.Config
+	groups := (c.IntermediateSize + group - 1) / group
+	for si, r := range routers {
+		if r.Layer != src.SparseLayers[si].Layer {
+			return fmt.Errorf("sip: router %d is for layer %d, sparse layer %d is %d", si, r.Layer, si, src.SparseLayers[si].Layer)
+		}
+		nu, nb, nv := RouterNames(r.Layer)
+		ts := []TensorInfo{
+			{Name: nu, DType: r.DType, Shape: []int{r.Rank, c.HiddenSize}},
+			{Name: nb, DType: F32, Shape: []int{r.Rank}},
+			{Name: nv, DType: r.DType, Shape: []int{groups, r.Rank}},
+		}
+		for j, data := range [][]byte{r.U, r.B, r.V} {
+			if n, ok := TensorBytes(ts[j].DType, ts[j].Shape); !ok || n != len(data) {
+				return fmt.Errorf("sip: router tensor %q: %d bytes for shape %v in %v", ts[j].Name, len(data), ts[j].Shape, ts[j].DType)
+			}
+			spec.Dense = append(spec.Dense, bytesOf(data))
+		}
+		idx.Routers = append(idx.Routers, ts...)
+	}
+	spec.Records = p.recordSource()
+	idx.Provenance.SecondaryTasks = append([]string(nil), src.Provenance.SecondaryTasks...)
+	return WritePack(ctx, out, spec)
+}
