@@ -106,6 +106,37 @@ type Exec interface {
 	Close()
 }
 
+// GroupGatherer is an Exec that gathers a decode set of whole groups
+// without a list of ranks (the router's plan, every decode token): ranks
+// [0, static), then for each of groups (ascending, each g ≥ static/G) the
+// ranks [gG, min((g+1)G, all.Len())) above static. reuse, if not nil, is
+// a set this method returned before, whose storage it may take over (that
+// set is then no longer valid). The result is what Gather of the same
+// ranks returns.
+type GroupGatherer interface {
+	GatherGroups(all Records, static, G int, groups []int32, reuse Records) (Records, error)
+}
+
+// GatherGroups gathers a decode set of whole groups as GroupGatherer
+// says: through e's own GatherGroups where it has one, else as the ranks
+// they hold through Gather.
+func GatherGroups(e Exec, all Records, static, G int, groups []int32, reuse Records) (Records, error) {
+	if gg, ok := e.(GroupGatherer); ok {
+		return gg.GatherGroups(all, static, G, groups, reuse)
+	}
+	n := all.Len()
+	ranks := make([]int, 0, static+len(groups)*G)
+	for r := range min(static, n) {
+		ranks = append(ranks, r)
+	}
+	for _, g := range groups {
+		for r := max(static, int(g)*G); r < min(n, (int(g)+1)*G); r++ {
+			ranks = append(ranks, r)
+		}
+	}
+	return e.Gather(all, ranks, static, false)
+}
+
 // Voter is an Exec that counts SelectInfer's prefill votes where the FFN
 // activations are (a GPU), so they need not come to the host. The runner
 // uses it when the Exec has it and no one asked for the activations;

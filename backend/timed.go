@@ -84,3 +84,14 @@ func (t *Timed) FFNGated(out, x Buf, recs Records, static, k int, act []float32)
 	defer t.add("ffn", time.Now())
 	t.Exec.(Gater).FFNGated(out, x, recs, static, k, act)
 }
+
+func (t *Timed) Gather(all Records, ranks []int, static int, compact bool) (Records, error) {
+	defer t.add("gather", time.Now())
+	return t.Exec.Gather(all, ranks, static, compact)
+}
+
+// GatherGroups times backend.GatherGroups on the wrapped Exec (under "gather").
+func (t *Timed) GatherGroups(all Records, static, G int, groups []int32, reuse Records) (Records, error) {
+	defer t.add("gather", time.Now())
+	return GatherGroups(t.Exec, all, static, G, groups, reuse)
+}

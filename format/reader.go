@@ -514,9 +514,9 @@ func (p *Pack) validateRouters() error {
 			return bad(ErrShape, fmt.Sprintf("layer %d router: bias %v and V %v, want [%d] and [%d, %d]", sl.Layer, b.Shape, v.Shape, r, groups, r), nil)
 		}
 		for _, t := range []*TensorInfo{u, b, v} {
-			want := t.DType == F32 || (t != b && (t.DType == BF16 || t.DType == F16))
+			want := t.DType == F32 || (t != b && (t.DType == BF16 || t.DType == F16 || t.DType == Q8_0))
 			if !want {
-				return bad(ErrDType, fmt.Sprintf("tensor %q: routers are f32, bf16 or f16 (biases f32)", t.Name), t.DType)
+				return bad(ErrDType, fmt.Sprintf("tensor %q: routers are f32, bf16, f16 or q8_0 (biases f32)", t.Name), t.DType)
 			}
 			if n, ok := TensorBytes(t.DType, t.Shape); !ok || t.Length != uint64(n) {
 				return bad(ErrShape, fmt.Sprintf("tensor %q: length %d does not match shape %v in %v", t.Name, t.Length, t.Shape, t.DType), nil)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sipack/sipack/convert"
 	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/kernels"
 	"github.com/sipack/sipack/manifests"
 	"github.com/sipack/sipack/runner"
 )
@@ -90,28 +91,9 @@ type TaskOptions struct {
 // RunTask profiles a task's training prompts (a seeded sample of them) on
 // an opened model.
 func RunTask(ctx context.Context, m *runner.Model, man *manifests.Manifest, opt TaskOptions) (*Profile, error) {
-	rows, name, err := man.ReadRows("train", opt.Data)
+	rows, name, err := sampleRows(man, opt)
 	if err != nil {
 		return nil, err
-	}
-	if opt.MaxPrompts < 0 {
-		return nil, fmt.Errorf("--max-prompts must be ≥ 0, got %d", opt.MaxPrompts)
-	}
-	if opt.MaxPrompts > 0 && opt.MaxPrompts < len(rows) {
-		// A seeded sample, kept in file order.
-		rng := rand.New(rand.NewPCG(opt.Seed, 0x9f0f))
-		keep := rng.Perm(len(rows))[:opt.MaxPrompts]
-		mark := make([]bool, len(rows))
-		for _, i := range keep {
-			mark[i] = true
-		}
-		var sel []manifests.Row
-		for i, r := range rows {
-			if mark[i] {
-				sel = append(sel, r)
-			}
-		}
-		rows = sel
 	}
 	gen := opt.GenTokens
 	if gen < 0 {
@@ -150,6 +132,107 @@ func RunTask(ctx context.Context, m *runner.Model, man *manifests.Manifest, opt 
 	}
 	p.Seed, p.Source = opt.Seed, name
 	return p, nil
+}
+
+// sampleRows reads the task's training rows (or opt.Data's) and keeps a
+// seeded sample of opt.MaxPrompts of them, in file order.
+func sampleRows(man *manifests.Manifest, opt TaskOptions) ([]manifests.Row, string, error) {
+	rows, name, err := man.ReadRows("train", opt.Data)
+	if err != nil {
+		return nil, "", err
+	}
+	if opt.MaxPrompts < 0 {
+		return nil, "", fmt.Errorf("--max-prompts must be ≥ 0, got %d", opt.MaxPrompts)
+	}
+	if opt.MaxPrompts > 0 && opt.MaxPrompts < len(rows) {
+		rng := rand.New(rand.NewPCG(opt.Seed, 0x9f0f))
+		keep := rng.Perm(len(rows))[:opt.MaxPrompts]
+		mark := make([]bool, len(rows))
+		for _, i := range keep {
+			mark[i] = true
+		}
+		var sel []manifests.Row
+		for i, r := range rows {
+			if mark[i] {
+				sel = append(sel, r)
+			}
+		}
+		rows = sel
+	}
+	return rows, name, nil
+}
+
+// TaskTexts are the texts a router is fitted on: each sampled training
+// prompt followed by its reference (opt.Continue "reference", teacher-forced)
+// or by opt.GenTokens greedy tokens of m ("greedy"), at most GenTokens
+// (-1: the manifest's) either way; a text counts from its prompt's end.
+func TaskTexts(m *runner.Model, man *manifests.Manifest, opt TaskOptions) ([]Text, error) {
+	rows, name, err := sampleRows(man, opt)
+	if err != nil {
+		return nil, err
+	}
+	gen := opt.GenTokens
+	if gen < 0 {
+		gen = man.GenTokens
+	}
+	if gen < 1 {
+		return nil, fmt.Errorf("%s: texts need at least one token after each prompt, got --gen-tokens %d", name, gen)
+	}
+	prompts, longest := make([][]int, len(rows)), 0
+	for i, r := range rows {
+		prompts[i] = m.Tokenizer.Encode(man.Apply(r.Prompt), true)
+		longest = max(longest, len(prompts[i])+gen)
+	}
+	var pool *kernels.Pool
+	var s *runner.State
+	texts := make([]Text, 0, len(rows))
+	for i, r := range rows {
+		prompt := prompts[i]
+		var follow []int
+		switch opt.Continue {
+		case "reference":
+			if r.Reference == "" {
+				return nil, fmt.Errorf("%s: row %d (%q) has no reference to follow its prompt", name, i+1, r.ID)
+			}
+			follow = m.Tokenizer.EncodeAfter(man.Apply(r.Prompt), man.ReferencePrefix+r.Reference)
+		case "", "greedy":
+			if s == nil {
+				pool = kernels.NewPool(max(1, opt.Jobs))
+				defer pool.Close()
+				if s, err = m.NewState(pool, min(longest, m.Config.MaxPositionEmbeddings)); err != nil {
+					return nil, err
+				}
+				defer s.Close()
+			}
+			if len(prompt)+gen > s.Ctx {
+				return nil, fmt.Errorf("%s: row %d (%q): %d prompt tokens + %d generated exceed the model's context of %d", name, i+1, r.ID, len(prompt), gen, s.Ctx)
+			}
+			logits, err := s.ForwardBatch(prompt, 0, runner.Pass{})
+			for err == nil && len(follow) < gen {
+				follow = append(follow, runner.Argmax(logits))
+				if len(follow) < gen {
+					logits, err = s.Forward(follow[len(follow)-1], len(prompt)+len(follow)-1)
+				}
+			}
+			if err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fmt.Errorf("unknown continuation %q (greedy or reference)", opt.Continue)
+		}
+		follow = follow[:min(len(follow), gen)]
+		if len(follow) == 0 {
+			continue
+		}
+		if len(prompt)+len(follow) > m.Config.MaxPositionEmbeddings {
+			return nil, fmt.Errorf("%s: row %d (%q): %d prompt and %d following tokens exceed the model's context of %d", name, i+1, r.ID, len(prompt), len(follow), m.Config.MaxPositionEmbeddings)
+		}
+		texts = append(texts, Text{Tokens: append(prompt, follow...), From: len(prompt)})
+	}
+	if len(texts) == 0 {
+		return nil, fmt.Errorf("%s: no texts", name)
+	}
+	return texts, nil
 }
 
 // CachePath is where a task profile of a model is cached.

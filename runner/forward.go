@@ -27,6 +27,7 @@ type State struct {
 	logits    backend.Buf // (rows, vocab): the rows of logits the last batch asked for
 	logitRows int         // rows logits is sized for
 	act       []float32   // (T, ranks) FFN activations h on the host, only when a pass wants them
+	route     routeScratch
 
 	cache  backend.KVCache // (layer, ctx, kv*hd) keys and values
 	Logits []float32       // (T, vocab) when all positions are wanted, else (vocab)
@@ -59,6 +60,19 @@ type Pass struct {
 	// changes this way.
 	From  int
 	Input []float32
+	// OnFFNInput, if set, is called per layer with the FFN's input, the
+	// normed residual stream (T, hidden) on the host, valid during the
+	// call only. Fitting routers uses it.
+	OnFFNInput func(layer int, x []float32)
+}
+
+// routeScratch is a state's storage for the router's per-token choice.
+type routeScratch struct {
+	z, scores  backend.Buf // (rank), (groups) on the device
+	host       []float32
+	keys, kbuf []uint32
+	sel        []int32
+	recs       []backend.Records // each layer's decode set of the last token, reused
 }
 
 // NewState allocates a KV cache of ctx positions; its work runs on pool's
@@ -182,11 +196,22 @@ func (s *State) ForwardBatch(tokens []int, pos int, pass Pass) ([]float32, error
 		// x += down(silu(gate(xb)) * up(xb)), xb = post_attention_layernorm(x),
 		// over the records this layer computes.
 		e.RMSNorm(s.xb, s.x, L.FFNNorm, c.RMSNormEps)
+		if pass.OnFFNInput != nil {
+			host = grow(host, T*H)
+			e.Read(host, s.xb)
+			pass.OnFFNInput(l, host)
+		}
 		recs, gate, static := L.FFN, 0, 0
 		if pass.Plan != nil && pass.Plan[l] != nil {
 			recs = pass.Plan[l].Records // the ranks computed this step
 			if T == 1 {
 				gate, static = pass.Plan[l].Gate, pass.Plan[l].Static // of those, the gate's choice
+				if pass.Plan[l].Route > 0 {
+					var err error
+					if recs, err = s.routed(l, L, pass.Plan[l]); err != nil {
+						return nil, err
+					}
+				}
 			}
 		}
 		vote := pass.Votes != nil && pass.Votes.counts[l] != nil
@@ -233,6 +258,48 @@ func (s *State) ForwardBatch(tokens []int, pos int, pass Pass) ([]float32, error
 		return nil, err
 	}
 	return s.Logits, nil
+}
+
+// routed returns the records a decode token computes in a layer with a
+// router plan: the static ranks, then the lp.Route groups of the other
+// loaded ranks its router scores highest from the FFN input in s.xb
+// (ties: the lower group first), ascending.
+func (s *State) routed(layer int, L *Layer, lp *LayerPlan) (backend.Records, error) {
+	e, rs, G := s.ex, &s.route, s.m.RouterGroup
+	rank, groups := L.Router.U.Rows(), L.Router.V.Rows()
+	if s.route.z == nil || s.route.z.Len() < rank || s.route.scores.Len() < groups {
+		rs.z, rs.scores = e.Alloc(s.m.Config.HiddenSize), e.Alloc(groups)
+	}
+	z, sc := e.Slice(rs.z, 0, rank), e.Slice(rs.scores, 0, groups)
+	e.MatMul([]backend.Buf{z}, []backend.Matrix{L.Router.U}, s.xb)
+	e.AddBias(z, L.Router.B)
+	e.MatMul([]backend.Buf{sc}, []backend.Matrix{L.Router.V}, z)
+	rs.host = grow(rs.host, groups)
+	e.Read(rs.host, sc)
+	// Candidates: the groups from the first after the static ranks to the
+	// last holding a loaded rank.
+	first, last := lp.Static/G, (L.Ranks+G-1)/G
+	n := last - first
+	if n <= 0 {
+		return nil, fmt.Errorf("router: no groups after %d static of %d loaded ranks", lp.Static, L.Ranks)
+	}
+	if cap(rs.keys) < n {
+		rs.keys, rs.kbuf, rs.sel = make([]uint32, n), make([]uint32, n), make([]int32, 0, n)
+	}
+	keys := rs.keys[:n]
+	for g := range keys {
+		keys[g] = scoreKey(rs.host[first+g])
+	}
+	rs.sel = kernels.TopKeys(keys, rs.kbuf[:n], min(lp.Route, n), rs.sel[:0])
+	for i := range rs.sel {
+		rs.sel[i] += int32(first)
+	}
+	if rs.recs == nil {
+		rs.recs = make([]backend.Records, len(s.m.Layers))
+	}
+	recs, err := backend.GatherGroups(e, L.FFN, lp.Static, G, rs.sel, rs.recs[layer])
+	rs.recs[layer] = recs
+	return recs, err
 }
 
 func grow(b []float32, n int) []float32 {

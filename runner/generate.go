@@ -93,7 +93,7 @@ func (ss *Session) Prefill(prompt []int) ([]float32, *Votes, error) {
 	if ss.Sel != nil && ss.Sel.Budget == "pack" && !ss.M.Pack.HasBudgets() {
 		return nil, nil, fmt.Errorf("--budget pack: %s has no layer budgets (sipack convert with a calibrated profile writes them)", ss.M.Pack.Path)
 	}
-	if cs, ok := ss.counts(); ok && !ss.Sel.Gated() { // gate, hybrid: no votes
+	if cs, ok := ss.counts(); ok && !ss.Sel.PerToken() { // gate, hybrid, router: no votes
 		votes = NewVotes(ss.M, cs, ss.Sel.Method)
 		votes.pool = ss.S.pool
 		if ss.Sel.Budget == "layer" {
@@ -144,6 +144,12 @@ func (ss *Session) PlanFor(votes *Votes) (Plan, error) {
 			}
 		}
 		return gatePlan(ss.M, c), nil
+	}
+	if ok && ss.Sel.Method == "router" {
+		if ss.M.RouterGroup == 0 {
+			return nil, fmt.Errorf("--select router: %s has no routers (sipack route fits them)", ss.M.Pack.Path)
+		}
+		return routerPlan(ss.M, ss.S.ex, c)
 	}
 	if votes == nil {
 		return nil, nil

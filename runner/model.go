@@ -28,7 +28,17 @@ type Layer struct {
 	// dense layer all N.
 	FFN    backend.Records
 	Sparse bool
+	// Router, if the pack has routers (format v1.5), scores the layer's
+	// groups of Model.RouterGroup consecutive ranks for a decode token:
+	// V·(U·x + B), x the FFN's normed input (the "router" selection).
+	Router *Router
 	Ranks  int // records available: the layer's LayerRanks for sparse layers (LoadedRanks without layer budgets), N for dense
+}
+
+// Router is one sparse layer's group router, resident on the device.
+type Router struct {
+	U, V backend.Matrix // (rank, hidden), (groups, rank)
+	B    backend.Vector // (rank)
 }
 
 // Model is a loaded pack, its weights resident on a device.
@@ -42,6 +52,9 @@ type Model struct {
 	Norm      backend.Vector // (hidden)
 	Output    backend.Matrix // (vocab, hidden); the embedding when tied
 	RecDType  format.DType
+	// RouterGroup is the ranks of one routed group, 0 when the pack has no
+	// routers.
+	RouterGroup int
 	invFreq   []float64 // (head_dim/2) RoPE frequencies, llama3 scaling applied
 }
 
@@ -119,12 +132,17 @@ func LoadOn(p *format.Pack, dev backend.Device) (*Model, error) {
 			L.FFN, err = dev.Records(blocks, m.RecDType, c.HiddenSize)
 			fail(err)
 		}
+		if L.Sparse && p.Index.RouterGroup > 0 {
+			nu, nb, nv := format.RouterNames(l)
+			L.Router = &Router{U: w(nu), B: v(nb), V: w(nv)}
+		}
 		m.Layers = append(m.Layers, L)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	m.invFreq = ropeFrequencies(&c)
+	m.RouterGroup = p.Index.RouterGroup
 	return m, nil
 }
 

@@ -40,7 +40,12 @@ type Selection struct {
 	// base: the first Counts.Base ranks computed whole every token — δN,
 	// at most half of the neurons the gate's budget computes — and the
 	// gate's choice among the other loaded ranks; the same bytes and the
-	// same number of neurons as "gate", fewer of them scattered).
+	// same number of neurons as "gate", fewer of them scattered), or
+	// "router" (no prompt votes: every decode token scores the layer's
+	// groups of consecutive ranks with the pack's router from its FFN
+	// input and computes, after the static base, the best-scored groups of
+	// the other loaded ranks up to φN; the pack must have routers, sipack
+	// route).
 	Method string
 	// Budget is how δ and φ are spread over the sparse layers (what each
 	// loads, γ, is the pack's layout): "" or "auto" (the pack's layer
@@ -64,7 +69,7 @@ type Selection struct {
 }
 
 // Methods are the selection methods Selection.Method accepts.
-var Methods = []string{"paper", "mass", "l2", "signed", "gate", "hybrid"}
+var Methods = []string{"paper", "mass", "l2", "signed", "gate", "hybrid", "router"}
 
 // ParseMethod splits a method as sirun bench's --select names it,
 // METHOD or METHOD/BUDGET (paper/uniform: the paper's votes with the
@@ -83,6 +88,10 @@ func ParseMethod(s string) (method, budget string, err error) {
 // Gated reports whether the method chooses each decode token's neurons by
 // their gates ("gate", "hybrid"): no prompt votes, backend.Gater's FFN.
 func (s *Selection) Gated() bool { return s.Method == "gate" || s.Method == "hybrid" }
+
+// PerToken reports whether the method chooses each decode token's
+// neurons itself (gate, hybrid, router): the prompt casts no votes.
+func (s *Selection) PerToken() bool { return s.Gated() || s.Method == "router" }
 
 // Budgets are the static budgets Selection.Budget accepts.
 var Budgets = []string{"auto", "pack", "uniform", "layer"}
@@ -117,6 +126,11 @@ func (s *Selection) counts(loaded, base, compute int) Counts {
 		Base:    min(loaded, base),
 		Compute: min(loaded, compute),
 		Vote:    max(1, format.Count(s.Alpha, loaded)),
+	}
+	if s.Method == "router" && c.Selecting() {
+		// The router chooses the rest per token: its static part at most
+		// a quarter of what a token computes (the twelfth screen, tuning half).
+		c.Base = min(c.Base, c.Compute/4)
 	}
 	if s.Gated() && c.Selecting() {
 		c.Gate = max(0, (3*c.Compute-c.Loaded)/2)
@@ -210,7 +224,7 @@ func (s *Selection) Validate(n, loaded int) error {
 		return fmt.Errorf("base fraction δ must be in [0, 1], got %v", s.Base)
 	case !(s.Phi > 0 && s.Phi <= 1):
 		return fmt.Errorf("--phi must be in (0, 1], got %v", s.Phi)
-	case s.Gated() && (s.Reselect > 0 || s.Budget == "layer"):
+	case s.PerToken() && (s.Reselect > 0 || s.Budget == "layer"):
 		return fmt.Errorf("--select %s chooses every token's neurons itself: it takes no --reselect or --budget", s.Method)
 	case s.Gated() && format.Count(s.Phi, n) < loaded && s.Counts(n, loaded).Gate < 1:
 		return fmt.Errorf("--select %s at --phi %.2f: a token reads the gate rows of all %d loaded neurons (a third of their records, γ/3 = %.2f) before any up and down rows, which leaves nothing of φ's budget to compute; use --phi > γ/3",
@@ -237,6 +251,11 @@ type LayerPlan struct {
 	// them and the Gate of the others with the largest |silu(gate·x)|
 	// (backend.Gater).
 	Gate, Static int
+	// Route, if > 0, is the "router" method's plan: Records are all loaded
+	// ranks and a decode token computes the first Static of them and the
+	// Route groups of Model.RouterGroup ranks after them that its router
+	// scores highest.
+	Route int
 }
 
 // Plan holds one LayerPlan per layer (nil: the layer computes all it has).
@@ -248,6 +267,8 @@ func (p Plan) Active(m *Model) int {
 	n := 0
 	for l := range m.Layers {
 		switch {
+		case p != nil && p[l] != nil && p[l].Route > 0:
+			n += min(m.Layers[l].Ranks, p[l].Static+p[l].Route*m.RouterGroup)
 		case p != nil && p[l] != nil && p[l].Gate > 0:
 			// Static whole records, the gate rows of every other loaded
 			// rank, whole records for Gate.
@@ -425,6 +446,37 @@ func gatePlan(m *Model, cs LayerCounts) Plan {
 		}
 	}
 	return plan
+}
+
+// routerPlan is the router's plan: every sparse layer that selects computes
+// its base rounded up to whole groups, then as many whole groups of the
+// other loaded ranks as φ's count leaves room for, chosen per token.
+func routerPlan(m *Model, ex backend.Exec, cs LayerCounts) (Plan, error) {
+	plan := make(Plan, len(m.Layers))
+	G := m.RouterGroup
+	for l := range m.Layers {
+		c := cs[l]
+		if !m.Layers[l].Sparse || !c.Selecting() {
+			continue
+		}
+		static := min(c.Loaded, (c.Base+G-1)/G*G)
+		route := max(0, c.Compute-static) / G
+		if route == 0 {
+			// Nothing to route: the static ranks alone.
+			ranks := make([]int, min(c.Compute, c.Loaded))
+			for r := range ranks {
+				ranks[r] = r
+			}
+			recs, err := ex.Gather(m.Layers[l].FFN, ranks, len(ranks), false)
+			if err != nil {
+				return nil, err
+			}
+			plan[l] = &LayerPlan{Ranks: ranks, Records: recs}
+			continue
+		}
+		plan[l] = &LayerPlan{Records: m.Layers[l].FFN, Static: static, Route: route}
+	}
+	return plan, nil
 }
 
 // votes counts, per loaded rank, how many prompt tokens had it among their

@@ -55,16 +55,6 @@ func (r *records) at(i int) (*format.RecordBlock, int) {
 	return &r.blocks[b], i - r.starts[b]
 }
 
-// run returns records [i, j) when they lie in one block.
-func (r *records) run(i, j int) (format.RecordBlock, bool) {
-	b := sort.SearchInts(r.starts, i+1) - 1
-	if j > r.starts[b+1] {
-		return format.RecordBlock{}, false
-	}
-	k := i - r.starts[b]
-	return r.blocks[b].Sub(k, k+j-i), true
-}
-
 func newRecords(blocks []format.RecordBlock, dt format.DType, hidden int) (*records, error) {
 	rb, ok := dt.RowBytes(hidden)
 	if !ok {
@@ -264,16 +254,17 @@ func (e *Exec) Gather(all backend.Records, ranks []int, static int, compact bool
 	a := all.(*records)
 	var blocks []format.RecordBlock
 	addRuns := func(rs []int) {
+		// One search per run, not per rank: a router's plan gathers every
+		// decode token.
 		for i := 0; i < len(rs); {
+			b := sort.SearchInts(a.starts, rs[i]+1) - 1
+			end := a.starts[b+1] // the run stops at its block's end
 			j := i + 1
-			for j < len(rs) && rs[j] == rs[j-1]+1 {
-				if _, ok := a.run(rs[i], rs[j]+1); !ok {
-					break
-				}
+			for j < len(rs) && rs[j] == rs[j-1]+1 && rs[j] < end {
 				j++
 			}
-			b, _ := a.run(rs[i], rs[j-1]+1)
-			blocks = append(blocks, b)
+			k := rs[i] - a.starts[b]
+			blocks = append(blocks, a.blocks[b].Sub(k, k+j-i))
 			i = j
 		}
 	}
@@ -320,6 +311,46 @@ func (e *Exec) Gather(all backend.Records, ranks []int, static int, compact bool
 		blocks = append(blocks, c)
 	}
 	return newRecords(blocks, a.dt, a.hidden)
+}
+
+// GatherGroups implements backend.GroupGatherer: the blocks of the static
+// prefix and of each group, a group's run cut where a band's block ends,
+// into reuse's storage when given (no allocation a token).
+func (e *Exec) GatherGroups(all backend.Records, static, G int, groups []int32, reuse backend.Records) (backend.Records, error) {
+	a := all.(*records)
+	r, _ := reuse.(*records)
+	if r == nil {
+		r = &records{dt: a.dt, hidden: a.hidden, rec: a.rec}
+	}
+	r.blocks, r.starts = r.blocks[:0], append(r.starts[:0], 0)
+	add := func(lo, hi int) {
+		for lo < hi {
+			b := sort.SearchInts(a.starts, lo+1) - 1
+			end := min(hi, a.starts[b+1])
+			k := lo - a.starts[b]
+			r.blocks = append(r.blocks, a.blocks[b].Sub(k, k+end-lo))
+			r.starts = append(r.starts, r.starts[len(r.starts)-1]+end-lo)
+			lo = end
+		}
+	}
+	n := a.Len()
+	if static < 0 || static > n || G < 1 {
+		return nil, fmt.Errorf("cpu backend: %d static of %d records in groups of %d", static, n, G)
+	}
+	lo, hi := 0, static // the current run, merged with adjacent groups
+	for i, g := range groups {
+		glo, ghi := max(static, int(g)*G), min(n, (int(g)+1)*G)
+		if glo >= ghi || (i > 0 && g <= groups[i-1]) {
+			return nil, fmt.Errorf("cpu backend: group %d not ascending above %d static of %d records", g, static, n)
+		}
+		if glo != hi {
+			add(lo, hi)
+			lo = glo
+		}
+		hi = ghi
+	}
+	add(lo, hi)
+	return r, nil
 }
 
 // Err is always nil: every CPU operation either succeeds or returns its error.

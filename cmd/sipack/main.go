@@ -25,7 +25,7 @@ func main() {
 		Usage: "build task-pruned .sip packs from HuggingFace checkpoints",
 		Description: "A .sip pack stores a model with its FFN neurons in rank order, so that loading a\n" +
 			"fraction γ of them is reading one contiguous prefix of the file (see format/SPEC.md).",
-		Commands: []*cli.Command{convertCmd, profileCmd, sliceCmd, inspectCmd, verifyCmd, tokenizeCmd, templateCmd, synthCmd, plotCmd},
+		Commands: []*cli.Command{convertCmd, profileCmd, routeCmd, sliceCmd, inspectCmd, verifyCmd, tokenizeCmd, templateCmd, synthCmd, plotCmd},
 		ExitErrHandler: func(c *cli.Context, err error) {
 			if err != nil {
 				cliutil.Fail(os.Stderr, "sipack", err)

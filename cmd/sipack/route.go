@@ -1,0 +1,120 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/sipack/sipack/cmd/internal/cliutil"
+	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/manifests"
+	"github.com/sipack/sipack/profile"
+	"github.com/sipack/sipack/runner"
+)
+
+var routeCmd = &cli.Command{
+	Name:      "route",
+	Usage:     "fit per-token group routers for a pack (sirun --select router)",
+	ArgsUsage: "PACK",
+	Description: "Runs the pack with every neuron over the task's training prompts, each followed by its\n" +
+		"reference (or greedy tokens), and fits for every sparse layer a low-rank linear map from\n" +
+		"the FFN's input to the Σ|h| of each group of --group consecutive ranks. The pack is\n" +
+		"written again to --output with the routers added (format v1.5); sirun --select router then\n" +
+		"computes, after the static base, the groups each decode token's router scores highest.",
+	Flags: []cli.Flag{
+		&cli.StringFlag{Name: "task", Required: true, Usage: "task name (" + fmt.Sprint(manifests.Builtin()) + ") or a manifest `FILE`"},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "pack `FILE` to write (the input is left as it is)"},
+		&cli.StringFlag{Name: "data", Usage: "JSONL `FILE` of {\"prompt\": ..., \"reference\": ...} rows instead of the task's own"},
+		&cli.IntFlag{Name: "max-prompts", Value: 300, Usage: "fit on at most this many prompts (a seeded sample)"},
+		&cli.StringFlag{Name: "continue", Value: "reference", Usage: "what follows each prompt: reference (the row's reference, teacher-forced) or greedy (the pack's own greedy tokens)"},
+		&cli.IntFlag{Name: "gen-tokens", Value: -1, Usage: "tokens that follow each prompt, at most (-1: the manifest's)"},
+		&cli.IntFlag{Name: "group", Usage: "consecutive ranks per routed group (0: 1/256 of a layer's neurons, at least 8)"},
+		&cli.IntFlag{Name: "rank", Usage: "rank of each layer's router (0: hidden size / 32, at least 32)"},
+		&cli.StringFlag{Name: "dtype", Value: "q8_0", Usage: "dtype of the routers' matrices: f32, bf16, f16 or q8_0 (q8_0: --rank a multiple of 32)"},
+		&cli.Uint64Flag{Name: "seed", Usage: "seed of the prompt sample"},
+		&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: runtime.NumCPU(), Usage: "threads"},
+		&cli.StringSliceFlag{Name: "manifests", Usage: "extra `DIR`s of task manifests"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress"},
+		&cli.BoolFlag{Name: "force", Usage: "replace an existing read-only output file"},
+	},
+	Action: func(c *cli.Context) error {
+		if c.NArg() != 1 {
+			return fmt.Errorf("route needs exactly one PACK argument, got %d", c.NArg())
+		}
+		in, out := c.Args().First(), c.String("output")
+		dt, err := format.ParseDType(c.String("dtype"))
+		if err != nil || dt == format.Q4_0 {
+			return fmt.Errorf("--dtype must be f32, bf16, f16 or q8_0, got %q", c.String("dtype"))
+		}
+		if err := cliutil.CheckThreads("--threads", c.Int("threads")); err != nil {
+			return err
+		}
+		man, err := manifests.Load(c.String("task"), c.StringSlice("manifests")...)
+		if err != nil {
+			return err
+		}
+		if err := cliutil.CheckOutput(out, c.Bool("force"), in, c.String("data"), c.String("task")); err != nil {
+			return err
+		}
+		cliutil.RemoveStaleTemps(os.Stderr, "sipack", out)
+		ctx, stop := cliutil.SignalContext()
+		defer stop()
+		p, err := format.Open(in, format.OpenOptions{})
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		if len(p.Index.SparseLayers) == 0 {
+			return fmt.Errorf("%s has no sparse layers to route", in)
+		}
+		if p.LoadedRanks < p.Index.Config.IntermediateSize {
+			return fmt.Errorf("%s holds %d of %d ranks per layer (a slice); fit routers on the whole pack, then slice it", in, p.LoadedRanks, p.Index.Config.IntermediateSize)
+		}
+		m, err := runner.Load(p)
+		if err != nil {
+			return err
+		}
+		texts, err := profile.TaskTexts(m, man, profile.TaskOptions{
+			Data: c.String("data"), MaxPrompts: c.Int("max-prompts"), GenTokens: c.Int("gen-tokens"),
+			Seed: c.Uint64("seed"), Continue: c.String("continue"), Jobs: c.Int("threads"),
+		})
+		if err != nil {
+			return err
+		}
+		bar := &cliutil.Progress{}
+		if !c.Bool("quiet") {
+			bar = cliutil.NewProgress("route "+man.Name, int64(len(texts)), false)
+		}
+		start := time.Now()
+		routers, group, err := profile.FitRouters(ctx, m, texts, profile.RouterOptions{
+			Group: c.Int("group"), Rank: c.Int("rank"), DType: dt, Threads: c.Int("threads"),
+			Progress: func(done, total int) { bar.Add(1) },
+		})
+		bar.Done(err == nil)
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("interrupted; no pack written to %s", out)
+			}
+			return err
+		}
+		if err := format.WithRouters(ctx, p, group, routers, out); err != nil {
+			return err
+		}
+		if !c.Bool("quiet") {
+			var bytes int
+			for _, r := range routers {
+				bytes += len(r.U) + len(r.B) + len(r.V)
+			}
+			tokens := 0
+			for _, t := range texts {
+				tokens += len(t.Tokens) - t.From + 1
+			}
+			fmt.Fprintf(os.Stderr, "wrote %s: routers of rank %d over groups of %d ranks in %d layers (%s, %s), fitted on %d positions of %d texts in %s\n",
+				out, routers[0].Rank, group, len(routers), dt, cliutil.HumanBytes(uint64(bytes)), tokens, len(texts), time.Since(start).Round(time.Second))
+		}
+		return nil
+	},
+}
