@@ -55,7 +55,7 @@ type Model struct {
 	// RouterGroup is the ranks of one routed group, 0 when the pack has no
 	// routers.
 	RouterGroup int
-	invFreq   []float64 // (head_dim/2) RoPE frequencies, llama3 scaling applied
+	invFreq     []float64 // (head_dim/2) RoPE frequencies, llama3 scaling applied
 }
 
 // Load resolves an open pack into a model on the CPU.
