@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/sipack/sipack/backend"
 	"github.com/sipack/sipack/format"
 )
 
@@ -89,6 +90,49 @@ func testGather(t *testing.T, l format.Layout, dt format.DType) {
 					}
 				}
 			}
+		}
+	}
+	// Whole groups of G: the same records as Gather of the ranks they hold,
+	// in storage reused from the set before.
+	var reuse backend.Records
+	for trial := 0; trial < 50; trial++ {
+		G := 1 + rng.IntN(6)
+		static := rng.IntN(20)
+		var groups []int32
+		var ranks []int
+		for r := range static {
+			ranks = append(ranks, r)
+		}
+		for g := static / G; g*G < n; g++ {
+			if (g+1)*G > static && rng.IntN(3) == 0 {
+				groups = append(groups, int32(g))
+				for r := max(static, g*G); r < min(n, (g+1)*G); r++ {
+					ranks = append(ranks, r)
+				}
+			}
+		}
+		got, err := e.GatherGroups(all, static, G, groups, reuse)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reuse = got
+		want, _ := e.Gather(all, ranks, static, false)
+		r, w := got.(*records), want.(*records)
+		if r.Len() != w.Len() || len(r.blocks) != len(w.blocks) {
+			t.Fatalf("groups %v of %d over %d static: %d records in %d runs, Gather %d in %d", groups, G, static, r.Len(), len(r.blocks), w.Len(), len(w.blocks))
+		}
+		for i, rank := range ranks {
+			b, j := r.at(i)
+			rec := make([]byte, r.rec)
+			b.CopyRecord(rec, j)
+			if !bytes.Equal(rec, recs[rank]) {
+				t.Fatalf("groups %v of %d: record %d is not rank %d", groups, G, i, rank)
+			}
+		}
+	}
+	for _, bad := range [][]int32{{3, 2}, {1, 1}, {-1}, {n}} {
+		if _, err := e.GatherGroups(all, 4, 4, bad, nil); err == nil {
+			t.Errorf("groups %v accepted", bad)
 		}
 	}
 	for _, bad := range [][]int{{3, 2}, {1, 1}, {-1}, {n}} {
