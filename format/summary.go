@@ -83,6 +83,13 @@ func (p *Pack) Summary(w io.Writer) {
 	fmt.Fprintf(w, "index           %d bytes at %d\n", pre.IndexLen, pre.IndexOff)
 	fmt.Fprintf(w, "dense section   %s at %d (%d tensors)\n", human(pre.DenseLen), pre.DenseOff, len(idx.DenseTensors))
 	fmt.Fprintf(w, "FFN section     %s at %d: %d bands of %d neurons, %s each\n", human(pre.FFNLen), pre.FFNOff, pre.BandCount, pre.BandNeurons, human(pre.BandBytes))
+	if len(idx.Routers) > 0 {
+		var n uint64
+		for _, t := range idx.Routers {
+			n += t.Length
+		}
+		fmt.Fprintf(w, "routers         rank %d over groups of %d ranks, %v, %s in all (sirun --select router)\n", idx.Routers[0].Shape[0], idx.RouterGroup, idx.Routers[0].DType, human(n))
+	}
 	fmt.Fprintf(w, "file            %s\n", human(pre.FileLen))
 	if idx.RanksPresent < c.IntermediateSize && len(idx.SparseLayers) > 0 {
 		fmt.Fprintf(w, "sliced          holds %d of %d ranks per sparse layer: loads γ ≤ %.3f\n", idx.RanksPresent, c.IntermediateSize, p.MaxGamma())

@@ -35,7 +35,7 @@ type params struct {
 	IgnoreEOS *bool `json:"ignore_eos"`
 	// Extensions: this request's SelectInfer φ and α (γ is the server's),
 	// and how it chooses its neurons (sirun's --select: paper, mass, l2,
-	// signed, gate or hybrid).
+	// signed, gate, hybrid or router).
 	Phi    *float64 `json:"phi"`
 	Alpha  *float64 `json:"alpha"`
 	Select *string  `json:"select"`

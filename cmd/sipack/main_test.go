@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -405,5 +406,63 @@ func TestLayerBudgetCLI(t *testing.T) {
 	}
 	if _, e, code := run(t, "convert", tiny, "--profile", prof, "--secondary", "self", "--layer-budget", "sideways", "-o", bad, "-q"); code == 0 || !strings.Contains(e, "sideways") {
 		t.Errorf("an unknown --layer-budget was accepted (%d): %s", code, e)
+	}
+}
+
+// TestRouteCLI: sipack route writes a copy of the pack with routers that
+// inspect and verify accept, leaves the input as it was, and refuses bad
+// options without leaving an output behind.
+func TestRouteCLI(t *testing.T) {
+	dir := t.TempDir()
+	pack, routed := filepath.Join(dir, "tiny.sip"), filepath.Join(dir, "routed.sip")
+	if _, e, code := run(t, "convert", tiny, "-o", pack, "-q"); code != 0 {
+		t.Fatal(e)
+	}
+	before, err := os.ReadFile(pack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, e, code := run(t, "route", "--task", "translate", pack, "-o", routed, "--max-prompts", "20", "--gen-tokens", "16")
+	if code != 0 || !strings.Contains(e, "routers of rank 32 over groups of 8 ranks in 6 layers (q8_0") {
+		t.Fatalf("route (%d): %s", code, e)
+	}
+	out, _, code := run(t, "inspect", routed)
+	if code != 0 || !strings.Contains(out, "routers         rank 32 over groups of 8 ranks, q8_0") {
+		t.Fatalf("inspect (%d): %s", code, out)
+	}
+	if out, _, code := run(t, "verify", routed); code != 0 || !strings.Contains(out, "all hashes match") {
+		t.Fatalf("verify (%d): %s", code, out)
+	}
+	if after, _ := os.ReadFile(pack); !bytes.Equal(before, after) {
+		t.Fatal("route changed its input")
+	}
+	// Greedy continuations and other sizes.
+	other := filepath.Join(dir, "g16.sip")
+	if _, e, code := run(t, "route", "--task", "lm", pack, "-o", other, "--max-prompts", "4", "--gen-tokens", "8", "--continue", "greedy", "--group", "16", "--rank", "8", "--dtype", "bf16", "-q"); code != 0 {
+		t.Fatal(e)
+	}
+	if out, _, _ := run(t, "inspect", other); !strings.Contains(out, "rank 8 over groups of 16 ranks, bf16") {
+		t.Fatalf("inspect: %s", out)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"route", pack, "-o", filepath.Join(dir, "x.sip")}, "task"},
+		{[]string{"route", "--task", "translate", pack}, "output"},
+		{[]string{"route", "--task", "translate", pack, "-o", pack}, pack},
+		{[]string{"route", "--task", "translate", pack, "-o", filepath.Join(dir, "x.sip"), "--dtype", "q4_0"}, "--dtype"},
+		{[]string{"route", "--task", "translate", pack, "-o", filepath.Join(dir, "x.sip"), "--rank", "40"}, "multiple of 32"},
+		{[]string{"route", "--task", "translate", pack, "-o", filepath.Join(dir, "x.sip"), "--group", "769", "--max-prompts", "2"}, "group"},
+		{[]string{"route", "--task", "translate", tiny, "-o", filepath.Join(dir, "x.sip")}, tiny},
+		{[]string{"route", "--task", "translate", filepath.Join(dir, "none.sip"), "-o", filepath.Join(dir, "x.sip")}, "none.sip"},
+	} {
+		_, e, code := run(t, c.args...)
+		if code == 0 || !strings.Contains(e, c.want) {
+			t.Errorf("%v: exit %d, %q (want an error naming %q)", c.args, code, e, c.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x.sip")); err == nil {
+		t.Fatal("a refused route left its output")
 	}
 }

@@ -13,6 +13,10 @@ import (
 
 	"github.com/sipack/sipack/cmd/internal/clitest"
 	"github.com/sipack/sipack/convert"
+	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/manifests"
+	"github.com/sipack/sipack/profile"
+	"github.com/sipack/sipack/runner"
 )
 
 var bin, pack string
@@ -446,5 +450,54 @@ func TestNoMmapAndMlock(t *testing.T) {
 		if _, errOut, code := run(t, "", "bench", "--quick", "--load", bad, pack); code == 0 || !strings.Contains(errOut, "--load") {
 			t.Errorf("bench --load %q: exit %d, %q", bad, code, errOut)
 		}
+	}
+}
+
+// TestRouterCLI: a pack with routers (fitted in process, as sipack route
+// does) decodes, evaluates and benchmarks with --select router; a pack
+// without them is refused with a message naming it.
+func TestRouterCLI(t *testing.T) {
+	p, err := format.Open(pack, format.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	m, err := runner.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, err := manifests.Load("translate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts, err := profile.TaskTexts(m, man, profile.TaskOptions{MaxPrompts: 30, GenTokens: 16, Continue: "reference", Jobs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	routers, group, err := profile.FitRouters(context.Background(), m, texts, profile.RouterOptions{DType: format.Q8_0, Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	routed := filepath.Join(t.TempDir(), "routed.sip")
+	if err := format.WithRouters(context.Background(), p, group, routers, routed); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := run(t, "", "eval", "--task", "translate", routed, "--limit", "6", "--json", "-q", "--gamma", "0.7", "--phi", "0.4", "--select", "router")
+	var res struct {
+		Score float64 `json:"score"`
+		N     int     `json:"n"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.N != 6 {
+		t.Fatalf("eval --select router (%d): %q %s", code, out, errOut)
+	}
+	if out, errOut, code := run(t, "", routed, "-p", "In the beginning", "-n", "6", "--gamma", "0.7", "--phi", "0.4", "--select", "router", "--temp", "0"); code != 0 || out == "" {
+		t.Fatalf("generate --select router (%d): %q %s", code, out, errOut)
+	}
+	out, errOut, code = run(t, "", "bench", "--quick", "--json", "--select", "paper,router", "--rounds", "1", "--tokens", "2", "--prefill", "8", "--threads", "2", routed)
+	if code != 0 || !strings.Contains(out, `"select":"router"`) {
+		t.Fatalf("bench --select paper,router (%d): %q %s", code, out, errOut)
+	}
+	if _, errOut, code := run(t, "", pack, "-p", "x", "-n", "2", "--gamma", "0.7", "--phi", "0.4", "--select", "router"); code == 0 || !strings.Contains(errOut, "has no routers") || !strings.Contains(errOut, filepath.Base(pack)) {
+		t.Fatalf("router on a pack without routers: exit %d, %q", code, errOut)
 	}
 }

@@ -1,0 +1,4 @@
+package profile
+
+// SolveRouter exposes solveRouter to the external tests.
+var SolveRouter = solveRouter
