@@ -83,7 +83,8 @@ clean:
 # method), a random pack, then every task's eval at γ ∈ {0.5, 0.7, 0.9} × φ ∈ {0.3, 0.4, 0.5},
 # with the paper's selection, the other vote statistics (mass, l2, signed;
 # task order), --select gate and --select hybrid (not at γ0.9 φ0.3, where
-# the gate rows alone take φ's budget).
+# the gate rows alone take φ's budget), and --select router on each budgeted
+# pack with routers fitted on its task (sipack route).
 ACC ?= /tmp/sipack-accuracy
 # The eval lines pipe sirun into sed: with pipefail a failed eval stops the
 # target instead of leaving a blank cell.
@@ -98,6 +99,7 @@ accuracy: build
 	for t in translate qa lm; do \
 	  $(BIN)/sipack convert -q testdata/tinyllama --profile $(ACC)/$$t.prof --secondary $$S -o $(ACC)/$$t.sip || exit 1; \
 	  $(BIN)/sipack convert -q testdata/tinyllama --profile $(ACC)/$$t.prof --secondary $$S --layer-budget uniform -o $(ACC)/$$t-paper.sip || exit 1; \
+	  $(BIN)/sipack route -q --task $$t $(ACC)/$$t.sip -o $(ACC)/$$t-routed.sip --force || exit 1; \
 	done
 	$(BIN)/sipack convert -q testdata/tinyllama --order random --seed 5 -o $(ACC)/random.sip
 	$(BIN)/sipack convert -q testdata/tinyllama -o $(ACC)/dense.sip
@@ -115,6 +117,10 @@ accuracy: build
 	    esac; \
 	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$o.sip --gamma $$g --phi $$p | sed 's/^{/{"label":"other",/' >> $(ACC)/results.jsonl || exit 1; \
 	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/random.sip --gamma $$g --phi $$p | sed 's/^{/{"label":"random",/' >> $(ACC)/results.jsonl || exit 1; \
+	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$k-routed.sip --gamma $$g --phi $$p --select router | sed 's/^{/{"label":"task, router",/' >> $(ACC)/results.jsonl || exit 1; \
+	    case $$t in translate|qa) \
+	      $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$k-routed.sip --gamma $$g --phi $$p --select router --baseline $(ACC)/dense.sip --bootstrap 1000 | sed 's/^{/{"label":"task, router",/' >> $(ACC)/results.jsonl || exit 1;; \
+	    esac; \
 	    for m in mass l2 signed; do \
 	      $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$k.sip --gamma $$g --phi $$p --select $$m | sed "s/^{/{\"label\":\"task, $$m\",/" >> $(ACC)/results.jsonl || exit 1; \
 	    done; \
