@@ -21,6 +21,8 @@ import (
 	"github.com/sipack/sipack/convert"
 	"github.com/sipack/sipack/format"
 	"github.com/sipack/sipack/kernels"
+	"github.com/sipack/sipack/manifests"
+	"github.com/sipack/sipack/profile"
 	"github.com/sipack/sipack/runner"
 )
 
@@ -312,6 +314,10 @@ func TestSelectionMatchesCPU(t *testing.T) {
 			// table does; the integer Q8 path would be a different rounding.
 			restore := kernels.Use(&kernels.Generic)
 			defer restore()
+			// The router: its scores on the device, the choice on the host.
+			routed := routedPack(t, path)
+			gpuR := onGPU(t, openPack(t, routed, 0.7))
+			cpuR := onCPU(t, openPack(t, routed, 0.7))
 			same, total := 0, 0
 			golden := readGolden(t, testdata("tinyllama", "golden.json"))
 			for ci, c := range golden[:min(cases, len(golden))] {
@@ -322,6 +328,10 @@ func TestSelectionMatchesCPU(t *testing.T) {
 					if !slices.Equal(g, w) {
 						t.Errorf("case %d, %s: greedy ids at γ0.7 φ0.4\ngpu %v\ncpu %v", ci, method, g, w)
 					}
+				}
+				rsel := &runner.Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: "router"}
+				if g, w := gen(t, gpuR, rsel, c.ids(), n), gen(t, cpuR, rsel, c.ids(), n); !slices.Equal(g, w) {
+					t.Errorf("case %d, router: greedy ids at γ0.7 φ0.4\ngpu %v\ncpu %v", ci, g, w)
 				}
 				sel := &runner.Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Compact: true}
 				g, gr := generate(t, gpu, sel, c.ids(), n)
@@ -345,6 +355,37 @@ func TestSelectionMatchesCPU(t *testing.T) {
 			t.Logf("decode sets: %d of %d ranks the same on GPU and CPU", same, total)
 		})
 	}
+}
+
+// gen is generate's ids alone.
+func gen(t *testing.T, m *runner.Model, sel *runner.Selection, prompt []int, n int) []int {
+	ids, _ := generate(t, m, sel, prompt, n)
+	return ids
+}
+
+// routedPack writes path's pack with routers fitted (on the CPU) on 20
+// translate prompts and their references, as sipack route does.
+func routedPack(t *testing.T, path string) string {
+	t.Helper()
+	p := openPack(t, path, 1)
+	m := onCPU(t, p)
+	man, err := manifests.Load("translate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts, err := profile.TaskTexts(m, man, profile.TaskOptions{MaxPrompts: 20, GenTokens: 16, Continue: "reference", Jobs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	routers, group, err := profile.FitRouters(context.Background(), m, texts, profile.RouterOptions{DType: format.Q8_0, Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "routed.sip")
+	if err := format.WithRouters(context.Background(), p, group, routers, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // TestGraphsMatch: with decode steps replayed as CUDA graphs
