@@ -65,6 +65,9 @@ func FitRouters(ctx context.Context, m *runner.Model, texts []Text, opt RouterOp
 		return nil, 0, fmt.Errorf("router rank must be in [1, %d], got %d", H, rank)
 	}
 	rank = min(rank, groups)
+	if !(opt.Ridge >= 0) {
+		return nil, 0, fmt.Errorf("router ridge must be ≥ 0, got %v", opt.Ridge)
+	}
 	switch opt.DType {
 	case format.F32, format.BF16, format.F16:
 	case format.Q8_0:

@@ -181,7 +181,7 @@ func TestFitRoutersChooses(t *testing.T) {
 		}
 	}
 	// Bad options.
-	for _, o := range []profile.RouterOptions{{Group: 769, DType: format.F32}, {Group: 8, Rank: 257, DType: format.F32}, {Group: 8, DType: format.Q4_0}, {Group: 8, Rank: 40, DType: format.Q8_0}} {
+	for _, o := range []profile.RouterOptions{{Group: 769, DType: format.F32}, {Group: 8, Rank: 257, DType: format.F32}, {Group: 8, DType: format.Q4_0}, {Group: 8, Rank: 40, DType: format.Q8_0}, {Group: 8, Ridge: -1, DType: format.F32}} {
 		if _, _, err := profile.FitRouters(context.Background(), m, texts[:2], o); err == nil {
 			t.Errorf("%+v accepted", o)
 		}

@@ -33,6 +33,7 @@ var routeCmd = &cli.Command{
 		&cli.IntFlag{Name: "gen-tokens", Value: -1, Usage: "tokens that follow each prompt, at most (-1: the manifest's)"},
 		&cli.IntFlag{Name: "group", Usage: "consecutive ranks per routed group (0: 1/256 of a layer's neurons, at least 8)"},
 		&cli.IntFlag{Name: "rank", Usage: "rank of each layer's router (0: hidden size / 32, at least 32)"},
+		&cli.Float64Flag{Name: "ridge", Value: 1e-3, Usage: "ridge λ as a fraction of the inputs' mean square"},
 		&cli.StringFlag{Name: "dtype", Value: "q8_0", Usage: "dtype of the routers' matrices: f32, bf16, f16 or q8_0 (q8_0: --rank a multiple of 32)"},
 		&cli.Uint64Flag{Name: "seed", Usage: "seed of the prompt sample"},
 		&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: runtime.NumCPU(), Usage: "threads"},
@@ -90,7 +91,7 @@ var routeCmd = &cli.Command{
 		}
 		start := time.Now()
 		routers, group, err := profile.FitRouters(ctx, m, texts, profile.RouterOptions{
-			Group: c.Int("group"), Rank: c.Int("rank"), DType: dt, Threads: c.Int("threads"),
+			Group: c.Int("group"), Rank: c.Int("rank"), Ridge: c.Float64("ridge"), DType: dt, Threads: c.Int("threads"),
 			Progress: func(done, total int) { bar.Add(1) },
 		})
 		bar.Done(err == nil)
