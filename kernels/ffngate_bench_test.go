@@ -229,3 +229,65 @@ func benchInt8Down(b *testing.B, dt format.DType) {
 	b.ReportMetric(bytes*float64(b.N)/ti.Seconds()/1e9, "int8-GB/s")
 	b.ReportMetric(bytes*float64(b.N)/tr.Seconds()/1e9, "read-GB/s")
 }
+
+// BenchmarkRoutedOverPaper is BenchmarkGatedOverPaper for the router's
+// decode set (runner's --select router): the first φN/4 ranks, then φ's
+// other ranks as groups of G consecutive ranks spread over the rest of the
+// loaded ones (a fixed pseudo-random choice, ascending), read in place as
+// sub-blocks of their bands; against the paper's φN contiguous ranks.
+func BenchmarkRoutedOverPaper(b *testing.B) {
+	const H, N, B = 2048, 8192, 256
+	loaded, phi := 7*N/10, 4*N/10
+	for _, dt := range []format.DType{format.BF16, format.Q4_0} {
+		copies, x := gatedLayers(dt, H, N, B, loaded)
+		y := make([]float32, H)
+		p := NewPool(2)
+		for _, G := range []int{8, 32, 64} {
+			static := (phi/4 + G - 1) / G * G
+			first, last := static/G, loaded/G
+			rng := rand.New(rand.NewPCG(7, uint64(G)))
+			chosen := rng.Perm(last - first)[:(phi-static)/G]
+			slices.Sort(chosen)
+			sets := make([][]format.RecordBlock, len(copies))
+			for i, c := range copies {
+				add := func(lo, hi int) {
+					for lo < hi {
+						blk := &c.split[lo/B]
+						end := min(hi, (lo/B+1)*B)
+						sets[i] = append(sets[i], blk.Sub(lo%B, lo%B+end-lo))
+						lo = end
+					}
+				}
+				add(0, static)
+				for _, g := range chosen {
+					add((first+g)*G, (first+g+1)*G)
+				}
+			}
+			b.Run(fmt.Sprintf("%v-G%d", dt, G), func(b *testing.B) {
+				ratios := make([]float64, 0, b.N)
+				var tp, tm time.Duration
+				for i := 0; i < b.N; i++ {
+					var d [2]time.Duration
+					for o := range 2 {
+						which := (i + o) % 2 // 0: paper, 1: routed
+						j := (i + o) % len(copies)
+						t0 := time.Now()
+						if which == 0 {
+							FFNRecords(p, y, copies[j].split[:phi/B], dt, H, x, nil)
+						} else {
+							FFNRecords(p, y, sets[j], dt, H, x, nil)
+						}
+						d[which] = time.Since(t0)
+					}
+					tp, tm = tp+d[0], tm+d[1]
+					ratios = append(ratios, float64(d[1])/float64(d[0]))
+				}
+				slices.Sort(ratios)
+				b.ReportMetric(ratios[len(ratios)/2], "ratio")
+				b.ReportMetric(float64(tp.Microseconds())/float64(b.N), "paper-µs")
+				b.ReportMetric(float64(tm.Microseconds())/float64(b.N), "routed-µs")
+			})
+		}
+		p.Close()
+	}
+}

@@ -16,7 +16,7 @@ import (
 
 // RouterOptions configures FitRouters.
 type RouterOptions struct {
-	Group int          // ranks per routed group (G); 0: DefaultGroup
+	Group int          // ranks per routed group (G); 0: DefaultGroup of the model's record rows
 	Rank  int          // rank of each layer's router (≤ H; at most the groups); 0: DefaultRank
 	Ridge float64      // ridge λ as a fraction of XᵀX's mean diagonal; 0: 1e-3
 	DType format.DType // of U and V: F32, BF16 or F16
@@ -25,12 +25,25 @@ type RouterOptions struct {
 	Progress func(done, total int)
 }
 
-// DefaultGroup is the routed group of a layer of n neurons unless told
-// otherwise: 1/256 of them, at least 8 (8 for the tiny model's 768, 32 for
-// a 1B model's 8192: a group of 32 q4_0 records is 110 KB, which the decode
-// reads at the speed of the paper's compact copy, where groups of 8 cost 13 %
-// of a step; docs/selection.md, twelfth screen).
-func DefaultGroup(n int) int { return max(8, n/256) }
+// DefaultGroup is the routed group of a layer of n neurons whose records'
+// rows are rowBytes long, unless told otherwise: a power of two whose gate
+// rows come to 128 KiB (a decode token reads a chosen group as two runs,
+// each starting cold: on the 1B shape with 2 threads, q4_0 groups of 32,
+// 64 and 128 decoded at 0.91, 0.95 and 0.98 of the paper's selection, bf16
+// groups of 32 on the pairs layout at 0.99; docs/selection.md, twelfth
+// screen), halved while it exceeds n/64 (a group then stays a 64th of the
+// layer or less), and at least 8: 8 for the tiny model, 32 for a 1B
+// model's bf16 records, 128 for its q4_0 ones.
+func DefaultGroup(n, rowBytes int) int {
+	g := 8
+	for g*rowBytes < 128<<10 {
+		g *= 2
+	}
+	for g > 8 && g > n/64 {
+		g /= 2
+	}
+	return g
+}
 
 // DefaultRank is a router's rank for hidden size h unless told otherwise:
 // h/32, at least 32 (a multiple of 32 for q8_0 where h is).
@@ -51,7 +64,8 @@ func FitRouters(ctx context.Context, m *runner.Model, texts []Text, opt RouterOp
 	c := &m.Config
 	H, N, G := c.HiddenSize, c.IntermediateSize, opt.Group
 	if G == 0 {
-		G = DefaultGroup(N)
+		rb, _ := m.RecDType.RowBytes(H)
+		G = DefaultGroup(N, rb)
 	}
 	if G < 1 || G > N {
 		return nil, 0, fmt.Errorf("router group must be in [1, %d], got %d", N, G)

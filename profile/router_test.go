@@ -187,3 +187,20 @@ func TestFitRoutersChooses(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultGroup: 128 KiB of gate rows, a power of two, at most a 64th
+// of the layer, at least 8.
+func TestDefaultGroup(t *testing.T) {
+	for _, c := range []struct{ n, row, want int }{
+		{768, 512, 8},     // the tiny model (bf16, H 256): capped by n/64 = 12
+		{8192, 4096, 32},  // a 1B model in bf16
+		{8192, 1152, 128}, // in q4_0
+		{8192, 2176, 64},  // in q8_0
+		{5632, 1152, 64},  // TinyLlama 1.1B in q4_0: n/64 = 88
+		{64, 64, 8},       // never below 8
+	} {
+		if got := profile.DefaultGroup(c.n, c.row); got != c.want {
+			t.Errorf("DefaultGroup(%d, %d) = %d, want %d", c.n, c.row, got, c.want)
+		}
+	}
+}

@@ -31,7 +31,7 @@ var routeCmd = &cli.Command{
 		&cli.IntFlag{Name: "max-prompts", Value: 300, Usage: "fit on at most this many prompts (a seeded sample)"},
 		&cli.StringFlag{Name: "continue", Value: "reference", Usage: "what follows each prompt: reference (the row's reference, teacher-forced) or greedy (the pack's own greedy tokens)"},
 		&cli.IntFlag{Name: "gen-tokens", Value: -1, Usage: "tokens that follow each prompt, at most (-1: the manifest's)"},
-		&cli.IntFlag{Name: "group", Usage: "consecutive ranks per routed group (0: 1/256 of a layer's neurons, at least 8)"},
+		&cli.IntFlag{Name: "group", Usage: "consecutive ranks per routed group (0: a power of two whose gate rows come to 128 KiB, at most a 64th of a layer's neurons, at least 8)"},
 		&cli.IntFlag{Name: "rank", Usage: "rank of each layer's router (0: hidden size / 32, at least 32)"},
 		&cli.Float64Flag{Name: "ridge", Value: 1e-3, Usage: "ridge λ as a fraction of the inputs' mean square"},
 		&cli.StringFlag{Name: "dtype", Value: "q8_0", Usage: "dtype of the routers' matrices: f32, bf16, f16 or q8_0 (q8_0: --rank a multiple of 32)"},
@@ -115,6 +115,9 @@ var routeCmd = &cli.Command{
 			}
 			fmt.Fprintf(os.Stderr, "wrote %s: routers of rank %d over groups of %d ranks in %d layers (%s, %s), fitted on %d positions of %d texts in %s\n",
 				out, routers[0].Rank, group, len(routers), dt, cliutil.HumanBytes(uint64(bytes)), tokens, len(texts), time.Since(start).Round(time.Second))
+			if p.Layout() == format.Tiled {
+				fmt.Fprintf(os.Stderr, "note: %s's bands are tiled (%v records): the router's groups decode faster from a pack converted with --layout pairs (docs/selection.md, twelfth screen)\n", in, p.Index.RecordDType)
+			}
 		}
 		return nil
 	},
