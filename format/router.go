@@ -16,6 +16,12 @@ type Router struct {
 	DType DType
 	U, B  []byte
 	V     []byte
+	// Order, if not nil, reorders the layer's ranks first (the groups are
+	// runs of the new order): new rank r is old rank Order[r], a
+	// permutation of [0, N). (profile.FitRouters keeps every rank within
+	// its aligned window of a few groups, so the order by the task's
+	// profile moves by less than a window.)
+	Order []int
 }
 
 // WithRouters writes the pack p (opened with every rank it holds) to out
@@ -63,8 +69,41 @@ func WithRouters(ctx context.Context, p *Pack, group int, routers []Router, out 
 			spec.Dense = append(spec.Dense, bytesOf(data))
 		}
 		idx.Routers = append(idx.Routers, ts...)
+		if r.Order != nil {
+			sl := &idx.SparseLayers[si]
+			if err := checkOrder(r.Order, c.IntermediateSize); err != nil {
+				return fmt.Errorf("sip: router of layer %d: %w", r.Layer, err)
+			}
+			perm := make([]uint32, len(sl.Perm))
+			for nr, or := range r.Order {
+				perm[nr] = sl.Perm[or]
+			}
+			sl.Perm = perm
+			if sl.TaskScore != nil {
+				score := make([]float32, len(sl.TaskScore))
+				for nr, or := range r.Order {
+					score[nr] = sl.TaskScore[or]
+				}
+				sl.TaskScore = score
+			}
+		}
 	}
 	spec.Records = p.recordSource()
 	idx.Provenance.SecondaryTasks = append([]string(nil), src.Provenance.SecondaryTasks...)
 	return WritePack(ctx, out, spec)
+}
+
+// checkOrder checks that order is a permutation of [0, n).
+func checkOrder(order []int, n int) error {
+	if len(order) != n {
+		return fmt.Errorf("rank order of %d entries for %d ranks", len(order), n)
+	}
+	seen := make([]bool, n)
+	for _, r := range order {
+		if r < 0 || r >= n || seen[r] {
+			return fmt.Errorf("rank order is not a permutation of [0, %d): %d", n, r)
+		}
+		seen[r] = true
+	}
+	return nil
 }

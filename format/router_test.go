@@ -164,7 +164,37 @@ func TestRouters(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	for _, f := range []string{"x.sip", "y.sip"} {
+	// An Order reorders the ranks: new rank r holds old rank Order[r]'s
+	// record and neuron; a bad one is refused.
+	ordered := smallRouters(c, sparse, 4, 3)
+	n := c.IntermediateSize
+	for i := range ordered {
+		ordered[i].Order = make([]int, n)
+		for r := range n {
+			ordered[i].Order[r] = (r/8)*8 + 7 - r%8 // reversed within runs of 8
+		}
+	}
+	re := filepath.Join(dir, "reordered.sip")
+	if err := WithRouters(context.Background(), p, 4, ordered, re); err != nil {
+		t.Fatal(err)
+	}
+	o, err := Open(re, OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	for r := range n {
+		old := ordered[0].Order[r]
+		if !bytesEqual(o.Record(0, r), p.Record(0, old)) || o.Index.SparseLayers[0].Perm[r] != p.Index.SparseLayers[0].Perm[old] {
+			t.Fatalf("new rank %d does not hold old rank %d", r, old)
+		}
+	}
+	notPerm := smallRouters(c, sparse, 4, 3)
+	notPerm[0].Order = make([]int, n) // all zero: not a permutation
+	if err := WithRouters(context.Background(), p, 4, notPerm, filepath.Join(dir, "z.sip")); err == nil {
+		t.Fatal("a rank order that is not a permutation was written")
+	}
+	for _, f := range []string{"x.sip", "y.sip", "z.sip"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			t.Fatalf("%s left behind", f)
 		}

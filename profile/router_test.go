@@ -204,3 +204,40 @@ func TestDefaultGroup(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterOrder: neurons that fire in four planted sets, shuffled across
+// a window, come back as groups of one set each.
+func TestClusterOrder(t *testing.T) {
+	const n, G, rows = 32, 8, 400
+	rng := rand.New(rand.NewPCG(9, 9))
+	set := rng.Perm(n) // neuron i belongs to set set[i] % 4
+	a := mat.NewDense(rows, n, nil)
+	for r := range rows {
+		on := rng.IntN(4) // the set firing at this position
+		for i := range n {
+			v := 0.05 * rng.Float64()
+			if set[i]%4 == on {
+				v += 1 + rng.Float64()
+			}
+			a.Set(r, i, v)
+		}
+	}
+	g := mat.NewSymDense(n, nil)
+	g.SymRankK(g, 1, a.T())
+	order := profile.ClusterOrder(g, G)
+	if len(order) != n {
+		t.Fatalf("order of %d neurons, want %d", len(order), n)
+	}
+	seen := map[int]bool{}
+	for lo := 0; lo < n; lo += G {
+		for _, i := range order[lo : lo+G] {
+			if seen[i] {
+				t.Fatalf("neuron %d twice in %v", i, order)
+			}
+			seen[i] = true
+			if set[i]%4 != set[order[lo]]%4 {
+				t.Fatalf("group %d mixes sets: %v", lo/G, order[lo:lo+G])
+			}
+		}
+	}
+}

@@ -438,7 +438,7 @@ func TestRouteCLI(t *testing.T) {
 	}
 	// Greedy continuations and other sizes.
 	other := filepath.Join(dir, "g16.sip")
-	if _, e, code := run(t, "route", "--task", "lm", pack, "-o", other, "--max-prompts", "4", "--gen-tokens", "8", "--continue", "greedy", "--group", "16", "--rank", "8", "--dtype", "bf16", "-q"); code != 0 {
+	if _, e, code := run(t, "route", "--task", "lm", pack, "-o", other, "--max-prompts", "4", "--gen-tokens", "8", "--continue", "greedy", "--group", "16", "--rank", "8", "--dtype", "bf16", "--cluster", "4", "-q"); code != 0 {
 		t.Fatal(e)
 	}
 	if out, _, _ := run(t, "inspect", other); !strings.Contains(out, "rank 8 over groups of 16 ranks, bf16") {
@@ -455,6 +455,7 @@ func TestRouteCLI(t *testing.T) {
 		{[]string{"route", "--task", "translate", pack, "-o", filepath.Join(dir, "x.sip"), "--rank", "40"}, "multiple of 32"},
 		{[]string{"route", "--task", "translate", pack, "-o", filepath.Join(dir, "x.sip"), "--group", "769", "--max-prompts", "2"}, "group"},
 		{[]string{"route", "--task", "translate", tiny, "-o", filepath.Join(dir, "x.sip")}, tiny},
+		{[]string{"route", "--task", "translate", pack, "-o", filepath.Join(dir, "x.sip"), "--cluster", "-1", "--max-prompts", "2"}, "cluster"},
 		{[]string{"route", "--task", "translate", filepath.Join(dir, "none.sip"), "-o", filepath.Join(dir, "x.sip")}, "none.sip"},
 	} {
 		_, e, code := run(t, c.args...)

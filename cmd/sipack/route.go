@@ -33,6 +33,7 @@ var routeCmd = &cli.Command{
 		&cli.IntFlag{Name: "gen-tokens", Value: -1, Usage: "tokens that follow each prompt, at most (-1: the manifest's)"},
 		&cli.IntFlag{Name: "group", Usage: "consecutive ranks per routed group (0: a power of two whose gate rows come to 128 KiB, at most a 64th of a layer's neurons, at least 8)"},
 		&cli.IntFlag{Name: "rank", Usage: "rank of each layer's router (0: hidden size / 32, at least 32)"},
+		&cli.IntFlag{Name: "cluster", Usage: "first reorder each window of this many groups (8 is a good start) so that a group's neurons fire together, by their co-activation over 100 of the prompts; for large groups (0: groups in the task's rank order)"},
 		&cli.Float64Flag{Name: "ridge", Value: 1e-3, Usage: "ridge λ as a fraction of the inputs' mean square"},
 		&cli.StringFlag{Name: "dtype", Value: "q8_0", Usage: "dtype of the routers' matrices: f32, bf16, f16 or q8_0 (q8_0: --rank a multiple of 32)"},
 		&cli.Uint64Flag{Name: "seed", Usage: "seed of the prompt sample"},
@@ -91,7 +92,7 @@ var routeCmd = &cli.Command{
 		}
 		start := time.Now()
 		routers, group, err := profile.FitRouters(ctx, m, texts, profile.RouterOptions{
-			Group: c.Int("group"), Rank: c.Int("rank"), Ridge: c.Float64("ridge"), DType: dt, Threads: c.Int("threads"),
+			Group: c.Int("group"), Rank: c.Int("rank"), Ridge: c.Float64("ridge"), Cluster: c.Int("cluster"), DType: dt, Threads: c.Int("threads"),
 			Progress: func(done, total int) { bar.Add(1) },
 		})
 		bar.Done(err == nil)
