@@ -431,7 +431,6 @@ func (p *Pack) validate() error {
 		}
 		return bad(ErrShape, fmt.Sprintf("dense section has %d tensors, config needs %d; missing %v", len(idx.DenseTensors), len(want), missing), nil)
 	}
-	denseEnd := pre.DenseOff + pre.DenseLen
 	for _, w := range want {
 		i, ok := p.tensors[w.Name]
 		if !ok {
@@ -449,15 +448,8 @@ func (p *Pack) validate() error {
 		case w.Record && t.DType != idx.RecordDType:
 			return bad(ErrDType, fmt.Sprintf("tensor %q: dense FFN records must use the record dtype", t.Name), t.DType)
 		}
-		if n, ok := TensorBytes(t.DType, t.Shape); !ok || t.Length != uint64(n) {
-			return bad(ErrShape, fmt.Sprintf("tensor %q: length %d does not match shape %v in %v", t.Name, t.Length, t.Shape, t.DType), nil)
-		}
-		if t.Offset%TensorAlign != 0 {
-			return formatErr(ErrAlign, "dense", int64(t.Offset), fmt.Sprintf("tensor %q not 64-byte aligned", t.Name), nil)
-		}
-		end, ok := addOK(t.Offset, t.Length)
-		if t.Offset < pre.DenseOff || !ok || end > denseEnd {
-			return formatErr(ErrBounds, "dense", int64(t.Offset), fmt.Sprintf("tensor %q outside the dense section", t.Name), nil)
+		if err := p.checkPlaced(t); err != nil {
+			return err
 		}
 	}
 	if err := p.validateRouters(); err != nil {
@@ -473,6 +465,23 @@ func (p *Pack) validate() error {
 	return nil
 }
 
+// checkPlaced checks that a tensor's length is its shape's in its dtype
+// and that it lies aligned inside the dense section.
+func (p *Pack) checkPlaced(t *TensorInfo) error {
+	pre := &p.Preamble
+	if n, ok := TensorBytes(t.DType, t.Shape); !ok || t.Length != uint64(n) {
+		return formatErr(ErrShape, "index", PreambleSize, fmt.Sprintf("tensor %q: length %d does not match shape %v in %v", t.Name, t.Length, t.Shape, t.DType), nil)
+	}
+	if t.Offset%TensorAlign != 0 {
+		return formatErr(ErrAlign, "dense", int64(t.Offset), fmt.Sprintf("tensor %q not 64-byte aligned", t.Name), nil)
+	}
+	end, ok := addOK(t.Offset, t.Length)
+	if t.Offset < pre.DenseOff || !ok || end > pre.DenseOff+pre.DenseLen {
+		return formatErr(ErrBounds, "dense", int64(t.Offset), fmt.Sprintf("tensor %q outside the dense section", t.Name), nil)
+	}
+	return nil
+}
+
 // RouterNames are the names of sparse layer l's router tensors (§4):
 // U [rank, H], its bias [rank] and V [⌈N/group⌉, rank].
 func RouterNames(l int) (u, b, v string) {
@@ -483,7 +492,7 @@ func RouterNames(l int) (u, b, v string) {
 // sparse layer in order its U, bias and V, of one rank per layer, in the
 // dense section, aligned; overlaps are checked with the dense tensors.
 func (p *Pack) validateRouters() error {
-	idx, pre := p.Index, &p.Preamble
+	idx := p.Index
 	c := &idx.Config
 	bad := func(class error, msg string, val any) error { return formatErr(class, "index", PreambleSize, msg, val) }
 	if len(idx.Routers) == 0 {
@@ -518,15 +527,8 @@ func (p *Pack) validateRouters() error {
 			if !want {
 				return bad(ErrDType, fmt.Sprintf("tensor %q: routers are f32, bf16, f16 or q8_0 (biases f32)", t.Name), t.DType)
 			}
-			if n, ok := TensorBytes(t.DType, t.Shape); !ok || t.Length != uint64(n) {
-				return bad(ErrShape, fmt.Sprintf("tensor %q: length %d does not match shape %v in %v", t.Name, t.Length, t.Shape, t.DType), nil)
-			}
-			if t.Offset%TensorAlign != 0 {
-				return formatErr(ErrAlign, "dense", int64(t.Offset), fmt.Sprintf("tensor %q not 64-byte aligned", t.Name), nil)
-			}
-			end, ok := addOK(t.Offset, t.Length)
-			if t.Offset < pre.DenseOff || !ok || end > pre.DenseOff+pre.DenseLen {
-				return formatErr(ErrBounds, "dense", int64(t.Offset), fmt.Sprintf("tensor %q outside the dense section", t.Name), nil)
+			if err := p.checkPlaced(t); err != nil {
+				return err
 			}
 			if _, dup := p.tensors[t.Name]; dup {
 				return bad(ErrIndex, "duplicate tensor", t.Name)

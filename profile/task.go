@@ -91,13 +91,9 @@ type TaskOptions struct {
 // RunTask profiles a task's training prompts (a seeded sample of them) on
 // an opened model.
 func RunTask(ctx context.Context, m *runner.Model, man *manifests.Manifest, opt TaskOptions) (*Profile, error) {
-	rows, name, err := sampleRows(man, opt)
+	rows, name, gen, err := sampleRows(man, opt)
 	if err != nil {
 		return nil, err
-	}
-	gen := opt.GenTokens
-	if gen < 0 {
-		gen = man.GenTokens
 	}
 	prompts := make([][]int, len(rows))
 	for i, r := range rows {
@@ -135,14 +131,20 @@ func RunTask(ctx context.Context, m *runner.Model, man *manifests.Manifest, opt 
 }
 
 // sampleRows reads the task's training rows (or opt.Data's) and keeps a
-// seeded sample of opt.MaxPrompts of them, in file order.
-func sampleRows(man *manifests.Manifest, opt TaskOptions) ([]manifests.Row, string, error) {
+// seeded sample of opt.MaxPrompts of them, in file order; it returns them,
+// the file's name and the tokens to follow each prompt (opt.GenTokens, or
+// the manifest's where that is < 0).
+func sampleRows(man *manifests.Manifest, opt TaskOptions) ([]manifests.Row, string, int, error) {
+	gen := opt.GenTokens
+	if gen < 0 {
+		gen = man.GenTokens
+	}
 	rows, name, err := man.ReadRows("train", opt.Data)
 	if err != nil {
-		return nil, "", err
+		return nil, "", 0, err
 	}
 	if opt.MaxPrompts < 0 {
-		return nil, "", fmt.Errorf("--max-prompts must be ≥ 0, got %d", opt.MaxPrompts)
+		return nil, "", 0, fmt.Errorf("--max-prompts must be ≥ 0, got %d", opt.MaxPrompts)
 	}
 	if opt.MaxPrompts > 0 && opt.MaxPrompts < len(rows) {
 		rng := rand.New(rand.NewPCG(opt.Seed, 0x9f0f))
@@ -159,7 +161,7 @@ func sampleRows(man *manifests.Manifest, opt TaskOptions) ([]manifests.Row, stri
 		}
 		rows = sel
 	}
-	return rows, name, nil
+	return rows, name, gen, nil
 }
 
 // TaskTexts are the texts a router is fitted on: each sampled training
@@ -167,13 +169,9 @@ func sampleRows(man *manifests.Manifest, opt TaskOptions) ([]manifests.Row, stri
 // or by opt.GenTokens greedy tokens of m ("greedy"), at most GenTokens
 // (-1: the manifest's) either way; a text counts from its prompt's end.
 func TaskTexts(m *runner.Model, man *manifests.Manifest, opt TaskOptions) ([]Text, error) {
-	rows, name, err := sampleRows(man, opt)
+	rows, name, gen, err := sampleRows(man, opt)
 	if err != nil {
 		return nil, err
-	}
-	gen := opt.GenTokens
-	if gen < 0 {
-		gen = man.GenTokens
 	}
 	if gen < 1 {
 		return nil, fmt.Errorf("%s: texts need at least one token after each prompt, got --gen-tokens %d", name, gen)
