@@ -140,7 +140,7 @@ func Decode(m *runner.Model, pool *kernels.Pool, sel *runner.Selection, promptLe
 		}
 		res.TokS = 1 / med.Seconds()
 	}
-	res.BytesPerToken = m.DecodeBytes(res.ActiveRecords, ss.Pos)
+	res.BytesPerToken = m.DecodeBytes(res.ActiveRecords, ss.Pos) + plan.RouterBytes(m)
 	return res, nil
 }
 

@@ -87,6 +87,10 @@ func TestRouterSelection(t *testing.T) {
 	if got, want := ss.Plan.Active(m), 6*(80+28*G); got != want {
 		t.Fatalf("active records %d, want %d", got, want)
 	}
+	// U 4×256, V 96×4 in f32 and a bias of 4, in each of the 6 layers.
+	if got, want := ss.Plan.RouterBytes(m), uint64(6*(4*256*4+96*4*4+4*4)); got != want {
+		t.Fatalf("router bytes %d, want %d", got, want)
+	}
 	H := m.Config.HiddenSize
 	for step, tok := range []int{306, 25, 1312} {
 		want := make([][]int, 6)

@@ -282,6 +282,19 @@ func (p Plan) Active(m *Model) int {
 	return n
 }
 
+// RouterBytes is the bytes of the routers a decode token reads with the
+// plan (its router layers' U, bias and V), beyond its records.
+func (p Plan) RouterBytes(m *Model) uint64 {
+	var n uint64
+	for l, lp := range p {
+		if lp != nil && lp.Route > 0 && m.Layers[l].Router != nil {
+			R := m.Layers[l].Router
+			n += uint64(R.U.Bytes() + R.V.Bytes() + 4*R.B.Len())
+		}
+	}
+	return n
+}
+
 // Votes scores, per sparse layer and loaded rank, what the prompt's tokens
 // say of it (Selection.Method): by default how many tokens had the rank
 // among their top-k |h| (k = Counts.Vote).

@@ -352,6 +352,7 @@ func TestPerRequestSelection(t *testing.T) {
 		`{"prompt": "x", "phi": 0.4, "select": "nope"}`,
 		`{"prompt": "x", "phi": 0.3, "select": "gate"}`,   // φ ≤ γ/3 with all loaded
 		`{"prompt": "x", "phi": 0.3, "select": "hybrid"}`, // likewise
+		`{"prompt": "x", "phi": 0.4, "select": "router"}`, // a pack without routers
 	} {
 		if code, _ := records(bad); code != 400 {
 			t.Errorf("%s: status %d, want 400", bad, code)
