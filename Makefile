@@ -178,6 +178,13 @@ bench: bench-packs
 	$(BIN)/sipack plot bench -o $(BIN)/bench-2t.png $(BIN)/bench-2t.jsonl
 	$(BIN)/sirun bench --quick --threads 2 --rounds 5 $(BENCH_DIR)/synth-1b-bf16.sip $(BENCH_DIR)/synth-1b-q4_0.sip $(BENCH_DIR)/synth-1b-q8_0.sip
 	$(BIN)/sirun bench --quick --select paper,gate,hybrid --threads 2 --rounds 8 --tokens 16 $(BENCH_DIR)/synth-1b-bf16.sip $(BENCH_DIR)/synth-1b-q4_0.sip
+	# The router (docs/selection.md, twelfth screen): the packs routed on one
+	# prompt (a random model's routers: the same bytes and kernels), each
+	# against the paper's selection in the same rounds.
+	for d in bf16 q4_0; do \
+	  test -f $(BENCH_DIR)/synth-1b-$$d-routed.sip || $(BIN)/sipack route -q --task translate --max-prompts 1 --gen-tokens 4 $(BENCH_DIR)/synth-1b-$$d.sip -o $(BENCH_DIR)/synth-1b-$$d-routed.sip || exit 1; \
+	done
+	$(BIN)/sirun bench --quick --select paper,hybrid,router --threads 2 --rounds 8 --tokens 16 $(BENCH_DIR)/synth-1b-q4_0-routed.sip $(BENCH_DIR)/synth-1b-bf16-routed.sip
 	$(GO) test -run XXX -bench 'GatedOverPaper|TopKeys' -benchtime 100x ./kernels
 
 # sirun against llama.cpp on the same machine (../shared/llamacpp/compare.sh),
