@@ -3,7 +3,6 @@ package format
 import (
 	"context"
 	"fmt"
-	"io"
 )
 
 // Router is one sparse layer's group router (§3, v1.5), encoded: U
@@ -44,12 +43,6 @@ func WithRouters(ctx context.Context, p *Pack, group int, routers []Router, out 
 	if err := spec.copyTensors(p); err != nil { // the dense tensors
 		return err
 	}
-	bytesOf := func(data []byte) func(io.Writer) error {
-		return func(w io.Writer) error {
-			_, err := w.Write(data)
-			return err
-		}
-	}
 	c := &idx.Config
 	groups := (c.IntermediateSize + group - 1) / group
 	for si, r := range routers {
@@ -66,7 +59,7 @@ func WithRouters(ctx context.Context, p *Pack, group int, routers []Router, out 
 			if n, ok := TensorBytes(ts[j].DType, ts[j].Shape); !ok || n != len(data) {
 				return fmt.Errorf("sip: router tensor %q: %d bytes for shape %v in %v", ts[j].Name, len(data), ts[j].Shape, ts[j].DType)
 			}
-			spec.Dense = append(spec.Dense, bytesOf(data))
+			spec.Dense = append(spec.Dense, bytesSource(data))
 		}
 		idx.Routers = append(idx.Routers, ts...)
 		if r.Order != nil {
@@ -89,7 +82,6 @@ func WithRouters(ctx context.Context, p *Pack, group int, routers []Router, out 
 		}
 	}
 	spec.Records = p.recordSource()
-	idx.Provenance.SecondaryTasks = append([]string(nil), src.Provenance.SecondaryTasks...)
 	return WritePack(ctx, out, spec)
 }
 

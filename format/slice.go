@@ -63,10 +63,15 @@ func (spec *WriteSpec) copyTensors(p *Pack) error {
 		if !ok {
 			return fmt.Errorf("sip: internal error: tensor %q vanished", t.Name)
 		}
-		spec.Dense = append(spec.Dense, func(w io.Writer) error {
-			_, err := w.Write(data)
-			return err
-		})
+		spec.Dense = append(spec.Dense, bytesSource(data))
 	}
 	return nil
+}
+
+// bytesSource is a WriteSpec.Dense source that writes data.
+func bytesSource(data []byte) func(io.Writer) error {
+	return func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	}
 }

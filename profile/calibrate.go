@@ -25,6 +25,26 @@ type Text struct {
 	From   int
 }
 
+// checkTexts checks that texts are there, each counts from a token
+// within it (From ≥ 1), and the longest fits a context of ctx tokens; it
+// returns the longest's length. what names the caller in the messages.
+func checkTexts(what string, texts []Text, ctx int) (int, error) {
+	if len(texts) == 0 {
+		return 0, fmt.Errorf("%s: no texts", what)
+	}
+	longest := 0
+	for i, t := range texts {
+		if t.From < 1 || t.From >= len(t.Tokens) {
+			return 0, fmt.Errorf("%s text %d: counts from token %d of %d", what, i, t.From, len(t.Tokens))
+		}
+		longest = max(longest, len(t.Tokens))
+	}
+	if longest > ctx {
+		return 0, fmt.Errorf("%s: a text of %d tokens exceeds the model's context of %d", what, longest, ctx)
+	}
+	return longest, nil
+}
+
 // calibrationChunk is the most tokens one teacher-forced forward pass takes.
 const calibrationChunk = 64
 
@@ -42,18 +62,9 @@ func Calibrate(ctx context.Context, m *runner.Model, p *Profile, texts []Text, t
 	if p.Layers != c.NumLayers || p.Neurons != c.IntermediateSize {
 		return fmt.Errorf("calibration: profile of %d×%d neurons, model %d×%d", p.Layers, p.Neurons, c.NumLayers, c.IntermediateSize)
 	}
-	if len(texts) == 0 {
-		return fmt.Errorf("calibration: no texts")
-	}
-	longest := 0
-	for i, t := range texts {
-		if t.From < 1 || t.From >= len(t.Tokens) {
-			return fmt.Errorf("calibration text %d: counts from token %d of %d", i, t.From, len(t.Tokens))
-		}
-		longest = max(longest, len(t.Tokens))
-	}
-	if longest > c.MaxPositionEmbeddings {
-		return fmt.Errorf("calibration: a text of %d tokens exceeds the model's context of %d", longest, c.MaxPositionEmbeddings)
+	longest, err := checkTexts("calibration", texts, c.MaxPositionEmbeddings)
+	if err != nil {
+		return err
 	}
 	if kernels.Active().PrefillBF16 { // as profiling: the exact path
 		defer kernels.Use(kernels.Active().WithBF16Prefill(false))()

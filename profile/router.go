@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 
 	"gonum.org/v1/gonum/mat"
@@ -95,7 +94,7 @@ func FitRouters(ctx context.Context, m *runner.Model, texts []Text, opt RouterOp
 	case format.F32, format.BF16, format.F16:
 	case format.Q8_0:
 		if opt.Rank%format.QK != 0 {
-			return nil, 0, fmt.Errorf("a q8_0 router's rank must be a multiple of %d (its V rows hold rank values), got %d", format.QK, rank)
+			return nil, 0, fmt.Errorf("a q8_0 router's rank must be a multiple of %d (its V rows hold rank values), got %d", format.QK, opt.Rank)
 		}
 		if rank -= rank % format.QK; rank == 0 { // cut to the groups
 			return nil, 0, fmt.Errorf("a q8_0 router needs at least %d groups to rank, got %d of %d ranks; use a smaller group or another dtype", format.QK, groups, G)
@@ -103,25 +102,19 @@ func FitRouters(ctx context.Context, m *runner.Model, texts []Text, opt RouterOp
 	default:
 		return nil, 0, fmt.Errorf("routers are stored as f32, bf16, f16 or q8_0, not %v", opt.DType)
 	}
-	if len(texts) == 0 {
-		return nil, 0, fmt.Errorf("router: no texts")
+	longest, err := checkTexts("router", texts, c.MaxPositionEmbeddings)
+	if err != nil {
+		return nil, 0, err
 	}
-	longest := 0
-	for i, t := range texts {
-		if t.From < 1 || t.From >= len(t.Tokens) {
-			return nil, 0, fmt.Errorf("router text %d: counts from token %d of %d", i, t.From, len(t.Tokens))
-		}
-		longest = max(longest, len(t.Tokens))
-	}
-	if longest > c.MaxPositionEmbeddings {
-		return nil, 0, fmt.Errorf("router: a text of %d tokens exceeds the model's context of %d", longest, c.MaxPositionEmbeddings)
-	}
+	// sparse lists the sparse layers; sidx gives a layer's place in it.
 	var sparse []int
+	sidx := map[int]int{}
 	for l := range m.Layers {
 		if m.Layers[l].Sparse {
 			if m.Layers[l].Ranks != N {
 				return nil, 0, fmt.Errorf("router: layer %d has %d of %d ranks loaded; fit on the whole pack", l, m.Layers[l].Ranks, N)
 			}
+			sidx[l] = len(sparse)
 			sparse = append(sparse, l)
 		}
 	}
@@ -136,7 +129,7 @@ func FitRouters(ctx context.Context, m *runner.Model, texts []Text, opt RouterOp
 	}
 	defer s.Close()
 
-	want := func(l int) bool { return slices.Contains(sparse, l) }
+	want := func(l int) bool { _, ok := sidx[l]; return ok }
 	// order[si], with clustering, is the new rank order of sparse layer
 	// si (new rank → rank), and pos[si] its inverse; the groups are runs
 	// of G in the new order.
@@ -153,10 +146,10 @@ func FitRouters(ctx context.Context, m *runner.Model, texts []Text, opt RouterOp
 	if opt.Cluster > 0 {
 		W := min(opt.Cluster*G, N)
 		// The Gram matrices of |h| over each window of W ranks.
-		grams := make(map[int][]*mat.SymDense, len(sparse))
-		for _, l := range sparse {
+		grams := make([][]*mat.SymDense, len(sparse))
+		for si := range sparse {
 			for lo := 0; lo < N; lo += W {
-				grams[l] = append(grams[l], mat.NewSymDense(min(W, N-lo), nil))
+				grams[si] = append(grams[si], mat.NewSymDense(min(W, N-lo), nil))
 			}
 		}
 		ct := texts[:min(len(texts), clusterTexts)]
@@ -166,7 +159,7 @@ func FitRouters(ctx context.Context, m *runner.Model, texts []Text, opt RouterOp
 				a[i] = math.Abs(float64(v))
 			}
 			A := mat.NewDense(rows, ranks, a)
-			for w, g := range grams[l] {
+			for w, g := range grams[sidx[l]] {
 				lo := w * W
 				sub := A.Slice(0, rows, lo, lo+g.SymmetricDim())
 				g.SymRankK(g, 1, sub.T())
@@ -175,9 +168,9 @@ func FitRouters(ctx context.Context, m *runner.Model, texts []Text, opt RouterOp
 		if err != nil {
 			return nil, 0, err
 		}
-		for si, l := range sparse {
+		for si := range sparse {
 			order[si] = make([]int, 0, N)
-			for w, g := range grams[l] {
+			for w, g := range grams[si] {
 				// The window's groups, best ranked first (by their
 				// members' mean rank): a prefix that cuts the window
 				// keeps what the task's order put first, as near as
@@ -208,12 +201,9 @@ func FitRouters(ctx context.Context, m *runner.Model, texts []Text, opt RouterOp
 	}
 
 	n := H + 1 // x and a constant 1
-	xtx := make(map[int]*mat.SymDense, len(sparse))
-	xty := make(map[int]*mat.Dense, len(sparse))
-	sidx := map[int]int{}
-	for si, l := range sparse {
-		xtx[l], xty[l] = mat.NewSymDense(n, nil), mat.NewDense(n, groups, nil)
-		sidx[l] = si
+	xtx, xty := make([]*mat.SymDense, len(sparse)), make([]*mat.Dense, len(sparse))
+	for si := range sparse {
+		xtx[si], xty[si] = mat.NewSymDense(n, nil), mat.NewDense(n, groups, nil)
 	}
 	var tmp mat.Dense
 	err = eachCounted(ctx, s, texts, H, want, opt.Progress, func(l int, x, act []float32, rows, ranks int) {
@@ -225,7 +215,8 @@ func FitRouters(ctx context.Context, m *runner.Model, texts []Text, opt RouterOp
 			}
 			row[H] = 1
 		}
-		ys, p := make([]float64, rows*groups), pos[sidx[l]]
+		si := sidx[l]
+		ys, p := make([]float64, rows*groups), pos[si]
 		for i := range rows {
 			y := ys[i*groups : (i+1)*groups]
 			for r, v := range act[i*ranks : (i+1)*ranks] {
@@ -233,17 +224,17 @@ func FitRouters(ctx context.Context, m *runner.Model, texts []Text, opt RouterOp
 			}
 		}
 		X, Y := mat.NewDense(rows, n, xs), mat.NewDense(rows, groups, ys)
-		xtx[l].SymRankK(xtx[l], 1, X.T())
+		xtx[si].SymRankK(xtx[si], 1, X.T())
 		tmp.Reset()
 		tmp.Mul(X.T(), Y)
-		xty[l].Add(xty[l], &tmp)
+		xty[si].Add(xty[si], &tmp)
 	})
 	if err != nil {
 		return nil, 0, err
 	}
 	routers := make([]format.Router, len(sparse))
 	for si, l := range sparse {
-		u, b, v, err := solveRouter(xtx[l], xty[l], rank, opt.Ridge)
+		u, b, v, err := solveRouter(xtx[si], xty[si], rank, opt.Ridge)
 		if err != nil {
 			return nil, 0, fmt.Errorf("router of layer %d: %w", l, err)
 		}

@@ -114,10 +114,9 @@ func RunTask(ctx context.Context, m *runner.Model, man *manifests.Manifest, opt 
 	case "reference":
 		ropt.Follow = make([][]int, len(rows))
 		for i, r := range rows {
-			if r.Reference == "" {
-				return nil, fmt.Errorf("%s: row %d (%q) has no reference to follow its prompt", name, i+1, r.ID)
+			if ropt.Follow[i], err = reference(m, man, name, i, r); err != nil {
+				return nil, err
 			}
-			ropt.Follow[i] = m.Tokenizer.EncodeAfter(man.Apply(r.Prompt), man.ReferencePrefix+r.Reference)
 		}
 	default:
 		return nil, fmt.Errorf("unknown continuation %q (greedy, stop or reference)", opt.Continue)
@@ -128,6 +127,15 @@ func RunTask(ctx context.Context, m *runner.Model, man *manifests.Manifest, opt 
 	}
 	p.Seed, p.Source = opt.Seed, name
 	return p, nil
+}
+
+// reference is row i's reference as the tokens that follow its prompt
+// (name: the rows' file, for the error of a row without one).
+func reference(m *runner.Model, man *manifests.Manifest, name string, i int, r manifests.Row) ([]int, error) {
+	if r.Reference == "" {
+		return nil, fmt.Errorf("%s: row %d (%q) has no reference to follow its prompt", name, i+1, r.ID)
+	}
+	return m.Tokenizer.EncodeAfter(man.Apply(r.Prompt), man.ReferencePrefix+r.Reference), nil
 }
 
 // sampleRows reads the task's training rows (or opt.Data's) and keeps a
@@ -189,10 +197,9 @@ func TaskTexts(m *runner.Model, man *manifests.Manifest, opt TaskOptions) ([]Tex
 		var follow []int
 		switch opt.Continue {
 		case "reference":
-			if r.Reference == "" {
-				return nil, fmt.Errorf("%s: row %d (%q) has no reference to follow its prompt", name, i+1, r.ID)
+			if follow, err = reference(m, man, name, i, r); err != nil {
+				return nil, err
 			}
-			follow = m.Tokenizer.EncodeAfter(man.Apply(r.Prompt), man.ReferencePrefix+r.Reference)
 		case "", "greedy":
 			if s == nil {
 				pool = kernels.NewPool(max(1, opt.Jobs))

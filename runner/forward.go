@@ -267,8 +267,11 @@ func (s *State) ForwardBatch(tokens []int, pos int, pass Pass) ([]float32, error
 func (s *State) routed(layer int, L *Layer, lp *LayerPlan) (backend.Records, error) {
 	e, rs, G := s.ex, &s.route, s.m.RouterGroup
 	rank, groups := L.Router.U.Rows(), L.Router.V.Rows()
-	if s.route.z == nil || s.route.z.Len() < rank || s.route.scores.Len() < groups {
-		rs.z, rs.scores = e.Alloc(s.m.Config.HiddenSize), e.Alloc(groups)
+	if rs.z == nil {
+		rs.z = e.Alloc(s.m.Config.HiddenSize) // a rank is at most H
+	}
+	if rs.scores == nil || rs.scores.Len() < groups {
+		rs.scores = e.Alloc(groups)
 	}
 	z, sc := e.Slice(rs.z, 0, rank), e.Slice(rs.scores, 0, groups)
 	e.MatMul([]backend.Buf{z}, []backend.Matrix{L.Router.U}, s.xb)
