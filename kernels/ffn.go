@@ -53,9 +53,9 @@ func FFNRecords(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DTy
 		// Chunks of whole tiled blocks: a tiled block cut short reads its
 		// down pieces in runs as short as the cut (q4_0, γ0.7 φ0.4, 2
 		// threads, chunks of 410 records: 0.88× the pairs pack; docs/bench.md).
-		chunkSums(p, y, H, total, tiledAlign(blocks), func(acc []float32, lo, hi int) {
+		chunkSums(p, y, H, total, tiledAlign(blocks), func(acc []float32, lo, hi, worker int) {
 			records := recordCursor{blocks: blocks, spans: spans}
-			ffnDecode(acc, &records, ops, lo, hi, x, acts, act)
+			ffnDecode(acc, &records, ops, lo, hi, x, acts, act, p.decodeBuf(worker))
 		})
 		return
 	}
@@ -181,7 +181,7 @@ func FFNRecords(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DTy
 // so y is the same to the bit whichever worker took which chunk. (Partials
 // per worker summed the records in an order that changed from run to run,
 // and the logits in their last bits with it: TestRunsAreReproducible.)
-func chunkSums(p *Pool, y []float32, H, n, align int, fn func(acc []float32, lo, hi int)) {
+func chunkSums(p *Pool, y []float32, H, n, align int, fn func(acc []float32, lo, hi, worker int)) {
 	if n == 0 {
 		return
 	}
@@ -192,10 +192,10 @@ func chunkSums(p *Pool, y []float32, H, n, align int, fn func(acc []float32, lo,
 		chunk = min(n, (chunk+align-1)/align*align)
 	}
 	parts := p.scratch((n + chunk - 1) / chunk * H)
-	p.runChunks(n, chunk, func(lo, hi, _ int) {
+	p.runChunks(n, chunk, func(lo, hi, worker int) {
 		acc := parts[lo/chunk*H : (lo/chunk+1)*H]
 		clear(acc)
-		fn(acc, lo, hi)
+		fn(acc, lo, hi, worker)
 	}, false)
 	for c := 0; c < len(parts); c += H {
 		AxpyF32(y[:H], 1, parts[c:c+H])
@@ -300,7 +300,7 @@ const prefetchAhead = 4
 // ffnDecode is FFNRecords for one token over records [lo, hi), a block's
 // run of them at a time: split blocks (version 2) in two passes
 // (ffnDecodeSplit), interleaved ones record by record (ffnDecodeRecords).
-func ffnDecode(acc []float32, records *recordCursor, ops *Ops, lo, hi int, x []float32, acts []Q8Act, act []float32) {
+func ffnDecode(acc []float32, records *recordCursor, ops *Ops, lo, hi int, x []float32, acts []Q8Act, act []float32, buf *decodeBuf) {
 	for j := lo; j < hi; {
 		blk, k := records.at(j)
 		m := min(hi-j, blk.N-k)
@@ -313,9 +313,9 @@ func ffnDecode(acc []float32, records *recordCursor, ops *Ops, lo, hi int, x []f
 				nb, nk := records.at(j + m)
 				then = nb.Gate[nk*nb.GateStride : (nk+min(prefetchAhead, nb.N-nk))*nb.GateStride]
 			}
-			ffnDecodeSplit(acc, blk, k, m, ops, x, acts, actFrom(act, j), then)
+			ffnDecodeSplit(acc, blk, k, m, ops, x, acts, actFrom(act, j), then, buf)
 		} else {
-			ffnDecodeRecords(acc, records, ops, j, j+m, hi, x, acts, act)
+			ffnDecodeRecords(acc, records, ops, j, j+m, hi, x, acts, act, buf)
 		}
 		j += m
 	}
@@ -343,18 +343,16 @@ const splitRun = 256
 // one stream a worker at a time; read record by record, the gate rows and
 // the up | down pairs were two, and the records streamed slower
 // (docs/bench.md, eleventh session).
-func ffnDecodeSplit(acc []float32, blk *format.RecordBlock, k, m int, ops *Ops, x []float32, acts []Q8Act, act []float32, then []byte) {
+func ffnDecodeSplit(acc []float32, blk *format.RecordBlock, k, m int, ops *Ops, x []float32, acts []Q8Act, act []float32, then []byte, buf *decodeBuf) {
 	axpy4, axpy8, group := downForms(ops, acts)
 	// The block types' pairs of up dots prefetch the second record's down
 	// row too (the pair kernel's own prefetch covers three rows): Q4_0
 	// 1.07× in the paired benchmark; BF16 0.97×, so not the 16-bit types.
 	pf, pfDown := active.PrefetchL2, acts != nil && !ops.ActBF16
 	var g [splitRun]float32
-	var h, u [8]float32
-	var gu [2]float32
-	var down [8][]byte
-	var sb siluBuf
-	dp := downPass{acc: acc, blk: blk, k: k, m: m, ops: ops, axpy4: axpy4, axpy8: axpy8, act: act, then: then, h: &h, down: &down, silu: &sb}
+	var u [8]float32
+	gu := &buf.gu
+	dp := downPass{acc: acc, blk: blk, k: k, m: m, ops: ops, axpy4: axpy4, axpy8: axpy8, act: act, then: then, h: &buf.h, down: &buf.down, silu: &buf.silu, u: &buf.u}
 	for s := 0; s < m; s += splitRun {
 		e := min(m, s+splitRun)
 		// The gate rows one at a time: they lie together, one sequential
@@ -386,7 +384,7 @@ func ffnDecodeSplit(acc []float32, blk *format.RecordBlock, k, m int, ops *Ops, 
 			for q := 0; q < n; q += 2 {
 				r := k + q0 + q
 				if q+1 == n {
-					pairDot(ops, blk.UpRow(r), blk.UpRow(r), x, acts, nil, &gu)
+					pairDot(ops, blk.UpRow(r), blk.UpRow(r), x, acts, nil, gu)
 					u[q] = gu[0]
 					continue
 				}
@@ -394,7 +392,7 @@ func ffnDecodeSplit(acc []float32, blk *format.RecordBlock, k, m int, ops *Ops, 
 				if r+prefetchAhead < k+m {
 					next = blk.Ahead(r + prefetchAhead)
 				}
-				pairDot(ops, blk.UpRow(r), blk.UpRow(r+1), x, acts, next, &gu)
+				pairDot(ops, blk.UpRow(r), blk.UpRow(r+1), x, acts, next, gu)
 				u[q], u[q+1] = gu[0], gu[1]
 				if next != nil && pfDown && r+prefetchAhead+1 < k+m {
 					pf(blk.DownRow(r + prefetchAhead + 1))
@@ -421,6 +419,19 @@ type downPass struct {
 	h     *[8]float32
 	down  *[8][]byte
 	silu  *siluBuf
+	u     *[splitRun]float32 // ffnDecodeRuns' up dots, then h
+}
+
+// decodeBuf is a decode FFN worker's scratch (Pool.decodeBuf): the arrays
+// ffnDecodeSplit and ffnDecodeRuns hand the kernels' func values, which
+// make a local array escape — an allocation for every block a chunk
+// meets, and a routed token's decode set is tens of blocks a layer.
+type decodeBuf struct {
+	u    [splitRun]float32
+	h    [8]float32
+	gu   [2]float32
+	down [8][]byte
+	silu siluBuf
 }
 
 // add adds records [k+q0, k+q0+n) with h = silu(g[i])·u[i] (g holding
@@ -454,8 +465,7 @@ func (d *downPass) add(q0, n int, g, u []float32) {
 // φ0.4 1.03-1.07× and 1.04-1.05×). The sums are the same to the bit: the
 // four-row axpy adds its rows in order too.
 func ffnDecodeRuns(dp *downPass, s, e int, x []float32, acts []Q8Act, g []float32) {
-	blk, k := dp.blk, dp.k
-	var u [splitRun]float32
+	blk, k, u := dp.blk, dp.k, dp.u
 	for q := s; q < e; q++ {
 		if r := s + q + prefetchAhead - e; r >= s && r < e && !blk.Tiled() {
 			active.PrefetchL2(blk.DownRow(k + r))
@@ -563,13 +573,11 @@ func addDowns(acc []float32, ops *Ops, axpy4 func([]float32, *[4]float32, *[4][]
 // then the down axpys, four records at a time where the dtype has a
 // four-row axpy (y loaded and stored once per four), eight on the integer
 // path where it takes the int8 down projection (Axpy8Act, Table.Int8Down).
-func ffnDecodeRecords(acc []float32, records *recordCursor, ops *Ops, lo, hi, end int, x []float32, acts []Q8Act, act []float32) {
+func ffnDecodeRecords(acc []float32, records *recordCursor, ops *Ops, lo, hi, end int, x []float32, acts []Q8Act, act []float32, buf *decodeBuf) {
 	axpy4, axpy8, group := downForms(ops, acts)
 	pf := active.PrefetchL2
-	var h, gs, us [8]float32
-	var gu [2]float32
-	var down [8][]byte
-	var sb siluBuf
+	var gs, us [8]float32
+	h, gu, down := &buf.h, &buf.gu, &buf.down
 	var rows gatherRows // a lone record of a tiled block (ffnDecode)
 	defer rows.release()
 	for j0 := lo; j0 < hi; j0 += group {
@@ -600,17 +608,17 @@ func ffnDecodeRecords(acc []float32, records *recordCursor, ops *Ops, lo, hi, en
 				ab, ak := records.at(j + prefetchAhead)
 				ahead = ab.Ahead(ak)
 			}
-			pairDot(ops, blk.GateRow(k), blk.UpRow(k), x, acts, ahead, &gu)
+			pairDot(ops, blk.GateRow(k), blk.UpRow(k), x, acts, ahead, gu)
 			gs[q], us[q] = gu[0], gu[1]
 			down[q] = rows.row(blk, k, q)
 		}
 		// SiLU after the group's dots: independent exp chains overlap
 		// instead of each one stalling before the next record's dots.
-		siluMul(&sb, h[:n], gs[:n], us[:n])
+		siluMul(&buf.silu, h[:n], gs[:n], us[:n])
 		if act != nil {
 			copy(act[j0:j0+n], h[:n])
 		}
-		addDowns(acc, ops, axpy4, axpy8, &h, &down, n)
+		addDowns(acc, ops, axpy4, axpy8, h, down, n)
 	}
 }
 

@@ -47,11 +47,11 @@ func FFNGated(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DType
 	// Chunks of whole tiled blocks of the static records (three units a
 	// record), as FFNRecords' decode.
 	align := tiledAlign(blocks)
-	chunkSums(p, y, H, 3*static+total-static, 3*align, func(acc []float32, lo, hi int) {
+	chunkSums(p, y, H, 3*static+total-static, 3*align, func(acc []float32, lo, hi, worker int) {
 		records := recordCursor{blocks: blocks, spans: spans}
 		r0, r1 := record(lo), record(hi)
 		if s1 := min(r1, static); r0 < s1 {
-			ffnDecode(acc, &records, ops, r0, s1, x, acts, act)
+			ffnDecode(acc, &records, ops, r0, s1, x, acts, act, p.decodeBuf(worker))
 		}
 		if g0 := max(r0, static); g0 < r1 {
 			gateDots(g, keys, &records, ops, g0, r1, x, acts)
@@ -67,7 +67,7 @@ func FFNGated(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DType
 	if ops.AxpyTilesIdx != nil && (acts == nil || !active.Int8Down) && align > 1 {
 		pass = upDownTiled
 	}
-	chunkSums(p, y, H, len(sel), 1, func(acc []float32, lo, hi int) {
+	chunkSums(p, y, H, len(sel), 1, func(acc []float32, lo, hi, _ int) {
 		records := recordCursor{blocks: blocks, spans: spans}
 		pass(acc, &records, ops, sel[lo:hi], g, x, acts, act)
 	})

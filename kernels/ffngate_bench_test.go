@@ -242,7 +242,7 @@ func BenchmarkRoutedOverPaper(b *testing.B) {
 		copies, x := gatedLayers(dt, H, N, B, loaded)
 		y := make([]float32, H)
 		p := NewPool(2)
-		for _, G := range []int{8, 32, 64} {
+		for _, G := range []int{8, 32, 64, 128} {
 			static := (phi/4 + G - 1) / G * G
 			first, last := static/G, loaded/G
 			rng := rand.New(rand.NewPCG(7, uint64(G)))

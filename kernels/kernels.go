@@ -171,7 +171,7 @@ func MatMul(p *Pool, out []float32, w *Weight, x []float32) {
 		matMulInteger(p, [][]float32{out}, []*Weight{w}, x)
 		return
 	}
-	p.Run(w.Rows, func(lo, hi, _ int) {
+	runRows(p, T, len(w.Data), w.Rows, func(lo, hi, _ int) {
 		const rowBlock, tokTile = 64, 32
 		for r0 := lo; r0 < hi; r0 += rowBlock {
 			r1 := min(r0+rowBlock, hi)
@@ -261,8 +261,12 @@ func matMulInteger(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 	// 38.9 in pairs; whole q8_0 steps 1.09× dense, 1.16× at γ0.7 φ0.4 (2
 	// threads), 1.12× and 1.21× (1 thread) (docs/bench.md, fourteenth
 	// session).
+	bytes := 0
+	for _, w := range ws {
+		bytes += len(w.Data)
+	}
 	pairs := T == 1 && ops.Dot2Act != nil && dt != format.Q8_0 && p.Workers() == 1
-	p.Run(starts[len(ws)], func(lo, hi, _ int) {
+	runRows(p, T, bytes, starts[len(ws)], func(lo, hi, _ int) {
 		var o [2]float32
 		for i, w := range ws {
 			// This weight's rows within [lo, hi).
@@ -284,6 +288,26 @@ func matMulInteger(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 		}
 	})
 }
+
+// runRows runs a matvec's n rows (T tokens over weights of the given
+// bytes) on the pool, or on the calling goroutine alone where one token
+// meets at most matInline bytes: there the pool's hand-off costs more than
+// the second worker saves (a decode step's router, sirun --select router:
+// q8_0 U and V of 64×2048 and 64×64, cache-hot, 7.6 µs a token's pair
+// through the pool against 4.2 on one worker; the tiny model's 32×256 and
+// 96×32, 5.4 µs against 1.9, BenchmarkSmallMatMul). Each row is one
+// worker's whichever way, so the values are the same.
+func runRows(p *Pool, T, bytes, n int, fn func(lo, hi, worker int)) {
+	if T == 1 && bytes <= matInline {
+		fn(0, n, 0)
+		return
+	}
+	p.Run(n, fn)
+}
+
+// matInline is the most bytes of weights a one-token matvec reads on the
+// calling goroutine alone (runRows).
+const matInline = 32 << 10
 
 // matPairAhead is how many rows ahead the one-token integer matvec's pair
 // dots prefetch.

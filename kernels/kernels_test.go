@@ -202,7 +202,9 @@ func testMatMulAndFFNMatchReference(t *testing.T, tb *Table) {
 	for _, threads := range []int{1, 2, 3} {
 		p := NewPool(threads)
 		for _, dt := range append(dtypes, format.Q8_0, format.Q4_0) {
-			for _, shape := range [][3]int{{5, 13, 1}, {17, 64, 6}, {33, 100, 4}, {8, 2051, 9}, {13, 544, 26}} {
+			// One token over 6, 12 and 20 rows of 1024: weights on both
+			// sides of matInline (the calling goroutine alone, or the pool).
+			for _, shape := range [][3]int{{5, 13, 1}, {17, 64, 6}, {33, 100, 4}, {8, 2051, 9}, {13, 544, 26}, {6, 1024, 1}, {12, 1024, 1}, {20, 1024, 1}} {
 				rows, cols, T := shape[0], shape[1], shape[2]
 				if skip(dt, cols, rows, T) {
 					continue

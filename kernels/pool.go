@@ -29,16 +29,17 @@ type Pool struct {
 	pending atomic.Int32 // helpers still on the current job
 	closed  atomic.Bool
 	buf     []float32
-	acts    []Q8Act   // quantizeTokens' storage
-	tiles   ActTiles  // the prefill's activation tiles (Ops.PanelAct)
-	panels  [][]byte  // per worker: one packed panel
-	gemm    []float32 // the prefill GEMM's per-worker blocks
-	xb      []uint16  // the prefill's activations rounded to BF16
-	xr      []float32 // and as float32
-	att     []float32 // attentionLoop's score rows, one per worker
-	gates   []float32 // FFNGated's gate dots
-	keys    []uint32  // and their keys (two per record)
-	sel     []int32   // and the records it computes
+	acts    []Q8Act     // quantizeTokens' storage
+	tiles   ActTiles    // the prefill's activation tiles (Ops.PanelAct)
+	panels  [][]byte    // per worker: one packed panel
+	gemm    []float32   // the prefill GEMM's per-worker blocks
+	xb      []uint16    // the prefill's activations rounded to BF16
+	xr      []float32   // and as float32
+	att     []float32   // attentionLoop's score rows, one per worker
+	gates   []float32   // FFNGated's gate dots
+	keys    []uint32    // and their keys (two per record)
+	sel     []int32     // and the records it computes
+	dec     []decodeBuf // per worker: the decode FFN's scratch
 }
 
 type helper struct {
@@ -56,7 +57,7 @@ func NewPool(n int) *Pool {
 	if n <= 0 {
 		n = runtime.NumCPU()
 	}
-	p := &Pool{workers: n}
+	p := &Pool{workers: n, dec: make([]decodeBuf, n)}
 	for w := 1; w < n; w++ {
 		h := &helper{wake: make(chan struct{}, 1)}
 		p.helpers = append(p.helpers, h)
@@ -222,6 +223,9 @@ func (p *Pool) scratch(n int) []float32 {
 	}
 	return p.buf[:n]
 }
+
+// decodeBuf is worker w's decode FFN scratch.
+func (p *Pool) decodeBuf(w int) *decodeBuf { return &p.dec[w] }
 
 // actTiles lays acts out as tiles for weights of dtype dt, in storage the
 // pool keeps.
