@@ -5,6 +5,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sipack/sipack/format"
@@ -238,7 +239,7 @@ func runPacks(opt Options, paths []string, pool *kernels.Pool, probe *BandwidthP
 		pb.figures = []*benchFigure{{gamma: 1, phi: 1}}
 		methods := opt.Select
 		if len(methods) == 0 {
-			methods = []string{"paper"}
+			methods = []string{"auto"}
 		}
 		for _, g := range gammas {
 			for _, phi := range phis {
@@ -255,7 +256,10 @@ func runPacks(opt Options, paths []string, pool *kernels.Pool, probe *BandwidthP
 					if err != nil {
 						return nil, err
 					}
-					f := &benchFigure{gamma: g, phi: phi, method: method, sel: &runner.Selection{Phi: phi, Alpha: 0.2, Base: base, Compact: true, Method: name, Budget: budget}}
+					f := &benchFigure{gamma: g, phi: phi, method: method, sel: (&runner.Selection{Phi: phi, Alpha: 0.2, Base: base, Compact: true, Method: name, Budget: budget}).For(m)}
+					if name == "auto" { // named by what it runs on this pack
+						f.method = strings.Replace(method, name, f.sel.Method, 1)
+					}
 					if n := m.Config.IntermediateSize; f.sel.Validate(n, format.Count(g, n)) != nil {
 						continue // e.g. "gate" at φ ≤ γ/3
 					}
@@ -438,6 +442,8 @@ func (r *Report) Markdown(w io.Writer) {
 			} else {
 				c += " |"
 			}
+		} else if g.Select != "" && g.Select != "paper" {
+			run += ", " + g.Select // e.g. what --select auto ran on a routed pack
 		}
 		fmt.Fprintf(w, "| %s | %.1f | %.1f | %.2f | %.0f | %.1f | %.2f | %.0f %% | %.2f× |%s\n", run, g.Gamma, g.Phi, g.TokS, float64(g.BytesPerToken)/1e6, g.BandwidthGBs, g.BoundTokS, 100*g.BoundFraction, g.SpeedupDense, c)
 	}
@@ -467,13 +473,13 @@ func Ops(paths []string, opt Options, w io.Writer) error {
 			}
 			var sel *runner.Selection
 			if f.phi < f.gamma {
-				method, budget := "paper", ""
+				method, budget := "auto", ""
 				if len(opt.Select) > 0 {
 					if method, budget, err = runner.ParseMethod(opt.Select[0]); err != nil { // --ops: the first method given
 						return err
 					}
 				}
-				sel = &runner.Selection{Phi: f.phi, Alpha: 0.2, Base: float64(p.Index.BaseFraction), Compact: true, Method: method, Budget: budget}
+				sel = (&runner.Selection{Phi: f.phi, Alpha: 0.2, Base: float64(p.Index.BaseFraction), Compact: true, Method: method, Budget: budget}).For(m)
 			}
 			b, err := DecodeOps(m, pool, sel, opt.decodeDepth(), opt.Tokens)
 			p.Close()

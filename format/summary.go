@@ -88,7 +88,7 @@ func (p *Pack) Summary(w io.Writer) {
 		for _, t := range idx.Routers {
 			n += t.Length
 		}
-		fmt.Fprintf(w, "routers         rank %d over groups of %d ranks, %v, %s in all (sirun --select router)\n", idx.Routers[0].Shape[0], idx.RouterGroup, idx.Routers[0].DType, human(n))
+		fmt.Fprintf(w, "routers         rank %d over groups of %d ranks, %v, %s in all (sirun runs them by default)\n", idx.Routers[0].Shape[0], idx.RouterGroup, idx.Routers[0].DType, human(n))
 	}
 	fmt.Fprintf(w, "file            %s\n", human(pre.FileLen))
 	if idx.RanksPresent < c.IntermediateSize && len(idx.SparseLayers) > 0 {

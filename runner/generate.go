@@ -90,6 +90,7 @@ func (ss *Session) Prefill(prompt []int) ([]float32, *Votes, error) {
 	}
 	var votes *Votes
 	var pass Pass
+	ss.Sel = ss.Sel.For(ss.M) // "auto": the router where the pack has one
 	if ss.Sel != nil && ss.Sel.Budget == "pack" && !ss.M.Pack.HasBudgets() {
 		return nil, nil, fmt.Errorf("--budget pack: %s has no layer budgets (sipack convert with a calibrated profile writes them)", ss.M.Pack.Path)
 	}
@@ -133,6 +134,7 @@ func (ss *Session) Prefill(prompt []int) ([]float32, *Votes, error) {
 // PlanFor turns a prompt's votes into the decode plan (nil votes: a nil
 // plan, every loaded rank).
 func (ss *Session) PlanFor(votes *Votes) (Plan, error) {
+	ss.Sel = ss.Sel.For(ss.M)
 	c, ok := ss.counts()
 	if ok && ss.Sel.Gated() {
 		if !backend.CanGate(ss.S.ex) {

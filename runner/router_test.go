@@ -181,3 +181,47 @@ func TestRouterSelection(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoSelection: "auto" (sirun's default) runs the router on a routed
+// pack — the same tokens, no prompt votes — and the paper's votes on a pack
+// without routers, or where the selection re-selects or takes the "layer"
+// budget; For leaves the caller's selection as it was.
+func TestAutoSelection(t *testing.T) {
+	exactPath(t)
+	path, _ := routedPack(t, 8)
+	routed := loadModel(t, path, 0.7)
+	plain := loadModel(t, packOf(t, "../testdata/tinyllama", convert.Options{BaseFraction: 0.3}), 0.7)
+	auto := &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: "auto"}
+	for _, c := range []struct {
+		m      *Model
+		change func(*Selection)
+		want   string
+	}{
+		{routed, func(*Selection) {}, "router"},
+		{routed, func(s *Selection) { s.Reselect = 4 }, "paper"},
+		{routed, func(s *Selection) { s.Budget = "layer" }, "paper"},
+		{routed, func(s *Selection) { s.Budget = "pack" }, "router"},
+		{plain, func(*Selection) {}, "paper"},
+	} {
+		s := *auto
+		c.change(&s)
+		if got := s.For(c.m); got.Method != c.want || s.Method != "auto" {
+			t.Errorf("%+v on a pack with router group %d: %q (the caller's now %q), want %q", s, c.m.RouterGroup, got.Method, s.Method, c.want)
+		}
+	}
+	if hybrid := (&Selection{Method: "hybrid"}); hybrid.For(routed) != hybrid || (*Selection)(nil).For(routed) != nil {
+		t.Error("For changed a selection that is not auto")
+	}
+	prompt := []int{4094, 476, 25, 1312, 317, 3676, 271, 2025, 520, 334, 1892, 276, 306, 592, 349, 477, 25}
+	for _, c := range []struct {
+		m    *Model
+		want string
+	}{{routed, "router"}, {plain, "paper"}} {
+		s := *auto
+		got, ss := greedyWorkers(t, c.m, &s, prompt, 12, 1)
+		want, _ := greedyWorkers(t, c.m, &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: c.want}, prompt, 12, 1)
+		if !slices.Equal(got, want) || ss.Sel.Method != c.want || (ss.votes == nil) != (c.want == "router") {
+			t.Errorf("auto on a pack with router group %d: %v (as %q, votes %v), want %q's %v", c.m.RouterGroup, got, ss.Sel.Method, ss.votes != nil, c.want, want)
+		}
+	}
+}

@@ -45,7 +45,10 @@ type Selection struct {
 	// groups of consecutive ranks with the pack's router from its FFN
 	// input and computes, after the static base, the best-scored groups of
 	// the other loaded ranks up to φN; the pack must have routers, sipack
-	// route).
+	// route), or "auto" (For: "router" where the model's pack has routers
+	// and the selection neither re-selects nor takes the "layer" budget,
+	// else "paper" — sirun's default: a pack routed by sipack route runs
+	// its router, any other the paper's votes).
 	Method string
 	// Budget is how δ and φ are spread over the sparse layers (what each
 	// loads, γ, is the pack's layout): "" or "auto" (the pack's layer
@@ -69,7 +72,23 @@ type Selection struct {
 }
 
 // Methods are the selection methods Selection.Method accepts.
-var Methods = []string{"paper", "mass", "l2", "signed", "gate", "hybrid", "router"}
+var Methods = []string{"auto", "paper", "mass", "l2", "signed", "gate", "hybrid", "router"}
+
+// For returns the selection m runs: an "auto" one as "router" where m's
+// pack has routers (sipack route) and the selection takes no re-selection
+// and no "layer" budget (the router chooses every token's neurons itself),
+// else as "paper"; any other as it is (nil stays nil).
+func (s *Selection) For(m *Model) *Selection {
+	if s == nil || s.Method != "auto" {
+		return s
+	}
+	c := *s
+	c.Method = "paper"
+	if m.RouterGroup > 0 && s.Reselect == 0 && s.Budget != "layer" {
+		c.Method = "router"
+	}
+	return &c
+}
 
 // ParseMethod splits a method as sirun bench's --select names it,
 // METHOD or METHOD/BUDGET (paper/uniform: the paper's votes with the

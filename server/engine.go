@@ -177,10 +177,11 @@ func (s *Slot) selection(r *Request) (*runner.Selection, error) {
 		sel.Method = r.Select
 	}
 	m := s.e.opt.Model
-	if err := sel.Validate(m.Config.IntermediateSize, m.Pack.LoadedRanks); err != nil {
+	rs := sel.For(m)
+	if err := rs.Validate(m.Config.IntermediateSize, m.Pack.LoadedRanks); err != nil {
 		return nil, err
 	}
-	return &sel, nil
+	return rs, nil
 }
 
 // Generate runs a request on the slot. It stops early, with FinishReason

@@ -17,13 +17,14 @@ import (
 
 var routeCmd = &cli.Command{
 	Name:      "route",
-	Usage:     "fit per-token group routers for a pack (sirun --select router)",
+	Usage:     "fit per-token group routers for a pack (which sirun then runs by default)",
 	ArgsUsage: "PACK",
 	Description: "Runs the pack with every neuron over the task's training prompts, each followed by its\n" +
 		"reference (or greedy tokens), and fits for every sparse layer a low-rank linear map from\n" +
 		"the FFN's input to the Σ|h| of each group of --group consecutive ranks. The pack is\n" +
-		"written again to --output with the routers added (format v1.5); sirun --select router then\n" +
-		"computes, after the static base, the groups each decode token's router scores highest.",
+		"written again to --output with the routers added (format v1.5); sirun then computes by\n" +
+		"default (--select auto, or router), after the static base, the groups each decode token's\n" +
+		"router scores highest; --select paper runs the paper's prompt votes on it instead.",
 	Flags: []cli.Flag{
 		&cli.StringFlag{Name: "task", Required: true, Usage: "task name (" + fmt.Sprint(manifests.Builtin()) + ") or a manifest `FILE`"},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "pack `FILE` to write (the input is left as it is)"},

@@ -29,7 +29,7 @@ var selectionFlags = []cli.Flag{
 	&cli.Float64Flag{Name: "alpha", Value: 0.2, Usage: "fraction α of loaded neurons each prompt token votes for"},
 	&cli.Float64Flag{Name: "base", Usage: "static fraction δ (default: the pack's, as converted)"},
 	&cli.BoolFlag{Name: "gather", Usage: "gather dynamic neurons in place instead of compacting them per prompt"},
-	&cli.StringFlag{Name: "select", Value: "paper", Usage: "how prompt tokens choose the dynamic neurons: paper (top-α vote counts, as SelectInfer), mass (|h| normalised per token), l2 (GRIFFIN's per-token-normalised L2), signed (CoreInfer: top-α by h itself, vote counts), gate (no votes: each decode token computes the neurons its gate rows pick, within the same bytes per token as φ; needs φ > γ/3), or hybrid (gate after a static base: the first δN ranks computed whole, at most half of the gate's neurons, the gate choosing the rest among the other loaded ranks; the same bytes, fewer of them scattered), or router (no votes: each decode token computes, after a static part of at most a quarter of φN, the groups of consecutive ranks the pack's router scores highest from its FFN input; packs routed by sipack route)"},
+	&cli.StringFlag{Name: "select", Value: "auto", Usage: "how the decode's neurons are chosen: auto (router where the pack has routers, else paper), paper (top-α vote counts, as SelectInfer), mass (|h| normalised per token), l2 (GRIFFIN's per-token-normalised L2), signed (CoreInfer: top-α by h itself, vote counts), gate (no votes: each decode token computes the neurons its gate rows pick, within the same bytes per token as φ; needs φ > γ/3), or hybrid (gate after a static base: the first δN ranks computed whole, at most half of the gate's neurons, the gate choosing the rest among the other loaded ranks; the same bytes, fewer of them scattered), or router (no votes: each decode token computes, after a static part of at most a quarter of φN, the groups of consecutive ranks the pack's router scores highest from its FFN input; packs routed by sipack route)"},
 	&cli.StringFlag{Name: "budget", Value: "auto", Usage: "how δ and φ spread over the sparse layers (what each loads is the pack's): auto (the pack's layer budgets where it has them, else uniform), pack (the pack's layer budgets: each layer's share by the sensitivity its profile calibrated, at the same total), uniform (δN and φN in every layer, as SelectInfer) or layer (the static neurons by each layer's task-profile concentration; packs without layer budgets)"},
 	&cli.IntFlag{Name: "reselect", Usage: "re-select the dynamic neurons every N decoded tokens, from a step over every loaded neuron (0: never, as SelectInfer)"},
 	&cli.Float64Flag{Name: "reselect-weight", Value: 1, Usage: "votes a re-selection token casts, against a prompt token's 1"},
@@ -98,6 +98,7 @@ func openSelected(c *cli.Context, path string, ctx, seqs int) (*format.Pack, *ru
 	}
 	sel := &runner.Selection{Phi: c.Float64("phi"), Alpha: c.Float64("alpha"), Base: base, Compact: !c.Bool("gather"), Method: c.String("select"), Budget: c.String("budget"),
 		Reselect: c.Int("reselect"), ReselectWeight: c.Float64("reselect-weight")}
+	sel = sel.For(m) // auto: the router where the pack has routers
 	N := pack.Index.Config.IntermediateSize
 	if err := sel.Validate(N, pack.LoadedRanks); err != nil {
 		pack.Close()

@@ -490,12 +490,28 @@ func TestRouterCLI(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.N != 6 {
 		t.Fatalf("eval --select router (%d): %q %s", code, out, errOut)
 	}
-	if out, errOut, code := run(t, "", routed, "-p", "In the beginning", "-n", "6", "--gamma", "0.7", "--phi", "0.4", "--select", "router", "--temp", "0"); code != 0 || out == "" {
-		t.Fatalf("generate --select router (%d): %q %s", code, out, errOut)
+	// The default (--select auto) runs a routed pack's router.
+	out2, errOut, code := run(t, "", "eval", "--task", "translate", routed, "--limit", "6", "--json", "-q", "--gamma", "0.7", "--phi", "0.4")
+	var res2 struct {
+		Score float64 `json:"score"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out2), &res2) != nil || res2.Score != res.Score {
+		t.Fatalf("eval by default on a routed pack (%d): %q %s, want --select router's score %v", code, out2, errOut, res.Score)
+	}
+	gen, errOut, code := run(t, "", routed, "-p", "In the beginning", "-n", "6", "--gamma", "0.7", "--phi", "0.4", "--select", "router", "--temp", "0")
+	if code != 0 || gen == "" {
+		t.Fatalf("generate --select router (%d): %q %s", code, gen, errOut)
+	}
+	if def, errOut, code := run(t, "", routed, "-p", "In the beginning", "-n", "6", "--gamma", "0.7", "--phi", "0.4", "--temp", "0"); code != 0 || def != gen {
+		t.Fatalf("generate by default on a routed pack (%d): %q %s, want --select router's %q", code, def, errOut, gen)
 	}
 	out, errOut, code = run(t, "", "bench", "--quick", "--json", "--select", "paper,router", "--rounds", "1", "--tokens", "2", "--prefill", "8", "--threads", "2", routed)
 	if code != 0 || !strings.Contains(out, `"select":"router"`) {
 		t.Fatalf("bench --select paper,router (%d): %q %s", code, out, errOut)
+	}
+	out, errOut, code = run(t, "", "bench", "--quick", "--json", "--rounds", "1", "--tokens", "2", "--prefill", "8", "--threads", "2", routed)
+	if code != 0 || !strings.Contains(out, `"select":"router"`) {
+		t.Fatalf("bench by default on a routed pack (%d): %q %s", code, out, errOut)
 	}
 	if _, errOut, code := run(t, "", pack, "-p", "x", "-n", "2", "--gamma", "0.7", "--phi", "0.4", "--select", "router"); code == 0 || !strings.Contains(errOut, "has no routers") || !strings.Contains(errOut, filepath.Base(pack)) {
 		t.Fatalf("router on a pack without routers: exit %d, %q", code, errOut)
