@@ -34,8 +34,8 @@ type params struct {
 	N         *int  `json:"n"`
 	IgnoreEOS *bool `json:"ignore_eos"`
 	// Extensions: this request's SelectInfer φ and α (γ is the server's),
-	// and how it chooses its neurons (sirun's --select: paper, mass, l2,
-	// signed, gate, hybrid or router).
+	// and how it chooses its neurons (sirun's --select: auto, paper, mass,
+	// l2, signed, gate, hybrid or router).
 	Phi    *float64 `json:"phi"`
 	Alpha  *float64 `json:"alpha"`
 	Select *string  `json:"select"`

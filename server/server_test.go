@@ -348,6 +348,10 @@ func TestPerRequestSelection(t *testing.T) {
 	if code != 200 || math.Abs(hy-n) > 0.01*n+6 {
 		t.Fatalf("hybrid at phi 0.4: %d, %v records' bytes per token, want the paper's %v", code, hy, n)
 	}
+	// "auto" on a pack without routers is the paper's selection.
+	if code, a := records(`{"prompt": "In the beginning", "max_tokens": 4, "temperature": 0, "phi": 0.4, "alpha": 0.2, "select": "auto"}`); code != 200 || a != n {
+		t.Fatalf("auto at phi 0.4: %d, %v records per token, want the paper's %v", code, a, n)
+	}
 	for _, bad := range []string{
 		`{"prompt": "x", "phi": 0.4, "select": "nope"}`,
 		`{"prompt": "x", "phi": 0.3, "select": "gate"}`,   // φ ≤ γ/3 with all loaded
