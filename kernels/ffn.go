@@ -637,9 +637,14 @@ func downTiles(ops *Ops, y, h []float32, blk *format.RecordBlock, j0 int) {
 	c := 0
 	if ops.AxpyTiles != nil && whole > 0 {
 		// From record j0's first piece to the end of the block's pieces:
-		// the kernel reads chunk c's n pieces at c·TileCap·T on.
+		// the kernel reads chunk c's n pieces at c·TileCap·T on — one run
+		// where n is the whole block, else short runs apart (AxpyTilesGap).
 		o := (blk.First + j0) * T
-		ops.AxpyTiles(y[:whole*format.DownTile], h, blk.Down[o:], blk.TileCap*T)
+		axpy := ops.AxpyTiles
+		if n < blk.TileCap && ops.AxpyTilesGap != nil {
+			axpy = ops.AxpyTilesGap
+		}
+		axpy(y[:whole*format.DownTile], h, blk.Down[o:], blk.TileCap*T)
 		c = whole
 	}
 	for ; c < nc; c++ {

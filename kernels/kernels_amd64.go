@@ -345,6 +345,7 @@ func avx2Table() *Table {
 	f16.Dot, f16.Axpy = rowDot(dotF16AVX2, dotF16Ref, 31), rowAxpy(axpyF16AVX2, axpyF16Ref, 31)
 	f16.AxpyTiles, f16.AxpyTilesIdx = tilesAxpy(axpyTilesF16AVX2), tilesIdxAxpy(axpyTilesIdxF16AVX2)
 	bf16.AxpyTiles, bf16.AxpyTilesIdx = tilesAxpy(axpyTilesBF16AVX2), tilesIdxAxpy(axpyTilesIdxBF16AVX2)
+	f16.AxpyTilesGap, bf16.AxpyTilesGap = tilesAxpy(axpyTilesGapF16AVX2), tilesAxpy(axpyTilesGapBF16AVX2)
 	f16.Dot4 = dot4Of(dot4F16AVX2, dotF16Ref)
 	f16.Dot2, f16.Axpy4 = dot2Of(dot2F16AVX2, dotF16Ref), axpy4Of(axpy4F16AVX2, axpyF16Ref)
 	// The decode attention's scores, and its weighted values 16 of the
@@ -376,6 +377,7 @@ func avx2Table() *Table {
 	q80.PackRow = packRowOf(packRowQ80AVX2, packRowQ8Flip)
 	q80.Axpy, q40.Axpy = blockAxpy(axpyQ80AVX2), blockAxpy(axpyQ40AVX2)
 	q80.AxpyTiles, q40.AxpyTiles = tilesAxpy(axpyTilesQ80AVX2), tilesAxpy(axpyTilesQ40AVX2)
+	q80.AxpyTilesGap, q40.AxpyTilesGap = tilesAxpy(axpyTilesGapQ80AVX2), tilesAxpy(axpyTilesGapQ40AVX2)
 	q80.AxpyTilesIdx, q40.AxpyTilesIdx = tilesIdxAxpy(axpyTilesIdxQ80AVX2), tilesIdxAxpy(axpyTilesIdxQ40AVX2)
 	// The four-row axpys of the block types exist on AVX-512 only; the
 	// reference composes four of this table's row axpys.
@@ -450,8 +452,10 @@ func avx512Table(avx2 *Table) *Table {
 	q40.PanelAct, q80.PanelAct, q80.PanelSigned = nil, nil, false
 	q40.Axpy, q80.Axpy = blockAxpy(axpyQ40AVX512), blockAxpy(axpyQ80AVX512)
 	q80.AxpyTiles, q40.AxpyTiles = tilesAxpy(axpyTilesQ80AVX512), tilesAxpy(axpyTilesQ40AVX512)
+	q80.AxpyTilesGap, q40.AxpyTilesGap = tilesAxpy(axpyTilesGapQ80AVX512), tilesAxpy(axpyTilesGapQ40AVX512)
 	t.ops[format.F16].AxpyTiles, t.ops[format.F16].AxpyTilesIdx = tilesAxpy(axpyTilesF16AVX512), tilesIdxAxpy(axpyTilesIdxF16AVX512)
 	t.ops[format.BF16].AxpyTiles, t.ops[format.BF16].AxpyTilesIdx = tilesAxpy(axpyTilesBF16AVX512), tilesIdxAxpy(axpyTilesIdxBF16AVX512)
+	t.ops[format.F16].AxpyTilesGap, t.ops[format.BF16].AxpyTilesGap = tilesAxpy(axpyTilesGapF16AVX512), tilesAxpy(axpyTilesGapBF16AVX512)
 	q80.AxpyTilesIdx, q40.AxpyTilesIdx = tilesIdxAxpy(axpyTilesIdxQ80AVX512), tilesIdxAxpy(axpyTilesIdxQ40AVX512)
 	// Rows of other lengths than whole chunks of 16 blocks: four of the
 	// row axpys, the same arithmetic in the same order, so every band
@@ -891,3 +895,27 @@ func expSubSumOf(k func(x *float32, n int, m float32) float32, w int) func(x []f
 		return s + expSubSumRef(x[n:], m)
 	}
 }
+
+//go:noescape
+func axpyTilesGapQ80AVX512(y *float32, h *float32, w *byte, n, chunks, cstride int)
+
+//go:noescape
+func axpyTilesGapQ40AVX512(y *float32, h *float32, w *byte, n, chunks, cstride int)
+
+//go:noescape
+func axpyTilesGapQ80AVX2(y *float32, h *float32, w *byte, n, chunks, cstride int)
+
+//go:noescape
+func axpyTilesGapQ40AVX2(y *float32, h *float32, w *byte, n, chunks, cstride int)
+
+//go:noescape
+func axpyTilesGapF16AVX512(y *float32, h *float32, w *byte, n, chunks, cstride int)
+
+//go:noescape
+func axpyTilesGapF16AVX2(y *float32, h *float32, w *byte, n, chunks, cstride int)
+
+//go:noescape
+func axpyTilesGapBF16AVX512(y *float32, h *float32, w *byte, n, chunks, cstride int)
+
+//go:noescape
+func axpyTilesGapBF16AVX2(y *float32, h *float32, w *byte, n, chunks, cstride int)

@@ -39,6 +39,11 @@ type Ops struct {
 	// takes the single-row Axpy's multiply-adds in its order (the same
 	// sums to the bit), from one ascending stream.
 	AxpyTiles func(y, h []float32, w []byte, cstride int)
+	// AxpyTilesGap, where present, is AxpyTiles for a run of fewer records
+	// than its block holds, whose chunks lie apart (a routed group's
+	// sub-block): the same sums, each record's piece of the next chunk
+	// prefetched as its piece of this one is added.
+	AxpyTilesGap func(y, h []float32, w []byte, cstride int)
 	// AxpyTilesIdx is AxpyTiles over chosen records of a tiled block:
 	// record q's piece of chunk c at w[c·cstride + idx[q]·piece:], idx
 	// ascending (the gated methods' chosen records).

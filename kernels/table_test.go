@@ -282,3 +282,38 @@ func TestMaxScale(t *testing.T) {
 		}
 	}
 }
+
+// TestAxpyTilesGapIsAxpyTiles: a table's Gap kernel (the tiled down
+// projection of a sub-block, prefetching the next chunk's pieces) gives
+// AxpyTiles' sums to the bit, for runs of a block at every offset and
+// length short of the whole block. (Planting a Gap kernel that steps a
+// piece too far makes it fail.)
+func TestAxpyTilesGapIsAxpyTiles(t *testing.T) {
+	forTables(t, func(t *testing.T, tb *Table) {
+		rng := rand.New(rand.NewPCG(31, 32))
+		const H, B = 256, 24
+		for _, dt := range []format.DType{format.BF16, format.F16, format.Q8_0, format.Q4_0} {
+			ops := tb.Ops(dt)
+			if ops.AxpyTilesGap == nil {
+				continue
+			}
+			R, _ := dt.RowBytes(H)
+			recs, _ := randRow(rng, dt, B*3*H)
+			blk := format.PutBlock(make([]byte, B*3*R), recs, B, R, format.Tiled, format.TileBytes(dt))
+			T := blk.Tile
+			for j0 := 0; j0 < B; j0 += 5 {
+				for n := 1; j0+n <= B && n < B; n += 3 {
+					h := randVec(rng, n)
+					y0 := randVec(rng, H)
+					want, got := slices.Clone(y0), slices.Clone(y0)
+					o := (blk.First + j0) * T
+					ops.AxpyTiles(want, h, blk.Down[o:], blk.TileCap*T)
+					ops.AxpyTilesGap(got, h, blk.Down[o:], blk.TileCap*T)
+					if !slices.Equal(got, want) {
+						t.Fatalf("%v records [%d, %d) of %d: the Gap kernel's sums differ from AxpyTiles'", dt, j0, j0+n, B)
+					}
+				}
+			}
+		}
+	})
+}
