@@ -118,7 +118,7 @@ var routeCmd = &cli.Command{
 			fmt.Fprintf(os.Stderr, "wrote %s: routers of rank %d over groups of %d ranks in %d layers (%s, %s), fitted on %d positions of %d texts in %s\n",
 				out, routers[0].Rank, group, len(routers), dt, cliutil.HumanBytes(uint64(bytes)), tokens, len(texts), time.Since(start).Round(time.Second))
 			if p.Layout() == format.Tiled {
-				fmt.Fprintf(os.Stderr, "note: %s's bands are tiled (%v records): sirun runs the router by default, and on a 1B model's tiled bf16 pack it decoded at 0.87-0.92 of the paper's selection's speed (0.91-0.95 from a pack converted with --layout pairs; q4_0 packs 0.99-1.00): --select paper runs the paper's on %s (docs/selection.md, thirteenth screen)\n", in, p.Index.RecordDType, out)
+				fmt.Fprintf(os.Stderr, "note: %s's bands are tiled (%v records): sirun runs the router by default, and on the 1B shape a tiled bf16 pack's router decoded at about 0.92 of the paper's selection's speed, a q4_0 pack's (pairs) at 0.99-1.00; --select paper runs the paper's on %s (docs/selection.md, thirteenth screen)\n", in, p.Index.RecordDType, out)
 			}
 		}
 		return nil
