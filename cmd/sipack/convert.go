@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 
 	"github.com/sipack/sipack/cmd/internal/cliutil"
 	"github.com/sipack/sipack/convert"
+	"github.com/sipack/sipack/internal/tmpfile"
+	"github.com/sipack/sipack/manifests"
 	"github.com/sipack/sipack/profile"
 )
 
@@ -45,6 +48,7 @@ var convertCmd = &cli.Command{
 		&cli.StringFlag{Name: "layer-budget", Value: "auto", Usage: "how the sparse layers share γ, δ and φ: auto (by the task profile's sensitivity curves where it has them — a layer whose FFN the text needs more gets more of every fraction, at the same total — else uniform), sensitivity (require them) or uniform (the same fraction in every layer, as SelectInfer)"},
 		&cli.StringSliceFlag{Name: "manifests", Usage: "extra `DIR`s of task manifests"},
 		&cli.StringFlag{Name: "chat-template", Usage: "set or override the chat template: a tokenizer_config.json or a Jinja `FILE`"},
+		&cli.StringFlag{Name: "route", Usage: "then fit per-token group routers on this `TASK`'s train prompts (a name or manifest FILE), as sipack route --task TASK with its defaults, which sirun runs by default"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary"},
 	},
 	Action: func(c *cli.Context) error {
@@ -73,6 +77,20 @@ var convertCmd = &cli.Command{
 		if b := c.Float64("base"); !(b > 0 && b <= 1) {
 			return fmt.Errorf("--base must be in (0, 1], got %v", b)
 		}
+		// With --route the converted pack is a temporary file next to the
+		// output, which the routed pack replaces; the task is read first,
+		// so that a bad name costs no conversion.
+		var route *manifests.Manifest
+		target := out
+		if task := c.String("route"); task != "" {
+			var err error
+			if route, err = manifests.Load(task, c.StringSlice("manifests")...); err != nil {
+				return fmt.Errorf("--route: %w", err)
+			}
+			cliutil.RemoveStaleTemps(os.Stderr, "sipack", out+".unrouted")
+			target = tmpfile.Name(out + ".unrouted")
+			defer os.Remove(target)
+		}
 		ctx, stop := cliutil.SignalContext()
 		defer stop()
 		order, err := rankOrder(ctx, c, dir)
@@ -88,7 +106,7 @@ var convertCmd = &cli.Command{
 		}
 		start := time.Now()
 		res, err := convert.Convert(ctx, convert.Options{
-			ModelDir: dir, Output: out, DType: c.String("dtype"), DenseDType: c.String("dense-dtype"), BandNeurons: c.Int("band"), Layout: c.String("layout"),
+			ModelDir: dir, Output: target, DType: c.String("dtype"), DenseDType: c.String("dense-dtype"), BandNeurons: c.Int("band"), Layout: c.String("layout"),
 			DenseLayers: c.IntSlice("dense-layers"), Order: order, BaseFraction: float32(c.Float64("base")),
 			ChatTemplate: c.String("chat-template"),
 			Progress: func(n int, total int64) {
@@ -112,9 +130,18 @@ var convertCmd = &cli.Command{
 					how += " of task " + order.Provenance.Task
 				}
 			}
-			fmt.Fprintf(os.Stderr, "wrote %s: %s, %s, %s in %.2f s (%.2f GB/s)\n", res.Path, res.DType, how, cliutil.HumanBytes(uint64(res.Bytes)), secs, float64(res.Bytes)/secs/1e9)
+			verb := "wrote " + res.Path
+			if route != nil {
+				verb = "converted"
+			}
+			fmt.Fprintf(os.Stderr, "%s: %s, %s, %s in %.2f s (%.2f GB/s)\n", verb, res.DType, how, cliutil.HumanBytes(uint64(res.Bytes)), secs, float64(res.Bytes)/secs/1e9)
 		}
-		return nil
+		if route == nil {
+			return nil
+		}
+		o := routeDefaults
+		o.Jobs, o.Threads, o.Quiet = runtime.NumCPU(), runtime.NumCPU(), c.Bool("quiet")
+		return routePack(ctx, target, out, route, o)
 	},
 }
 

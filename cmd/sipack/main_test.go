@@ -412,6 +412,39 @@ func TestLayerBudgetCLI(t *testing.T) {
 // TestRouteCLI: sipack route writes a copy of the pack with routers that
 // inspect and verify accept, leaves the input as it was, and refuses bad
 // options without leaving an output behind.
+// TestConvertRoute: convert --route TASK writes what convert and then route
+// --task TASK with route's defaults write, and leaves no other file; a bad
+// task is refused before converting, with nothing written.
+func TestConvertRoute(t *testing.T) {
+	dir := t.TempDir()
+	plain, routed, both := filepath.Join(dir, "plain.sip"), filepath.Join(dir, "routed.sip"), filepath.Join(dir, "both.sip")
+	if _, e, code := run(t, "convert", tiny, "-o", plain, "-q"); code != 0 {
+		t.Fatal(e)
+	}
+	if _, e, code := run(t, "route", "--task", "translate", plain, "-o", routed, "-q"); code != 0 {
+		t.Fatal(e)
+	}
+	if _, e, code := run(t, "convert", tiny, "-o", both, "--route", "translate"); code != 0 || !strings.Contains(e, "wrote "+both+": routers of rank 32 over groups of 8 ranks") {
+		t.Fatalf("convert --route (%d): %s", code, e)
+	}
+	want, _ := os.ReadFile(routed)
+	if got, err := os.ReadFile(both); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("convert --route wrote %d bytes (%v), not route's %d", len(got), err, len(want))
+	}
+	bad := filepath.Join(dir, "bad.sip")
+	if _, e, code := run(t, "convert", tiny, "-o", bad, "--route", "nope"); code == 0 || !strings.Contains(e, "nope") {
+		t.Fatalf("convert --route nope: exit %d, %q", code, e)
+	}
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if !slices.Equal(names, []string{"both.sip", "plain.sip", "routed.sip"}) {
+		t.Fatalf("files left: %v", names)
+	}
+}
+
 func TestRouteCLI(t *testing.T) {
 	dir := t.TempDir()
 	pack, routed := filepath.Join(dir, "tiny.sip"), filepath.Join(dir, "routed.sip")

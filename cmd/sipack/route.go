@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"runtime"
@@ -29,14 +30,14 @@ var routeCmd = &cli.Command{
 		&cli.StringFlag{Name: "task", Required: true, Usage: "task name (" + fmt.Sprint(manifests.Builtin()) + ") or a manifest `FILE`"},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "pack `FILE` to write (the input is left as it is)"},
 		&cli.StringFlag{Name: "data", Usage: "JSONL `FILE` of {\"prompt\": ..., \"reference\": ...} rows instead of the task's own"},
-		&cli.IntFlag{Name: "max-prompts", Value: 300, Usage: "fit on at most this many prompts (a seeded sample)"},
-		&cli.StringFlag{Name: "continue", Value: "reference", Usage: "what follows each prompt: reference (the row's reference, teacher-forced) or greedy (the pack's own greedy tokens)"},
+		&cli.IntFlag{Name: "max-prompts", Value: routeDefaults.MaxPrompts, Usage: "fit on at most this many prompts (a seeded sample)"},
+		&cli.StringFlag{Name: "continue", Value: routeDefaults.Continue, Usage: "what follows each prompt: reference (the row's reference, teacher-forced) or greedy (the pack's own greedy tokens)"},
 		&cli.IntFlag{Name: "gen-tokens", Value: -1, Usage: "tokens that follow each prompt, at most (-1: the manifest's)"},
 		&cli.IntFlag{Name: "group", Usage: "consecutive ranks per routed group (0: a power of two whose gate rows come to 128 KiB, at most a 64th of a layer's neurons, at least 8)"},
 		&cli.IntFlag{Name: "rank", Usage: "rank of each layer's router (0: hidden size / 32, at least 32)"},
 		&cli.IntFlag{Name: "cluster", Usage: "first reorder each window of this many groups (8 is a good start) so that a group's neurons fire together, by their co-activation over 100 of the prompts; for large groups (0: groups in the task's rank order)"},
-		&cli.Float64Flag{Name: "ridge", Value: 1e-3, Usage: "ridge λ as a fraction of the inputs' mean square"},
-		&cli.StringFlag{Name: "dtype", Value: "q8_0", Usage: "dtype of the routers' matrices: f32, bf16, f16 or q8_0 (q8_0: --rank a multiple of 32)"},
+		&cli.Float64Flag{Name: "ridge", Value: routeDefaults.Ridge, Usage: "ridge λ as a fraction of the inputs' mean square"},
+		&cli.StringFlag{Name: "dtype", Value: routeDefaults.DType.String(), Usage: "dtype of the routers' matrices: f32, bf16, f16 or q8_0 (q8_0: --rank a multiple of 32)"},
 		&cli.Uint64Flag{Name: "seed", Usage: "seed of the prompt sample"},
 		&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: runtime.NumCPU(), Usage: "threads"},
 		&cli.StringSliceFlag{Name: "manifests", Usage: "extra `DIR`s of task manifests"},
@@ -65,62 +66,89 @@ var routeCmd = &cli.Command{
 		cliutil.RemoveStaleTemps(os.Stderr, "sipack", out)
 		ctx, stop := cliutil.SignalContext()
 		defer stop()
-		p, err := format.Open(in, format.OpenOptions{})
-		if err != nil {
-			return err
-		}
-		defer p.Close()
-		if len(p.Index.SparseLayers) == 0 {
-			return fmt.Errorf("%s has no sparse layers to route", in)
-		}
-		if p.LoadedRanks < p.Index.Config.IntermediateSize {
-			return fmt.Errorf("%s holds %d of %d ranks per layer (a slice); fit routers on the whole pack, then slice it", in, p.LoadedRanks, p.Index.Config.IntermediateSize)
-		}
-		m, err := runner.Load(p)
-		if err != nil {
-			return err
-		}
-		texts, err := profile.TaskTexts(m, man, profile.TaskOptions{
-			Data: c.String("data"), MaxPrompts: c.Int("max-prompts"), GenTokens: c.Int("gen-tokens"),
-			Seed: c.Uint64("seed"), Continue: c.String("continue"), Jobs: c.Int("threads"),
+		return routePack(ctx, in, out, man, routeOptions{
+			TaskOptions: profile.TaskOptions{
+				Data: c.String("data"), MaxPrompts: c.Int("max-prompts"), GenTokens: c.Int("gen-tokens"),
+				Seed: c.Uint64("seed"), Continue: c.String("continue"), Jobs: c.Int("threads"),
+			},
+			RouterOptions: profile.RouterOptions{
+				Group: c.Int("group"), Rank: c.Int("rank"), Ridge: c.Float64("ridge"), Cluster: c.Int("cluster"), DType: dt, Threads: c.Int("threads"),
+			},
+			Quiet: c.Bool("quiet"),
 		})
-		if err != nil {
-			return err
-		}
-		bar := &cliutil.Progress{}
-		if !c.Bool("quiet") {
-			bar = cliutil.NewProgress("route "+man.Name, int64(len(texts)), false)
-		}
-		start := time.Now()
-		routers, group, err := profile.FitRouters(ctx, m, texts, profile.RouterOptions{
-			Group: c.Int("group"), Rank: c.Int("rank"), Ridge: c.Float64("ridge"), Cluster: c.Int("cluster"), DType: dt, Threads: c.Int("threads"),
-			Progress: func(done, total int) { bar.Add(1) },
-		})
-		bar.Done(err == nil)
-		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("interrupted; no pack written to %s", out)
-			}
-			return err
-		}
-		if err := format.WithRouters(ctx, p, group, routers, out); err != nil {
-			return err
-		}
-		if !c.Bool("quiet") {
-			var bytes int
-			for _, r := range routers {
-				bytes += len(r.U) + len(r.B) + len(r.V)
-			}
-			tokens := 0
-			for _, t := range texts {
-				tokens += len(t.Tokens) - t.From + 1
-			}
-			fmt.Fprintf(os.Stderr, "wrote %s: routers of rank %d over groups of %d ranks in %d layers (%s, %s), fitted on %d positions of %d texts in %s\n",
-				out, routers[0].Rank, group, len(routers), dt, cliutil.HumanBytes(uint64(bytes)), tokens, len(texts), time.Since(start).Round(time.Second))
-			if p.Layout() == format.Tiled {
-				fmt.Fprintf(os.Stderr, "note: %s's bands are tiled (%v records): sirun runs the router by default, and on the 1B shape a tiled bf16 pack's router decoded at about 0.92 of the paper's selection's speed, a q4_0 pack's (pairs) at 0.99-1.00; --select paper runs the paper's on %s (docs/selection.md, thirteenth screen)\n", in, p.Index.RecordDType, out)
-			}
-		}
-		return nil
 	},
+}
+
+// routeDefaults are sipack route's defaults (sipack convert --route fits
+// with them; Jobs and Threads are set from the CPUs).
+var routeDefaults = routeOptions{
+	TaskOptions:   profile.TaskOptions{MaxPrompts: 300, GenTokens: -1, Continue: "reference"},
+	RouterOptions: profile.RouterOptions{Ridge: 1e-3, DType: format.Q8_0},
+}
+
+// routeOptions are what routePack fits with: the texts (TaskOptions) and
+// the routers (RouterOptions; its Progress is routePack's bar).
+type routeOptions struct {
+	profile.TaskOptions
+	profile.RouterOptions
+	Quiet bool
+}
+
+// routePack fits routers on the task's texts for the whole pack at in and
+// writes the pack with them to out (sipack route, and sipack convert
+// --route after it converts).
+func routePack(ctx context.Context, in, out string, man *manifests.Manifest, o routeOptions) error {
+	p, err := format.Open(in, format.OpenOptions{})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	if len(p.Index.SparseLayers) == 0 {
+		return fmt.Errorf("%s has no sparse layers to route", in)
+	}
+	if p.LoadedRanks < p.Index.Config.IntermediateSize {
+		return fmt.Errorf("%s holds %d of %d ranks per layer (a slice); fit routers on the whole pack, then slice it", in, p.LoadedRanks, p.Index.Config.IntermediateSize)
+	}
+	m, err := runner.Load(p)
+	if err != nil {
+		return err
+	}
+	texts, err := profile.TaskTexts(m, man, o.TaskOptions)
+	if err != nil {
+		return err
+	}
+	bar := &cliutil.Progress{}
+	if !o.Quiet {
+		bar = cliutil.NewProgress("route "+man.Name, int64(len(texts)), false)
+	}
+	start := time.Now()
+	ro := o.RouterOptions
+	ro.Progress = func(done, total int) { bar.Add(1) }
+	routers, group, err := profile.FitRouters(ctx, m, texts, ro)
+	bar.Done(err == nil)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted; no pack written to %s", out)
+		}
+		return err
+	}
+	if err := format.WithRouters(ctx, p, group, routers, out); err != nil {
+		return err
+	}
+	if !o.Quiet {
+		var bytes int
+		for _, r := range routers {
+			bytes += len(r.U) + len(r.B) + len(r.V)
+		}
+		tokens := 0
+		for _, t := range texts {
+			tokens += len(t.Tokens) - t.From + 1
+		}
+		fmt.Fprintf(os.Stderr, "wrote %s: routers of rank %d over groups of %d ranks in %d layers (%s, %s), fitted on %d positions of %d texts in %s\n",
+			out, routers[0].Rank, group, len(routers), ro.DType, cliutil.HumanBytes(uint64(bytes)), tokens, len(texts), time.Since(start).Round(time.Second))
+		if p.Layout() == format.Tiled {
+			fmt.Fprintf(os.Stderr, "note: %s's bands are tiled (%v records): sirun runs its router by default, and on the 1B shape a tiled bf16 pack's router decoded at about 0.92 of the paper's selection's speed, a q4_0 pack's (pairs) at 0.99-1.00; --select paper runs the paper's (docs/selection.md, thirteenth screen)\n", out, p.Index.RecordDType)
+		}
+	}
+	return nil
 }
