@@ -316,19 +316,23 @@ func printSummary(w io.Writer, st *runner.Stats, load time.Duration, p *format.P
 			float64(st.ActiveRecords)/float64(max(1, all)), all, st.ActiveRecords, loaded, float64(loaded)/float64(max(1, all)))
 		if p.HasBudgets() {
 			var per []string
-			for l, lp := range s.Plan {
-				if lp != nil {
-					per = append(per, fmt.Sprintf("%d/%d", len(lp.Ranks), s.M.Layers[l].Ranks))
+			for l, L := range s.M.Layers {
+				if !L.Sparse {
+					continue
 				}
-			}
-			if s.Plan == nil {
-				for _, L := range s.M.Layers {
-					if L.Sparse {
-						per = append(per, fmt.Sprint(L.Ranks))
+				n := L.Ranks // no plan for the layer: every loaded rank
+				if lp := s.Plan; lp != nil && lp[l] != nil {
+					n = len(lp[l].Ranks)
+					if lp[l].Route > 0 { // the router's: no rank list, the same count every token
+						n = min(L.Ranks, lp[l].Static+lp[l].Route*s.M.RouterGroup)
 					}
 				}
+				per = append(per, fmt.Sprintf("%d/%d", n, L.Ranks))
 			}
 			fmt.Fprintf(w, "sirun: budgets    the pack's layer budgets share them out, computed/loaded per sparse layer: %s\n", strings.Join(per, " "))
+		}
+		if s.Sel != nil && s.Sel.Method == "router" {
+			fmt.Fprintf(w, "sirun: router     each decode token computes a static part, then the groups of %d ranks the pack's router scores highest (--select paper: the prompt's votes)\n", s.M.RouterGroup)
 		}
 	}
 	sampling := fmt.Sprintf("seed %d", seed)

@@ -502,8 +502,8 @@ func TestRouterCLI(t *testing.T) {
 	if code != 0 || gen == "" {
 		t.Fatalf("generate --select router (%d): %q %s", code, gen, errOut)
 	}
-	if def, errOut, code := run(t, "", routed, "-p", "In the beginning", "-n", "6", "--gamma", "0.7", "--phi", "0.4", "--temp", "0"); code != 0 || def != gen {
-		t.Fatalf("generate by default on a routed pack (%d): %q %s, want --select router's %q", code, def, errOut, gen)
+	if def, errOut, code := run(t, "", routed, "-p", "In the beginning", "-n", "6", "--gamma", "0.7", "--phi", "0.4", "--temp", "0"); code != 0 || def != gen || !strings.Contains(errOut, "sirun: router     each decode token") {
+		t.Fatalf("generate by default on a routed pack (%d): %q %s, want --select router's %q and the router's summary line", code, def, errOut, gen)
 	}
 	out, errOut, code = run(t, "", "bench", "--quick", "--json", "--select", "paper,router", "--rounds", "1", "--tokens", "2", "--prefill", "8", "--threads", "2", routed)
 	if code != 0 || !strings.Contains(out, `"select":"router"`) {
