@@ -33,22 +33,18 @@ type RouterOptions struct {
 	Progress func(done, total int)
 }
 
-// DefaultGroup is the routed group of a layer of n neurons whose records'
-// rows are rowBytes long, unless told otherwise: a power of two whose gate
-// rows come to 128 KiB (a decode token reads a chosen group as two runs,
-// each starting cold: on the 1B shape with 2 threads, q4_0 groups of 32,
-// 64 and 128 decoded at 0.91, 0.95 and 0.98 of the paper's selection, bf16
-// groups of 32 on the pairs layout at 0.99; docs/selection.md, twelfth
-// screen), halved while it exceeds n/64 (a group then stays a 64th of the
-// layer or less), and at least 8: 8 for the tiny model, 32 for a 1B
-// model's bf16 records, 128 for its q4_0 ones.
-func DefaultGroup(n, rowBytes int) int {
+// DefaultGroup is the routed group of a layer of n neurons unless told
+// otherwise: the largest power of two at most n/64, at least 8 — 64 to 127
+// groups a layer, whatever the dtype: 8 for the tiny model, 128 for a 1B
+// model's 8192. On the tiny model's held-out half 64-96 groups a layer met
+// both translate targets and 32 did not; on the 1B shape groups of 128
+// decoded at 0.99-1.00 of the paper's selection for q4_0 and 0.97-0.98 for
+// bf16 (32, the earlier bf16 default, 0.92-0.94; docs/selection.md,
+// thirteenth screen).
+func DefaultGroup(n int) int {
 	g := 8
-	for g*rowBytes < 128<<10 {
+	for 2*g <= n/64 {
 		g *= 2
-	}
-	for g > 8 && g > n/64 {
-		g /= 2
 	}
 	return g
 }
@@ -72,8 +68,7 @@ func FitRouters(ctx context.Context, m *runner.Model, texts []Text, opt RouterOp
 	c := &m.Config
 	H, N, G := c.HiddenSize, c.IntermediateSize, opt.Group
 	if G == 0 {
-		rb, _ := m.RecDType.RowBytes(H)
-		G = DefaultGroup(N, rb)
+		G = DefaultGroup(N)
 	}
 	if G < 1 || G > N {
 		return nil, 0, fmt.Errorf("router group must be in [1, %d], got %d", N, G)

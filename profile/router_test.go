@@ -188,19 +188,19 @@ func TestFitRoutersChooses(t *testing.T) {
 	}
 }
 
-// TestDefaultGroup: 128 KiB of gate rows, a power of two, at most a 64th
-// of the layer, at least 8.
+// TestDefaultGroup: a power of two, at most a 64th of the layer, at least
+// 8, whatever the records' bytes.
 func TestDefaultGroup(t *testing.T) {
-	for _, c := range []struct{ n, row, want int }{
-		{768, 512, 8},     // the tiny model (bf16, H 256): capped by n/64 = 12
-		{8192, 4096, 32},  // a 1B model in bf16
-		{8192, 1152, 128}, // in q4_0
-		{8192, 2176, 64},  // in q8_0
-		{5632, 1152, 64},  // TinyLlama 1.1B in q4_0: n/64 = 88
-		{64, 64, 8},       // never below 8
+	for _, c := range []struct{ n, want int }{
+		{768, 8},     // the tiny model: n/64 = 12
+		{8192, 128},  // a 1B model (Llama 3.2 1B): 64 groups
+		{5632, 64},   // TinyLlama 1.1B: n/64 = 88, 88 groups
+		{14336, 128}, // Llama 3.1 8B: n/64 = 224, 112 groups
+		{1024, 16},   // exactly a 64th
+		{64, 8},      // never below 8
 	} {
-		if got := profile.DefaultGroup(c.n, c.row); got != c.want {
-			t.Errorf("DefaultGroup(%d, %d) = %d, want %d", c.n, c.row, got, c.want)
+		if got := profile.DefaultGroup(c.n); got != c.want {
+			t.Errorf("DefaultGroup(%d) = %d, want %d", c.n, got, c.want)
 		}
 	}
 }

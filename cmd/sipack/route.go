@@ -33,7 +33,7 @@ var routeCmd = &cli.Command{
 		&cli.IntFlag{Name: "max-prompts", Value: routeDefaults.MaxPrompts, Usage: "fit on at most this many prompts (a seeded sample)"},
 		&cli.StringFlag{Name: "continue", Value: routeDefaults.Continue, Usage: "what follows each prompt: reference (the row's reference, teacher-forced) or greedy (the pack's own greedy tokens)"},
 		&cli.IntFlag{Name: "gen-tokens", Value: -1, Usage: "tokens that follow each prompt, at most (-1: the manifest's)"},
-		&cli.IntFlag{Name: "group", Usage: "consecutive ranks per routed group (0: a power of two whose gate rows come to 128 KiB, at most a 64th of a layer's neurons, at least 8)"},
+		&cli.IntFlag{Name: "group", Usage: "consecutive ranks per routed group (0: the largest power of two at most a 64th of a layer's neurons, at least 8: 64-127 groups a layer)"},
 		&cli.IntFlag{Name: "rank", Usage: "rank of each layer's router (0: hidden size / 32, at least 32)"},
 		&cli.IntFlag{Name: "cluster", Usage: "first reorder each window of this many groups (8 is a good start) so that a group's neurons fire together, by their co-activation over 100 of the prompts; for large groups (0: groups in the task's rank order)"},
 		&cli.Float64Flag{Name: "ridge", Value: routeDefaults.Ridge, Usage: "ridge λ as a fraction of the inputs' mean square"},
@@ -147,7 +147,7 @@ func routePack(ctx context.Context, in, out string, man *manifests.Manifest, o r
 		fmt.Fprintf(os.Stderr, "wrote %s: routers of rank %d over groups of %d ranks in %d layers (%s, %s), fitted on %d positions of %d texts in %s\n",
 			out, routers[0].Rank, group, len(routers), ro.DType, cliutil.HumanBytes(uint64(bytes)), tokens, len(texts), time.Since(start).Round(time.Second))
 		if p.Layout() == format.Tiled {
-			fmt.Fprintf(os.Stderr, "note: %s's bands are tiled (%v records): sirun runs its router by default, and on the 1B shape a tiled bf16 pack's router decoded at about 0.92 of the paper's selection's speed, a q4_0 pack's (pairs) at 0.99-1.00; --select paper runs the paper's (docs/selection.md, thirteenth screen)\n", out, p.Index.RecordDType)
+			fmt.Fprintf(os.Stderr, "note: %s's bands are tiled (%v records): sirun runs its router by default, and on the 1B shape at the default group (128) a tiled bf16 pack's router decoded at 0.96-0.98 of the paper's selection's speed, q8_0's at 1.01-1.02, a q4_0 pack's (pairs) at 0.99-1.00; --select paper runs the paper's (docs/selection.md, thirteenth screen)\n", out, p.Index.RecordDType)
 		}
 	}
 	return nil
