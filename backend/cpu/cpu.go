@@ -60,14 +60,35 @@ func newRecords(blocks []format.RecordBlock, dt format.DType, hidden int) (*reco
 	if !ok {
 		return nil, fmt.Errorf("cpu backend: hidden size %d is not a whole number of %v blocks", hidden, dt)
 	}
-	r := &records{blocks: blocks, dt: dt, hidden: hidden, rec: 3 * rb, starts: []int{0}}
 	for _, b := range blocks {
 		if b.RowBytes != rb {
 			return nil, fmt.Errorf("cpu backend: a block of %d-byte rows, want %d", b.RowBytes, rb)
 		}
+	}
+	r := &records{blocks: blocks, dt: dt, hidden: hidden, rec: 3 * rb}
+	r.reindex()
+	return r, nil
+}
+
+// reindex sets starts from blocks, in starts' storage.
+func (r *records) reindex() {
+	r.starts = append(r.starts[:0], 0)
+	for _, b := range r.blocks {
 		r.starts = append(r.starts, r.starts[len(r.starts)-1]+b.N)
 	}
-	return r, nil
+}
+
+// appendRange appends records [lo, hi) of r to blocks: one sub-block of
+// each block of r the range crosses (one search a block, not a record).
+func (r *records) appendRange(blocks []format.RecordBlock, lo, hi int) []format.RecordBlock {
+	for lo < hi {
+		b := sort.SearchInts(r.starts, lo+1) - 1
+		end := min(hi, r.starts[b+1])
+		k := lo - r.starts[b]
+		blocks = append(blocks, r.blocks[b].Sub(k, k+end-lo))
+		lo = end
+	}
+	return blocks
 }
 
 // Device is the CPU: nothing is copied, so nothing is resident beyond the
@@ -254,17 +275,12 @@ func (e *Exec) Gather(all backend.Records, ranks []int, static int, compact bool
 	a := all.(*records)
 	var blocks []format.RecordBlock
 	addRuns := func(rs []int) {
-		// One search per run, not per rank: a router's plan gathers every
-		// decode token.
 		for i := 0; i < len(rs); {
-			b := sort.SearchInts(a.starts, rs[i]+1) - 1
-			end := a.starts[b+1] // the run stops at its block's end
 			j := i + 1
-			for j < len(rs) && rs[j] == rs[j-1]+1 && rs[j] < end {
+			for j < len(rs) && rs[j] == rs[j-1]+1 {
 				j++
 			}
-			k := rs[i] - a.starts[b]
-			blocks = append(blocks, a.blocks[b].Sub(k, k+j-i))
+			blocks = a.appendRange(blocks, rs[i], rs[j-1]+1)
 			i = j
 		}
 	}
@@ -322,17 +338,7 @@ func (e *Exec) GatherGroups(all backend.Records, static, G int, groups []int32, 
 	if r == nil {
 		r = &records{dt: a.dt, hidden: a.hidden, rec: a.rec}
 	}
-	r.blocks, r.starts = r.blocks[:0], append(r.starts[:0], 0)
-	add := func(lo, hi int) {
-		for lo < hi {
-			b := sort.SearchInts(a.starts, lo+1) - 1
-			end := min(hi, a.starts[b+1])
-			k := lo - a.starts[b]
-			r.blocks = append(r.blocks, a.blocks[b].Sub(k, k+end-lo))
-			r.starts = append(r.starts, r.starts[len(r.starts)-1]+end-lo)
-			lo = end
-		}
-	}
+	r.blocks = r.blocks[:0]
 	n := a.Len()
 	if static < 0 || static > n || G < 1 {
 		return nil, fmt.Errorf("cpu backend: %d static of %d records in groups of %d", static, n, G)
@@ -344,12 +350,13 @@ func (e *Exec) GatherGroups(all backend.Records, static, G int, groups []int32, 
 			return nil, fmt.Errorf("cpu backend: group %d not ascending above %d static of %d records", g, static, n)
 		}
 		if glo != hi {
-			add(lo, hi)
+			r.blocks = a.appendRange(r.blocks, lo, hi)
 			lo = glo
 		}
 		hi = ghi
 	}
-	add(lo, hi)
+	r.blocks = a.appendRange(r.blocks, lo, hi)
+	r.reindex()
 	return r, nil
 }
 
