@@ -654,13 +654,33 @@ func convertElems(dst []byte, dt format.DType, src []byte, st format.DType) {
 		case format.BF16:
 			f = kernels.BF16ToF32(le.Uint16(src[2*i:]))
 		}
-		switch dt {
-		case format.F32:
-			le.PutUint32(dst[4*i:], math.Float32bits(f))
-		case format.F16:
-			le.PutUint16(dst[2*i:], kernels.F32ToF16(f))
-		case format.BF16:
-			le.PutUint16(dst[2*i:], kernels.F32ToBF16(f))
-		}
+		putElem(dst, dt, i, f)
+	}
+}
+
+// putElem writes f as element i of dst in the float dtype dt.
+func putElem(dst []byte, dt format.DType, i int, f float32) {
+	le := binary.LittleEndian
+	switch dt {
+	case format.F32:
+		le.PutUint32(dst[4*i:], math.Float32bits(f))
+	case format.F16:
+		le.PutUint16(dst[2*i:], kernels.F32ToF16(f))
+	case format.BF16:
+		le.PutUint16(dst[2*i:], kernels.F32ToBF16(f))
+	}
+}
+
+// EncodeF32 writes src in dtype dt into dst (dt.RowBytes(len(src))
+// bytes): a row of a block type quantised as the converter quantises, the
+// float types element by element as it converts them — for tensors a tool
+// computes in float32 (sipack route's routers).
+func EncodeF32(dst []byte, dt format.DType, src []float32) {
+	if dt.Quantized() {
+		kernels.QuantizeRow(dst, dt, src)
+		return
+	}
+	for i, f := range src {
+		putElem(dst, dt, i, f)
 	}
 }

@@ -2,13 +2,13 @@ package profile
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"sort"
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/sipack/sipack/convert"
 	"github.com/sipack/sipack/format"
 	"github.com/sipack/sipack/kernels"
 	"github.com/sipack/sipack/runner"
@@ -425,31 +425,14 @@ func solveRouter(xtx *mat.SymDense, xty *mat.Dense, rank int, ridge float64) (u,
 	return u, b, v, nil
 }
 
-// encode writes xs, rows rows, in dt (F32, BF16, F16 or Q8_0), little-endian.
+// encode writes xs, rows rows, in dt (F32, BF16, F16 or Q8_0), little-endian,
+// as the converter encodes a row (convert.EncodeF32).
 func encode(xs []float32, rows int, dt format.DType) []byte {
-	switch dt {
-	case format.Q8_0:
-		cols := len(xs) / rows
-		rb, _ := dt.RowBytes(cols)
-		out := make([]byte, rows*rb)
-		for i := range rows {
-			kernels.QuantizeRow(out[i*rb:(i+1)*rb], dt, xs[i*cols:(i+1)*cols])
-		}
-		return out
-	case format.BF16, format.F16:
-		out := make([]byte, 2*len(xs))
-		for i, x := range xs {
-			h := kernels.F32ToBF16(x)
-			if dt == format.F16 {
-				h = kernels.F32ToF16(x)
-			}
-			binary.LittleEndian.PutUint16(out[2*i:], h)
-		}
-		return out
-	}
-	out := make([]byte, 4*len(xs))
-	for i, x := range xs {
-		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(x))
+	cols := len(xs) / rows
+	rb, _ := dt.RowBytes(cols)
+	out := make([]byte, rows*rb)
+	for i := range rows {
+		convert.EncodeF32(out[i*rb:(i+1)*rb], dt, xs[i*cols:(i+1)*cols])
 	}
 	return out
 }
