@@ -285,20 +285,24 @@ type Plan []*LayerPlan
 func (p Plan) Active(m *Model) int {
 	n := 0
 	for l := range m.Layers {
-		switch {
-		case p != nil && p[l] != nil && p[l].Route > 0:
-			n += min(m.Layers[l].Ranks, p[l].Static+p[l].Route*m.RouterGroup)
-		case p != nil && p[l] != nil && p[l].Gate > 0:
-			// Static whole records, the gate rows of every other loaded
-			// rank, whole records for Gate.
-			n += p[l].Static + (m.Layers[l].Ranks-p[l].Static+2*p[l].Gate+1)/3
-		case p != nil && p[l] != nil:
-			n += len(p[l].Ranks)
-		default:
-			n += m.Layers[l].Ranks
-		}
+		n += p.LayerActive(m, l)
 	}
 	return n
+}
+
+// LayerActive is Active for layer l alone.
+func (p Plan) LayerActive(m *Model, l int) int {
+	switch {
+	case p != nil && p[l] != nil && p[l].Route > 0:
+		return min(m.Layers[l].Ranks, p[l].Static+p[l].Route*m.RouterGroup)
+	case p != nil && p[l] != nil && p[l].Gate > 0:
+		// Static whole records, the gate rows of every other loaded
+		// rank, whole records for Gate.
+		return p[l].Static + (m.Layers[l].Ranks-p[l].Static+2*p[l].Gate+1)/3
+	case p != nil && p[l] != nil:
+		return len(p[l].Ranks)
+	}
+	return m.Layers[l].Ranks
 }
 
 // RouterBytes is the bytes of the routers a decode token reads with the

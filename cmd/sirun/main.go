@@ -320,14 +320,7 @@ func printSummary(w io.Writer, st *runner.Stats, load time.Duration, p *format.P
 				if !L.Sparse {
 					continue
 				}
-				n := L.Ranks // no plan for the layer: every loaded rank
-				if lp := s.Plan; lp != nil && lp[l] != nil {
-					n = len(lp[l].Ranks)
-					if lp[l].Route > 0 { // the router's: no rank list, the same count every token
-						n = min(L.Ranks, lp[l].Static+lp[l].Route*s.M.RouterGroup)
-					}
-				}
-				per = append(per, fmt.Sprintf("%d/%d", n, L.Ranks))
+				per = append(per, fmt.Sprintf("%d/%d", s.Plan.LayerActive(s.M, l), L.Ranks))
 			}
 			fmt.Fprintf(w, "sirun: budgets    the pack's layer budgets share them out, computed/loaded per sparse layer: %s\n", strings.Join(per, " "))
 		}
