@@ -101,15 +101,14 @@ func FitRouters(ctx context.Context, m *runner.Model, texts []Text, opt RouterOp
 	if err != nil {
 		return nil, 0, err
 	}
-	// sparse lists the sparse layers; sidx gives a layer's place in it.
+	// sparse lists the sparse layers, in the pack's order (a layer's
+	// place in it is m.Pack.SparseIndex's).
 	var sparse []int
-	sidx := map[int]int{}
 	for l := range m.Layers {
 		if m.Layers[l].Sparse {
 			if m.Layers[l].Ranks != N {
 				return nil, 0, fmt.Errorf("router: layer %d has %d of %d ranks loaded; fit on the whole pack", l, m.Layers[l].Ranks, N)
 			}
-			sidx[l] = len(sparse)
 			sparse = append(sparse, l)
 		}
 	}
@@ -124,7 +123,8 @@ func FitRouters(ctx context.Context, m *runner.Model, texts []Text, opt RouterOp
 	}
 	defer s.Close()
 
-	want := func(l int) bool { _, ok := sidx[l]; return ok }
+	want := func(l int) bool { return m.Layers[l].Sparse }
+	sidx := func(l int) int { si, _ := m.Pack.SparseIndex(l); return si }
 	// order[si], with clustering, is the new rank order of sparse layer
 	// si (new rank → rank), and pos[si] its inverse; the groups are runs
 	// of G in the new order.
@@ -154,7 +154,7 @@ func FitRouters(ctx context.Context, m *runner.Model, texts []Text, opt RouterOp
 				a[i] = math.Abs(float64(v))
 			}
 			A := mat.NewDense(rows, ranks, a)
-			for w, g := range grams[sidx[l]] {
+			for w, g := range grams[sidx(l)] {
 				lo := w * W
 				sub := A.Slice(0, rows, lo, lo+g.SymmetricDim())
 				g.SymRankK(g, 1, sub.T())
@@ -210,7 +210,7 @@ func FitRouters(ctx context.Context, m *runner.Model, texts []Text, opt RouterOp
 			}
 			row[H] = 1
 		}
-		si := sidx[l]
+		si := sidx(l)
 		ys, p := make([]float64, rows*groups), pos[si]
 		for i := range rows {
 			y := ys[i*groups : (i+1)*groups]
