@@ -26,7 +26,7 @@ import (
 func FFNRecords(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DType, H int, x []float32, act []float32) {
 	T := len(x) / H
 	rowBytes, _ := dt.RowBytes(H)
-	spans, total := spansOf(blocks)
+	spans, total := p.spansOf(blocks)
 	ops := active.Ops(dt)
 	g := active.Gemm
 	useGemm := gemmFits(active, dt, 2*total, H, T)
@@ -264,14 +264,16 @@ func blockOf(spans []span, j0, j1 int) (int, bool) {
 	return 0, false
 }
 
-// spansOf places the blocks' records and counts them.
-func spansOf(blocks []format.RecordBlock) ([]span, int) {
-	spans := make([]span, 0, len(blocks))
-	total := 0
+// spansOf places the blocks' records and counts them, in storage the
+// pool keeps (a routed token's decode set is tens of blocks a layer, and
+// a slice made a call was an allocation a layer).
+func (p *Pool) spansOf(blocks []format.RecordBlock) ([]span, int) {
+	spans, total := p.spans[:0], 0
 	for i := range blocks {
 		spans = append(spans, span{i, total})
 		total += blocks[i].N
 	}
+	p.spans = spans
 	return spans, total
 }
 
@@ -349,7 +351,7 @@ func ffnDecodeSplit(acc []float32, blk *format.RecordBlock, k, m int, ops *Ops, 
 	// row too (the pair kernel's own prefetch covers three rows): Q4_0
 	// 1.07× in the paired benchmark; BF16 0.97×, so not the 16-bit types.
 	pf, pfDown := active.PrefetchL2, acts != nil && !ops.ActBF16
-	var g [splitRun]float32
+	g := &buf.g
 	var u [8]float32
 	gu := &buf.gu
 	dp := downPass{acc: acc, blk: blk, k: k, m: m, ops: ops, axpy4: axpy4, axpy8: axpy8, act: act, then: then, h: &buf.h, down: &buf.down, silu: &buf.silu, u: &buf.u}
@@ -427,6 +429,7 @@ type downPass struct {
 // make a local array escape — an allocation for every block a chunk
 // meets, and a routed token's decode set is tens of blocks a layer.
 type decodeBuf struct {
+	g    [splitRun]float32
 	u    [splitRun]float32
 	h    [8]float32
 	gu   [2]float32

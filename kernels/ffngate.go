@@ -23,7 +23,7 @@ import (
 // interleaved ones every third row. y ([H]) is accumulated into. If act is not nil it receives h of every record
 // (zero where not computed).
 func FFNGated(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DType, H int, x []float32, static, k int, act []float32) {
-	spans, total := spansOf(blocks)
+	spans, total := p.spansOf(blocks)
 	static = max(0, min(static, total))
 	k = max(0, min(k, total-static))
 	ops := active.Ops(dt)

@@ -694,6 +694,9 @@ func rowDot(k func(w *uint16, x *float32, n int) float32, ref func([]byte, []flo
 		if n > 0 {
 			s = k((*uint16)(unsafe.Pointer(&w[0])), &x[0], n)
 		}
+		if n == len(x) { // no tail: a call saved a row (the tiny model's rows are 256 values)
+			return s
+		}
 		return s + ref(w[2*n:], x[n:])
 	}
 }
@@ -705,7 +708,9 @@ func rowAxpy(k func(y *float32, a float32, w *uint16, n int), ref func([]float32
 		if n > 0 {
 			k(&y[0], a, (*uint16)(unsafe.Pointer(&w[0])), n)
 		}
-		ref(y[n:], a, w[2*n:])
+		if n < len(y) {
+			ref(y[n:], a, w[2*n:])
+		}
 	}
 }
 

@@ -40,6 +40,7 @@ type Pool struct {
 	keys    []uint32    // and their keys (two per record)
 	sel     []int32     // and the records it computes
 	dec     []decodeBuf // per worker: the decode FFN's scratch
+	spans   []span      // FFNRecords' and FFNGated's blocks placed
 }
 
 type helper struct {
