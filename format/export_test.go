@@ -7,3 +7,12 @@ func SetWriteMajor(v uint16) func() {
 	writeMajor = v
 	return func() { writeMajor = old }
 }
+
+// SetRouteTileGroups sets whether WithRouters writes a tiled pack by tile
+// groups of the router's group (version 5) until the returned function
+// restores the current choice.
+func SetRouteTileGroups(on bool) func() {
+	old := routeTileGroups
+	routeTileGroups = on
+	return func() { routeTileGroups = old }
+}

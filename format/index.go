@@ -114,6 +114,10 @@ type Index struct {
 	// group (0 when there are none).
 	Routers     []TensorInfo
 	RouterGroup int
+	// TileGroup (version 5 packs only, v5.6) is the records of a tile
+	// group: a band block's down section tiled a group of records at a
+	// time (format.RecordBlock.TileGroup); 0 in every other pack.
+	TileGroup int
 }
 
 // ChatTemplate is one named chat template, as tokenizer_config.json's
@@ -337,6 +341,9 @@ func encodeIndex(idx *Index) []byte {
 		sipfb.IndexAddRouters(b, routerVec)
 		sipfb.IndexAddRouterGroup(b, uint32(idx.RouterGroup))
 	}
+	if idx.TileGroup != 0 {
+		sipfb.IndexAddTileGroup(b, uint32(idx.TileGroup))
+	}
 	root := sipfb.IndexEnd(b)
 	b.FinishWithFileIdentifier(root, []byte("SIPX"))
 	return b.FinishedBytes()
@@ -448,6 +455,7 @@ func decodeIndex(buf []byte) (idx *Index, err error) {
 		return nil, err
 	}
 	idx.RouterGroup = int(ix.RouterGroup())
+	idx.TileGroup = int(ix.TileGroup())
 
 	n := ix.SparseLayersLength()
 	if err := maxElems(n, 4); err != nil {

@@ -3,8 +3,12 @@ package format
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -105,11 +109,15 @@ func TestBandLayout(t *testing.T) {
 
 // TestTiledBlock: a layout Tiled block (§5, version 4) of B records puts
 // piece c of record j's down row at 2B·R + c·B·T + j·(piece length), the
-// last piece shorter where R is not a multiple of T; every view of it
-// (Sub, its pieces, CopyDown, CopyDownFrom either way, CopyRecord) gives
-// back each record's rows, and DownRow refuses it.
+// last piece shorter where R is not a multiple of T; by tile groups of G
+// records (version 5) at 2B·R + g·R + c·n_g·T + (j−g)·(piece length), g
+// the first record of j's group and n_g its records (the last group may be
+// shorter); every view of it (Sub, its pieces, CopyDown, CopyDownFrom
+// either way, CopyRecord) gives back each record's rows, and DownRow
+// refuses it.
 func TestTiledBlock(t *testing.T) {
-	for _, c := range []struct{ H, B, n int }{{2048, 8, 8}, {2080, 8, 5}, {32, 4, 3}} {
+	for _, c := range []struct{ H, B, n, G int }{{2048, 8, 8, 0}, {2080, 8, 5, 0}, {32, 4, 3, 0},
+		{2048, 8, 8, 4}, {2080, 8, 7, 3}, {32, 8, 5, 3}, {2048, 4, 4, 1}, {32, 4, 3, 4}} {
 		R, _ := Q8_0.RowBytes(c.H)
 		T := TileBytes(Q8_0)
 		recs := make([]byte, c.n*3*R)
@@ -117,7 +125,7 @@ func TestTiledBlock(t *testing.T) {
 			recs[i] = byte(i*7 + i/251)
 		}
 		blk := make([]byte, 3*c.B*R)
-		b := PutBlock(blk, recs, c.B, R, Tiled, T)
+		b := PutBlock(blk, recs, c.B, R, Tiled, T, c.G)
 		if !b.Tiled() || !b.Runs() || !b.Split() || T != 68 {
 			t.Fatalf("H=%d: tiled %v runs %v split %v, tile %d", c.H, b.Tiled(), b.Runs(), b.Split(), T)
 		}
@@ -126,9 +134,14 @@ func TestTiledBlock(t *testing.T) {
 			down := recs[j*3*R+2*R : (j+1)*3*R]
 			for p := 0; p < nc; p++ {
 				pl := min(T, R-p*T)
-				at := 2*c.B*R + p*c.B*T + j*pl
+				g, ng := 0, c.B
+				if c.G > 0 && c.G < c.B {
+					g = j / c.G * c.G
+					ng = min(c.G, c.B-g)
+				}
+				at := 2*c.B*R + g*R + p*ng*T + (j-g)*pl
 				if !bytes.Equal(blk[at:at+pl], down[p*T:p*T+pl]) || !bytes.Equal(b.DownPiece(j, p), down[p*T:p*T+pl]) {
-					t.Fatalf("H=%d record %d piece %d not at %d", c.H, j, p, at)
+					t.Fatalf("H=%d G=%d record %d piece %d not at %d", c.H, c.G, j, p, at)
 				}
 			}
 		}
@@ -141,12 +154,16 @@ func TestTiledBlock(t *testing.T) {
 				t.Fatalf("H=%d: Sub(1, %d) record %d differs", c.H, c.n, j)
 			}
 		}
-		if p := s.TilePieces(0, s.N, nc-1); len(p) != s.N*min(T, R-(nc-1)*T) {
-			t.Fatalf("H=%d: last pieces %d bytes", c.H, len(p))
+		first, ng := s.TileGroupOf(0) // the group of the block's record 1
+		if n := first + ng - 1; len(s.TilePieces(0, n, nc-1)) != n*min(T, R-(nc-1)*T) {
+			t.Fatalf("H=%d G=%d: last pieces of %d records %d bytes", c.H, c.G, n, len(s.TilePieces(0, n, nc-1)))
+		}
+		if d, stride := s.TileDown(0); R >= T && (stride != ng*T || &d[0] != &s.TilePieces(0, 1, 0)[0]) {
+			t.Fatalf("H=%d G=%d: TileDown stride %d, want %d, or not at record 1's first piece", c.H, c.G, stride, ng*T)
 		}
 		// Down rows between tiled and whole-row blocks.
 		runs := RunsBlock(make([]byte, 3*c.B*R), c.n, c.B, R)
-		tiled := TiledBlock(make([]byte, 3*c.B*R), c.n, c.B, R, T)
+		tiled := TiledBlock(make([]byte, 3*c.B*R), c.n, c.B, R, T, c.G)
 		for j := 0; j < c.n; j++ {
 			runs.CopyDownFrom(j, &b, j)
 			tiled.CopyDownFrom(c.n-1-j, &runs, j)
@@ -166,5 +183,60 @@ func TestTiledBlock(t *testing.T) {
 			}()
 			b.DownRow(0)
 		}()
+	}
+}
+
+// TestTileGroupVersion: an index with tile groups is written as version 5
+// (tiled by groups) and reads back; a group of a band's records or more is
+// written as version 4 without one; tile groups of a layout other than
+// Tiled are refused on write; a version 4 pack claiming tile groups and a
+// version 5 pack without them are refused on open.
+func TestTileGroupVersion(t *testing.T) {
+	dir := t.TempDir()
+	open := func(path string) *Pack {
+		t.Helper()
+		p, err := Open(path, OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		return p
+	}
+	for _, c := range []struct{ group, major, want int }{{4, 5, 4}, {16, 4, 0}, {0, 4, 0}} {
+		path, err := writeSmallWith(t.TempDir(), nil, 16, func(idx *Index) { idx.TileGroup = c.group })
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := open(path)
+		if int(p.Preamble.Major) != c.major || p.Index.TileGroup != c.want || p.Layout() != Tiled {
+			t.Fatalf("tile group %d: version %d, group %d, layout %d; want version %d, group %d", c.group, p.Preamble.Major, p.Index.TileGroup, p.Layout(), c.major, c.want)
+		}
+		if _, err := p.Verify(); err != nil {
+			t.Fatal(err)
+		}
+		var sum strings.Builder
+		p.Summary(&sum)
+		if says := strings.Contains(sum.String(), fmt.Sprintf("tiled by groups of %d\n", c.want)); says != (c.want > 0) {
+			t.Fatalf("tile group %d: the summary's FFN line says groups %v:\n%s", c.want, says, sum.String())
+		}
+		// The other version in the preamble.
+		raw, _ := os.ReadFile(path)
+		pre := p.Preamble
+		pre.Major = uint16(9 - c.major)
+		copy(raw, pre.MarshalBinary())
+		bad := filepath.Join(dir, "bad.sip")
+		os.WriteFile(bad, raw, 0o644)
+		if q, err := Open(bad, OpenOptions{}); !errors.Is(err, ErrIndex) {
+			if err == nil {
+				q.Close()
+			}
+			t.Fatalf("tile group %d in a version %d pack: %v, want ErrIndex", c.want, pre.Major, err)
+		}
+	}
+	restore := SetWriteMajor(2)
+	_, err := writeSmallWith(dir, nil, 16, func(idx *Index) { idx.TileGroup = 4 })
+	restore()
+	if err == nil || !strings.Contains(err.Error(), "tile groups") {
+		t.Fatalf("tile groups of a version 2 pack: %v", err)
 	}
 }

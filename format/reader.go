@@ -455,6 +455,13 @@ func (p *Pack) validate() error {
 	if err := p.validateRouters(); err != nil {
 		return err
 	}
+	// Tile groups: version 5 packs only, fewer records than a band's.
+	switch tg := idx.TileGroup; {
+	case pre.Major == 5 && (tg < 1 || tg >= idx.BandNeurons):
+		return bad(ErrIndex, fmt.Sprintf("version 5 pack: tile group out of range [1, %d)", idx.BandNeurons), tg)
+	case pre.Major != 5 && tg != 0:
+		return bad(ErrIndex, fmt.Sprintf("tile group set in a version %d pack", pre.Major), tg)
+	}
 	order := idx.tensors()
 	sort.Slice(order, func(a, b int) bool { return order[a].Offset < order[b].Offset })
 	for i := 1; i < len(order); i++ {
@@ -600,7 +607,7 @@ func (p *Pack) RecordBlock(si, lo, hi int) RecordBlock {
 	if p.bands == nil {
 		off := p.Preamble.FFNOff + uint64(lo/B)*p.Preamble.BandBytes + uint64(si*B)*rb
 		block := p.data[off : off+uint64(B)*rb]
-		all := ViewBlock(block, B, B, R, p.Layout(), TileBytes(p.Index.RecordDType))
+		all := ViewBlock(block, B, B, R, p.Layout(), TileBytes(p.Index.RecordDType), p.Index.TileGroup)
 		return all.Sub(lo%B, lo%B+hi-lo)
 	}
 	// The band whose share of this layer holds rank lo, and the layers
@@ -613,7 +620,7 @@ func (p *Pack) RecordBlock(si, lo, hi int) RecordBlock {
 	}
 	n := c[b+1] - c[b]
 	block := p.data[off : off+uint64(n)*rb]
-	all := ViewBlock(block, n, n, R, p.Layout(), TileBytes(p.Index.RecordDType))
+	all := ViewBlock(block, n, n, R, p.Layout(), TileBytes(p.Index.RecordDType), p.Index.TileGroup)
 	return all.Sub(lo-c[b], hi-c[b])
 }
 

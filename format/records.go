@@ -21,6 +21,13 @@ type RecordBlock struct {
 	// TileCap records, then piece c+1 (the last piece of a row may be
 	// shorter); this view's record j is the block's First + j.
 	Tile, TileCap, First int
+	// TileGroup, where not 0 (version 5), is the records of a tile group:
+	// the block's down section is then its groups one after the other,
+	// records [g·TileGroup, (g+1)·TileGroup) (the last group may be
+	// shorter), each tiled on its own as a block of its records would be
+	// — so a group's down rows are one run (a routed group's, where the
+	// router's groups are the tile groups: sipack route).
+	TileGroup int
 }
 
 // DownTile is the values of a down row a piece of a layout Tiled block
@@ -47,7 +54,7 @@ const (
 	Runs
 	// Tiled: the gate rows, then the up rows, then the down rows by tile:
 	// every record's first DownTile values, then every record's next, ...
-	// (version 4).
+	// (version 4; version 5 the same by tile groups: RecordBlock.TileGroup).
 	Tiled
 )
 
@@ -62,7 +69,7 @@ func LayoutOf(major uint16) Layout {
 		return Pairs
 	case 3:
 		return Runs
-	case 4:
+	case 4, 5:
 		return Tiled
 	}
 	return Interleaved
@@ -128,21 +135,27 @@ func RunsBlock(b []byte, n, B, rowBytes int) RecordBlock {
 // TiledBlock views the first n records of a version 4 band block b of B
 // records: B gate rows, then B up rows, then the B down rows by pieces of
 // tile bytes (TileBytes of the dtype).
-func TiledBlock(b []byte, n, B, rowBytes, tile int) RecordBlock {
+// group, where it is not 0 and less than B, is the records of a tile
+// group (version 5: RecordBlock.TileGroup).
+func TiledBlock(b []byte, n, B, rowBytes, tile, group int) RecordBlock {
 	R := rowBytes
-	return RecordBlock{Gate: b[:n*R], Up: b[B*R : B*R+n*R], Down: b[2*B*R : 3*B*R], GateStride: R, UpStride: R, DownStride: R, RowBytes: R, N: n, Tile: tile, TileCap: B}
+	if group >= B {
+		group = 0
+	}
+	return RecordBlock{Gate: b[:n*R], Up: b[B*R : B*R+n*R], Down: b[2*B*R : 3*B*R], GateStride: R, UpStride: R, DownStride: R, RowBytes: R, N: n, Tile: tile, TileCap: B, TileGroup: group}
 }
 
 // ViewBlock views the first n records of a band block b of B records in
-// layout l; tile is the dtype's TileBytes (read by layout Tiled only).
-func ViewBlock(b []byte, n, B, rowBytes int, l Layout, tile int) RecordBlock {
+// layout l; tile is the dtype's TileBytes and group the tile group's
+// records (0: none), read by layout Tiled only.
+func ViewBlock(b []byte, n, B, rowBytes int, l Layout, tile, group int) RecordBlock {
 	switch l {
 	case Pairs:
 		return SplitBlock(b, n, B, rowBytes)
 	case Runs:
 		return RunsBlock(b, n, B, rowBytes)
 	case Tiled:
-		return TiledBlock(b, n, B, rowBytes, tile)
+		return TiledBlock(b, n, B, rowBytes, tile, group)
 	}
 	return InterleavedBlock(b[:n*3*rowBytes], rowBytes)
 }
@@ -163,19 +176,38 @@ func (b *RecordBlock) Tiled() bool { return b.Tile > 0 }
 // DownPieces is the number of pieces of a down row in layout Tiled.
 func (b *RecordBlock) DownPieces() int { return (b.RowBytes + b.Tile - 1) / b.Tile }
 
+// TileGroupOf is the tile group holding the view's record j (layout
+// Tiled): its first record, as an index of the whole block (j's is
+// First + j), and its records. Without tile groups the block is one.
+func (b *RecordBlock) TileGroupOf(j int) (first, n int) {
+	if b.TileGroup <= 0 {
+		return 0, b.TileCap
+	}
+	first = (b.First + j) / b.TileGroup * b.TileGroup
+	return first, min(b.TileGroup, b.TileCap-first)
+}
+
+// TileDown is the down section of the tile group holding the view's
+// record j from that record's first piece on, and the stride between a
+// record's pieces (the group's records × Tile): where a tiled kernel
+// reads the whole pieces of records j, j+1, ... up to the group's end.
+func (b *RecordBlock) TileDown(j int) (down []byte, stride int) {
+	first, n := b.TileGroupOf(j)
+	return b.Down[first*b.RowBytes+(b.First+j-first)*b.Tile:], n * b.Tile
+}
+
 // DownPiece is piece c of record j's down row (layout Tiled): values
 // [c·DownTile, min(H, (c+1)·DownTile)).
 func (b *RecordBlock) DownPiece(j, c int) []byte {
-	pl := min(b.Tile, b.RowBytes-c*b.Tile)
-	o := c*b.TileCap*b.Tile + (b.First+j)*pl
-	return b.Down[o : o+pl]
+	return b.TilePieces(j, 1, c)
 }
 
-// TilePieces is piece c of records [j, j+n) of a layout Tiled block: n
-// pieces back to back, each len/n bytes.
+// TilePieces is piece c of records [j, j+n) of a layout Tiled block, which
+// must lie in one tile group: n pieces back to back, each len/n bytes.
 func (b *RecordBlock) TilePieces(j, n, c int) []byte {
+	first, gn := b.TileGroupOf(j)
 	pl := min(b.Tile, b.RowBytes-c*b.Tile)
-	o := c*b.TileCap*b.Tile + (b.First+j)*pl
+	o := first*b.RowBytes + c*gn*b.Tile + (b.First+j-first)*pl
 	return b.Down[o : o+n*pl]
 }
 
@@ -309,16 +341,17 @@ func (b *RecordBlock) CopyRecord(dst []byte, j int) {
 // n gate rows from the start, the n up | down pairs from B·rowBytes on.
 // It returns the block's view.
 func PutSplit(dst, recs []byte, B, rowBytes int) RecordBlock {
-	return PutBlock(dst, recs, B, rowBytes, Pairs, 0)
+	return PutBlock(dst, recs, B, rowBytes, Pairs, 0, 0)
 }
 
 // PutBlock writes recs, whole interleaved records, into dst as a band
-// block of B ≥ n records in layout l (§5; tile: TileBytes of the dtype,
-// for layout Tiled) and returns its view.
-func PutBlock(dst, recs []byte, B, rowBytes int, l Layout, tile int) RecordBlock {
+// block of B ≥ n records in layout l (§5; tile: TileBytes of the dtype
+// and group the tile group's records or 0, for layout Tiled) and returns
+// its view.
+func PutBlock(dst, recs []byte, B, rowBytes int, l Layout, tile, group int) RecordBlock {
 	R := rowBytes
 	n := len(recs) / (3 * R)
-	b := ViewBlock(dst, n, B, R, l, tile)
+	b := ViewBlock(dst, n, B, R, l, tile, group)
 	for j := 0; j < n; j++ {
 		rec := recs[j*3*R : (j+1)*3*R]
 		copy(b.GateRow(j), rec[:R])

@@ -25,8 +25,11 @@ type Router struct {
 
 // WithRouters writes the pack p (opened with every rank it holds) to out
 // with the given routers, one per sparse layer in order, over groups of
-// group ranks; routers p already had are replaced. Everything else is
-// copied as it is; every hash is recomputed (the routers') or kept.
+// group ranks; routers p already had are replaced. A tiled pack's band
+// blocks are written by tile groups of the router's group (version 5), so
+// that a routed group's down rows are one run. Everything else is copied
+// as it is; every hash is recomputed (the routers', the bands' of a pack
+// tiled anew) or kept.
 func WithRouters(ctx context.Context, p *Pack, group int, routers []Router, out string) error {
 	src := p.Index
 	if p.LoadedRanks < src.RanksPresent {
@@ -39,6 +42,9 @@ func WithRouters(ctx context.Context, p *Pack, group int, routers []Router, out 
 	idx.DenseTensors = append([]TensorInfo(nil), src.DenseTensors...)
 	idx.SparseLayers = append([]SparseLayer(nil), src.SparseLayers...)
 	idx.RouterGroup, idx.Routers = group, nil
+	if p.Layout() == Tiled && routeTileGroups {
+		idx.TileGroup = group // planLayout writes none where it is a band or more
+	}
 	spec := &WriteSpec{Index: &idx, Major: p.Preamble.Major}
 	if err := spec.copyTensors(p); err != nil { // the dense tensors
 		return err
@@ -84,6 +90,10 @@ func WithRouters(ctx context.Context, p *Pack, group int, routers []Router, out 
 	spec.Records = p.recordSource()
 	return WritePack(ctx, out, spec)
 }
+
+// routeTileGroups is whether WithRouters tiles a tiled pack's blocks by the
+// router's groups; tests turn it off to compare with the layout before.
+var routeTileGroups = true
 
 // checkOrder checks that order is a permutation of [0, n).
 func checkOrder(order []int, n int) error {

@@ -82,7 +82,11 @@ func (p *Pack) Summary(w io.Writer) {
 	fmt.Fprintf(w, "source hash     %x\n", idx.SourceHash)
 	fmt.Fprintf(w, "index           %d bytes at %d\n", pre.IndexLen, pre.IndexOff)
 	fmt.Fprintf(w, "dense section   %s at %d (%d tensors)\n", human(pre.DenseLen), pre.DenseOff, len(idx.DenseTensors))
-	fmt.Fprintf(w, "FFN section     %s at %d: %d bands of %d neurons, %s each\n", human(pre.FFNLen), pre.FFNOff, pre.BandCount, pre.BandNeurons, human(pre.BandBytes))
+	fmt.Fprintf(w, "FFN section     %s at %d: %d bands of %d neurons, %s each", human(pre.FFNLen), pre.FFNOff, pre.BandCount, pre.BandNeurons, human(pre.BandBytes))
+	if idx.TileGroup > 0 {
+		fmt.Fprintf(w, ", down rows tiled by groups of %d", idx.TileGroup)
+	}
+	fmt.Fprintln(w)
 	if len(idx.Routers) > 0 {
 		var n uint64
 		for _, t := range idx.Routers {

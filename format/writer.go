@@ -26,7 +26,8 @@ type WriteSpec struct {
 	// Progress, if set, is called with the number of bytes just written.
 	Progress func(n int)
 	// Major, if not 0, is the version (band layout, §5) to write instead of
-	// the dtype's (LayoutFor): 1 to 4.
+	// the dtype's (LayoutFor): 1 to 5 (4 and 5 are the tiled layout; which
+	// of them is written follows Index.TileGroup).
 	Major uint16
 }
 
@@ -44,6 +45,18 @@ func planLayout(idx *Index, major uint16) (*Preamble, error) {
 			return nil, fmt.Errorf("sip: no band layout of version %d (1 to %d)", major, VersionMajor)
 		}
 		layout = LayoutOf(major)
+	}
+	// Tile groups (version 5): a tiled band block's only; a group of a
+	// whole band's records or more is none (version 4).
+	if idx.TileGroup < 0 || (idx.TileGroup > 0 && layout != Tiled) {
+		return nil, fmt.Errorf("sip: tile groups of %d records in band layout %d (tiled only)", idx.TileGroup, layout.Major())
+	}
+	if idx.TileGroup >= idx.BandNeurons {
+		idx.TileGroup = 0
+	}
+	major = layout.Major()
+	if idx.TileGroup > 0 {
+		major = 5
 	}
 	nSparse := len(idx.SparseLayers)
 	var bandCount, bandBytes uint64
@@ -77,7 +90,7 @@ func planLayout(idx *Index, major uint16) (*Preamble, error) {
 	}
 	indexLen := uint64(len(encodeIndex(idx)))
 	p := &Preamble{
-		Major: layout.Major(), Minor: VersionMinor,
+		Major: major, Minor: VersionMinor,
 		IndexOff: PreambleSize, IndexLen: indexLen,
 		DenseOff:  alignUp(PreambleSize+indexLen, SectionAlign),
 		BandBytes: bandBytes, BandNeurons: uint32(idx.BandNeurons), BandCount: uint32(bandCount),
@@ -240,7 +253,7 @@ func WritePack(ctx context.Context, path string, spec *WriteSpec) (err error) {
 					return fmt.Errorf("sip: layer %d records: %w", sl.Layer, err)
 				}
 				// §5: the block's rows in the pack's layout.
-				PutBlock(band[off:], recs[:uint64(hi-lo)*idx.RecordBytes], capacity, R, layout, TileBytes(idx.RecordDType))
+				PutBlock(band[off:], recs[:uint64(hi-lo)*idx.RecordBytes], capacity, R, layout, TileBytes(idx.RecordDType), idx.TileGroup)
 				off += uint64(capacity) * idx.RecordBytes
 			}
 			idx.BandHashes[b] = blake3.Sum256(band)

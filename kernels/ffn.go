@@ -626,28 +626,37 @@ func ffnDecodeRecords(acc []float32, records *recordCursor, ops *Ops, lo, hi, en
 }
 
 // downTiles adds Σ_q h[q]·down_{j0+q} into y for records j0.. of a layout
-// Tiled block: through the table's AxpyTiles over the whole pieces (one
-// call, every chunk), and a last, shorter piece (H not a multiple of
-// format.DownTile) a record at a time; without AxpyTiles piece by piece
-// through Axpy (the same sums: each output's multiply-adds in record
-// order).
+// Tiled block, a tile group's records at a time (format.RecordBlock.
+// TileGroup; a block without groups is one): through the table's AxpyTiles
+// over the whole pieces (one call, every chunk), and a last, shorter piece
+// (H not a multiple of format.DownTile) a record at a time; without
+// AxpyTiles piece by piece through Axpy (the same sums: each output's
+// multiply-adds in record order).
 func downTiles(ops *Ops, y, h []float32, blk *format.RecordBlock, j0 int) {
-	n := len(h)
-	if n == 0 {
-		return
+	for len(h) > 0 {
+		first, gn := blk.TileGroupOf(j0)
+		m := min(len(h), first+gn-blk.First-j0)
+		downTileGroup(ops, y, h[:m], blk, j0, gn)
+		h, j0 = h[m:], j0+m
 	}
-	T, nc, whole := blk.Tile, blk.DownPieces(), wholePieces(blk)
+}
+
+// downTileGroup is downTiles for records j0.. of one tile group of gn
+// records.
+func downTileGroup(ops *Ops, y, h []float32, blk *format.RecordBlock, j0, gn int) {
+	n := len(h)
+	nc, whole := blk.DownPieces(), wholePieces(blk)
 	c := 0
 	if ops.AxpyTiles != nil && whole > 0 {
-		// From record j0's first piece to the end of the block's pieces:
-		// the kernel reads chunk c's n pieces at c·TileCap·T on — one run
-		// where n is the whole block, else short runs apart (AxpyTilesGap).
-		o := (blk.First + j0) * T
+		// From record j0's first piece to the end of the group's pieces:
+		// the kernel reads chunk c's n pieces at c·stride on — one run
+		// where n is the whole group, else short runs apart (AxpyTilesGap).
+		down, stride := blk.TileDown(j0)
 		axpy := ops.AxpyTiles
-		if n < blk.TileCap && ops.AxpyTilesGap != nil {
+		if n < gn && ops.AxpyTilesGap != nil {
 			axpy = ops.AxpyTilesGap
 		}
-		axpy(y[:whole*format.DownTile], h, blk.Down[o:], blk.TileCap*T)
+		axpy(y[:whole*format.DownTile], h, down, stride)
 		c = whole
 	}
 	for ; c < nc; c++ {

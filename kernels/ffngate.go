@@ -353,19 +353,36 @@ func upDownTiled(acc []float32, records *recordCursor, ops *Ops, sel []int32, g,
 }
 
 // downTilesIdx adds Σ_q h[q]·down_{idx[q]} into y for records idx (of
-// this view, ascending) of a tiled block: the whole pieces through
-// AxpyTilesIdx, a last, shorter piece a record at a time.
+// this view, ascending) of a tiled block, a tile group's at a time: the
+// whole pieces through AxpyTilesIdx, a last, shorter piece a record at a
+// time. idx is the caller's scratch: its entries are moved to the group's
+// records during the call and back.
 func downTilesIdx(ops *Ops, y, h []float32, idx []int32, blk *format.RecordBlock) {
 	T, nc, whole := blk.Tile, blk.DownPieces(), wholePieces(blk)
-	if whole > 0 {
-		// From the view's first record on: whole pieces are T bytes, so
-		// its record q's piece of chunk c is at First·T + c·TileCap·T + q·T.
-		ops.AxpyTilesIdx(y[:whole*format.DownTile], h, blk.Down[blk.First*T:], idx, blk.TileCap*T)
-	}
-	for c := whole; c < nc; c++ {
-		yc := y[c*format.DownTile:]
-		for q, k := range idx {
-			ops.Axpy(yc, h[q], blk.DownPiece(int(k), c))
+	for len(idx) > 0 {
+		first, gn := blk.TileGroupOf(int(idx[0]))
+		m := 1
+		for m < len(idx) && blk.First+int(idx[m]) < first+gn {
+			m++
 		}
+		if whole > 0 {
+			// Whole pieces are T bytes, so record r's piece of chunk c is
+			// at first·R + c·gn·T + (r − first)·T (the group's region).
+			off := int32(blk.First - first)
+			for q := range idx[:m] {
+				idx[q] += off
+			}
+			ops.AxpyTilesIdx(y[:whole*format.DownTile], h[:m], blk.Down[first*blk.RowBytes:], idx[:m], gn*T)
+			for q := range idx[:m] {
+				idx[q] -= off
+			}
+		}
+		for c := whole; c < nc; c++ {
+			yc := y[c*format.DownTile:]
+			for q, k := range idx[:m] {
+				ops.Axpy(yc, h[q], blk.DownPiece(int(k), c))
+			}
+		}
+		idx, h = idx[m:], h[m:]
 	}
 }

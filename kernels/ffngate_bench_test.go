@@ -101,26 +101,41 @@ type gatedCopies struct{ v1, split []format.RecordBlock }
 // a layout, so each step reads from memory), in bands of B records, and an
 // activation vector of unit scale.
 func gatedLayers(dt format.DType, H, N, B, loaded int) ([]gatedCopies, []float32) {
+	c, x := gatedLayersTiled(dt, H, N, B, loaded, 0)
+	return c[0], x
+}
+
+// gatedLayersTiled is gatedLayers with, for each tile group size of
+// groups, copies whose tiled blocks are by tile groups of that many
+// records (version 5; 0: none); the copies of each size are allocated in
+// turn, so that each set lies in memory as the others do.
+func gatedLayersTiled(dt format.DType, H, N, B, loaded int, groups ...int) ([][]gatedCopies, []float32) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	R, _ := dt.RowBytes(H)
 	rec := 3 * R
 	n := max(2, (1<<30)/(loaded*rec))
 	layer, _ := randRow(rng, dt, B*3*H) // one band of distinct records, repeated
-	copies := make([]gatedCopies, n)
-	for i := range copies {
-		for lo := 0; lo < loaded; lo += B {
-			m := min(B, loaded-lo)
-			d := make([]byte, B*rec)
-			copy(d, layer[:m*rec])
-			copies[i].v1 = append(copies[i].v1, format.InterleavedBlock(d[:m*rec], R))
-			copies[i].split = append(copies[i].split, format.PutBlock(make([]byte, B*rec), d[:m*rec], B, R, format.LayoutFor(dt), format.TileBytes(dt)))
+	sets := make([][]gatedCopies, len(groups))
+	for k := range sets {
+		sets[k] = make([]gatedCopies, n)
+	}
+	for i := range n {
+		for k, G := range groups {
+			c := &sets[k][i]
+			for lo := 0; lo < loaded; lo += B {
+				m := min(B, loaded-lo)
+				d := make([]byte, B*rec)
+				copy(d, layer[:m*rec])
+				c.v1 = append(c.v1, format.InterleavedBlock(d[:m*rec], R))
+				c.split = append(c.split, format.PutBlock(make([]byte, B*rec), d[:m*rec], B, R, format.LayoutFor(dt), format.TileBytes(dt), G))
+			}
 		}
 	}
 	x := randVec(rng, H)
 	for i := range x {
 		x[i] /= float32(math.Sqrt(float64(H)))
 	}
-	return copies, x
+	return sets, x
 }
 
 // gatedStep is one decode FFN of the benchmarks' layer: "paper" computes
@@ -308,6 +323,74 @@ func benchRoutedOverPaper(b *testing.B, name string, H, N, B int, groups []int) 
 				b.ReportMetric(float64(tm.Microseconds())/float64(b.N), "routed-µs")
 			})
 		}
+		p.Close()
+	}
+}
+
+// BenchmarkTileGroups: one decode token's FFN of a 1B-shape layer from
+// memory (2 threads, bands of 256, γ0.7 φ0.4 as BenchmarkRoutedOverPaper)
+// in the tiled dtypes, the router's set of groups of G = 128 ranks and the
+// paper's contiguous set of as many, each on version 4 blocks (tiled
+// whole) and on version 5 blocks (tiled by groups of G: what sipack route
+// writes), the four timed in turn (order rotating); reports the medians
+// of each one's time over the paper's on version 4.
+func BenchmarkTileGroups(b *testing.B) {
+	const H, N, B, G = 2048, 8192, 256, 128
+	loaded, phi := 7*N/10, 4*N/10
+	static := (phi/4 + G - 1) / G * G
+	first, last := static/G, loaded/G
+	rng := rand.New(rand.NewPCG(7, G))
+	chosen := rng.Perm(last - first)[:(phi-static)/G]
+	slices.Sort(chosen)
+	n := static + len(chosen)*G
+	for _, dt := range []format.DType{format.BF16, format.Q8_0} {
+		both, x := gatedLayersTiled(dt, H, N, B, loaded, 0, G)
+		v4, v5 := both[0], both[1]
+		nc := len(v4)
+		sets := func(copies []gatedCopies) (paper, routed [][]format.RecordBlock) {
+			paper, routed = make([][]format.RecordBlock, nc), make([][]format.RecordBlock, nc)
+			for i := range nc {
+				c := copies[i]
+				paper[i] = append(c.split[:n/B:n/B], c.split[n/B].Sub(0, n%B))
+				add := func(lo, hi int) {
+					for lo < hi {
+						end := min(hi, (lo/B+1)*B)
+						routed[i] = append(routed[i], c.split[lo/B].Sub(lo%B, lo%B+end-lo))
+						lo = end
+					}
+				}
+				add(0, static)
+				for _, g := range chosen {
+					add((first+g)*G, (first+g+1)*G)
+				}
+			}
+			return paper, routed
+		}
+		p4, r4 := sets(v4)
+		p5, r5 := sets(v5)
+		y := make([]float32, H)
+		p := NewPool(2)
+		b.Run(dt.String(), func(b *testing.B) {
+			var ratios [3][]float64
+			for i := 0; i < b.N; i++ {
+				var d [4]time.Duration
+				for o := range 4 {
+					which := (i + o) % 4
+					j := (4*i + o) % nc
+					set := [][][]format.RecordBlock{p4, r4, p5, r5}[which][j]
+					t0 := time.Now()
+					FFNRecords(p, y, set, dt, H, x, nil)
+					d[which] = time.Since(t0)
+				}
+				for k := range 3 {
+					ratios[k] = append(ratios[k], float64(d[k+1])/float64(d[0]))
+				}
+			}
+			for k, name := range []string{"routed4÷paper4", "paper5÷paper4", "routed5÷paper4"} {
+				slices.Sort(ratios[k])
+				b.ReportMetric(ratios[k][len(ratios[k])/2], name)
+			}
+		})
 		p.Close()
 	}
 }

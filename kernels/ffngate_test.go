@@ -3,6 +3,7 @@ package kernels
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/sipack/sipack/format"
@@ -124,7 +125,7 @@ func recordBlocks(dt format.DType, H int, l format.Layout, bs ...[]byte) []forma
 			continue
 		}
 		B := len(b)/(3*R) + 3
-		out[i] = format.PutBlock(make([]byte, 3*B*R), b, B, R, l, format.TileBytes(dt))
+		out[i] = format.PutBlock(make([]byte, 3*B*R), b, B, R, l, format.TileBytes(dt), 0)
 	}
 	return out
 }
@@ -142,4 +143,70 @@ func randRecords(rng *rand.Rand, dt format.DType, H int, counts []int) ([][]byte
 		}
 	}
 	return blocks, recs
+}
+
+// tiledBlocks puts each of bs (interleaved records) in a layout Tiled
+// band block of room for n+3 records, by tile groups of G records (0:
+// none), and views it as two blocks cut at record cut where it has more.
+func tiledBlocks(dt format.DType, H, G, cut int, bs ...[]byte) []format.RecordBlock {
+	R, _ := dt.RowBytes(H)
+	var out []format.RecordBlock
+	for _, b := range bs {
+		n := len(b) / (3 * R)
+		B := n + 3
+		blk := format.PutBlock(make([]byte, 3*B*R), b, B, R, format.Tiled, format.TileBytes(dt), G)
+		if cut > 0 && cut < n {
+			out = append(out, blk.Sub(0, cut), blk.Sub(cut, n))
+			continue
+		}
+		out = append(out, blk)
+	}
+	return out
+}
+
+// TestTileGroups: a version 5 band block's down section by tile groups
+// (format.RecordBlock.TileGroup) gives the decode and prefill FFN, and the
+// gated FFN's chosen records, the sums of the same records tiled whole
+// (version 4), to the bit — whole blocks and views cut inside a group and
+// across groups, on every table.
+func TestTileGroups(t *testing.T) {
+	forTables(t, func(t *testing.T, tb *Table) {
+		rng := rand.New(rand.NewPCG(41, 42))
+		p := NewPool(1)
+		defer p.Close()
+		for _, dt := range []format.DType{format.BF16, format.F16, format.Q8_0, format.Q4_0} {
+			for _, H := range []int{256, 160} { // 160: a last, shorter piece
+				if _, ok := dt.RowBytes(H); !ok {
+					continue
+				}
+				blocks, _ := randRecords(rng, dt, H, []int{29, 7, 40})
+				for _, T := range []int{1, 5} {
+					x := randVec(rng, T*H)
+					for i := range x {
+						x[i] /= float32(math.Sqrt(float64(H)))
+					}
+					for _, cut := range []int{0, 2, 11} {
+						want := make([]float32, T*H)
+						FFNRecords(p, want, tiledBlocks(dt, H, 0, cut, blocks...), dt, H, x, nil)
+						for _, G := range []int{1, 3, 8} {
+							got := make([]float32, T*H)
+							FFNRecords(p, got, tiledBlocks(dt, H, G, cut, blocks...), dt, H, x, nil)
+							if !slices.Equal(got, want) {
+								t.Fatalf("%v H=%d T=%d cut %d: tile groups of %d give another FFN than whole tiles", dt, H, T, cut, G)
+							}
+							if T > 1 {
+								continue
+							}
+							wantG, gotG := make([]float32, H), make([]float32, H)
+							FFNGated(p, wantG, tiledBlocks(dt, H, 0, cut, blocks...), dt, H, x, 9, 23, nil)
+							FFNGated(p, gotG, tiledBlocks(dt, H, G, cut, blocks...), dt, H, x, 9, 23, nil)
+							if !slices.Equal(gotG, wantG) {
+								t.Fatalf("%v H=%d cut %d: tile groups of %d give another gated FFN than whole tiles", dt, H, cut, G)
+							}
+						}
+					}
+				}
+			}
+		}
+	})
 }

@@ -389,8 +389,20 @@ func (rcv *Index) MutateRouterGroup(n uint32) bool {
 	return rcv._tab.MutateUint32Slot(38, n)
 }
 
+func (rcv *Index) TileGroup() uint32 {
+	o := flatbuffers.UOffsetT(rcv._tab.Offset(40))
+	if o != 0 {
+		return rcv._tab.GetUint32(o + rcv._tab.Pos)
+	}
+	return 0
+}
+
+func (rcv *Index) MutateTileGroup(n uint32) bool {
+	return rcv._tab.MutateUint32Slot(40, n)
+}
+
 func IndexStart(builder *flatbuffers.Builder) {
-	builder.StartObject(18)
+	builder.StartObject(19)
 }
 func IndexAddConfig(builder *flatbuffers.Builder, config flatbuffers.UOffsetT) {
 	builder.PrependUOffsetTSlot(0, flatbuffers.UOffsetT(config), 0)
@@ -472,6 +484,9 @@ func IndexStartRoutersVector(builder *flatbuffers.Builder, numElems int) flatbuf
 }
 func IndexAddRouterGroup(builder *flatbuffers.Builder, routerGroup uint32) {
 	builder.PrependUint32Slot(17, routerGroup, 0)
+}
+func IndexAddTileGroup(builder *flatbuffers.Builder, tileGroup uint32) {
+	builder.PrependUint32Slot(18, tileGroup, 0)
 }
 func IndexEnd(builder *flatbuffers.Builder) flatbuffers.UOffsetT {
 	return builder.EndObject()
