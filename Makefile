@@ -5,7 +5,7 @@ BIN     ?= bin
 FUZZTIME ?= 30s
 SYNTH   ?= /tmp/sipack-synth-1b
 
-.PHONY: all build test demo generate fuzz bench compare compare-avx2 recache bench-packs synth clean vet accuracy accuracy-quant test-arm64 test-arm32 cross loadtest \
+.PHONY: all build test demo generate fuzz bench compare compare-routed routed-packs compare-avx2 recache bench-packs synth clean vet accuracy accuracy-quant test-arm64 test-arm32 cross loadtest \
 	cuda-kernels cuda-check build-cuda device-check device-rehearse
 
 all: build
@@ -178,13 +178,12 @@ bench: bench-packs
 	$(BIN)/sipack plot bench -o $(BIN)/bench-2t.png $(BIN)/bench-2t.jsonl
 	$(BIN)/sirun bench --quick --threads 2 --rounds 5 $(BENCH_DIR)/synth-1b-bf16.sip $(BENCH_DIR)/synth-1b-q4_0.sip $(BENCH_DIR)/synth-1b-q8_0.sip
 	$(BIN)/sirun bench --quick --select paper,gate,hybrid --threads 2 --rounds 8 --tokens 16 $(BENCH_DIR)/synth-1b-bf16.sip $(BENCH_DIR)/synth-1b-q4_0.sip
-	# The router (docs/selection.md, twelfth screen): the packs routed on one
-	# prompt (a random model's routers: the same bytes and kernels), each
-	# against the paper's selection in the same rounds.
-	for d in bf16 q4_0; do \
-	  test -f $(BENCH_DIR)/synth-1b-$$d-routed.sip || $(BIN)/sipack route -q --task translate --max-prompts 1 --gen-tokens 4 $(BENCH_DIR)/synth-1b-$$d.sip -o $(BENCH_DIR)/synth-1b-$$d-routed.sip || exit 1; \
-	done
-	$(BIN)/sirun bench --quick --select paper,hybrid,router --threads 2 --rounds 8 --tokens 16 $(BENCH_DIR)/synth-1b-q4_0-routed.sip $(BENCH_DIR)/synth-1b-bf16-routed.sip
+	# The router (docs/selection.md, twelfth to fourteenth screens): the packs
+	# routed on one prompt (a random model's routers: the same bytes and
+	# kernels; bf16 and q8_0 written as version 5), each against the paper's
+	# selection in the same rounds.
+	$(MAKE) routed-packs
+	$(BIN)/sirun bench --quick --select paper,hybrid,router --threads 2 --rounds 8 --tokens 16 $(ROUTED_DIR)/synth-1b-q4_0.sip $(ROUTED_DIR)/synth-1b-bf16.sip $(ROUTED_DIR)/synth-1b-q8_0.sip
 	$(GO) test -run XXX -bench 'GatedOverPaper|TopKeys' -benchtime 100x ./kernels
 
 # sirun against llama.cpp on the same machine (../shared/llamacpp/compare.sh),
@@ -197,6 +196,21 @@ bench: bench-packs
 compare: bench-packs
 	$(MAKE) recache
 	BENCH_DIR=$(BENCH_DIR) SIRUN=$(BIN)/sirun ../shared/llamacpp/compare.sh --threads 2
+
+# The routed packs (sipack route on one prompt: a random model's routers,
+# the bytes and kernels of a real one) of bf16, q8_0 and q4_0, under the
+# names compare.sh reads, in ROUTED_DIR; and compare.sh on them: sirun's
+# γ0.7 φ0.4 figure is then the router's (its default on a routed pack).
+ROUTED_DIR ?= $(BENCH_DIR)/routed
+routed-packs: bench-packs
+	mkdir -p $(ROUTED_DIR)
+	for d in bf16 q8_0 q4_0; do \
+	  test -f $(ROUTED_DIR)/synth-1b-$$d.sip || $(BIN)/sipack route -q --task translate --max-prompts 1 --gen-tokens 4 $(BENCH_DIR)/synth-1b-$$d.sip -o $(ROUTED_DIR)/synth-1b-$$d.sip || exit 1; \
+	done
+
+compare-routed: routed-packs
+	$(MAKE) recache BENCH_DIR=$(ROUTED_DIR)
+	BENCH_DIR=$(ROUTED_DIR) SIRUN=$(BIN)/sirun ../shared/llamacpp/compare.sh --threads 2 --dtypes bf16,q8_0,q4_0
 
 # The same against llama.cpp's AVX2 build (its CPU backends but the
 # Haswell one removed from a copy of its bin/) and sirun's AVX2 table, one
