@@ -199,8 +199,10 @@ compare: bench-packs
 
 # The routed packs (sipack route on one prompt: a random model's routers,
 # the bytes and kernels of a real one) of bf16, q8_0 and q4_0, under the
-# names compare.sh reads, in ROUTED_DIR; and compare.sh on them: sirun's
-# γ0.7 φ0.4 figure is then the router's (its default on a routed pack).
+# names compare.sh reads, in ROUTED_DIR (made once: remove them to route
+# again, e.g. after the synth packs or the format change); and compare.sh
+# on them: sirun's γ0.7 φ0.4 figure is then the router's (its default on
+# a routed pack).
 ROUTED_DIR ?= $(BENCH_DIR)/routed
 routed-packs: bench-packs
 	mkdir -p $(ROUTED_DIR)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -70,9 +71,45 @@ func TestOlderPacksRunTheSame(t *testing.T) {
 // (version 5) and, with that turned off, tiled by whole blocks (version
 // 4); both verify, hold the same records, and decode the same prompt and
 // 12 greedy tokens to the same logits, bit for bit on one thread, with the
-// router's, the paper's and the gate's selection.
+// router's, the paper's and the gate's selection — as converted, and with
+// uneven layer budgets (layer bands: a layer's share of a band starts at
+// any rank, so its first and last tile groups are cut).
 func TestTileGroupsRunTheSame(t *testing.T) {
-	src := testutil.PackOf(t, "../testdata/tinyllama", convert.Options{BaseFraction: 0.3})
+	t.Run("bands", func(t *testing.T) {
+		tileGroupsRunTheSame(t, testutil.PackOf(t, "../testdata/tinyllama", convert.Options{BaseFraction: 0.3}), false)
+	})
+	t.Run("layer-bands", func(t *testing.T) {
+		raw, err := os.ReadFile("../testdata/tinyllama/config.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, _, err := convert.ParseConfig("config.json", raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sparse := convert.SparseLayers(cfg, nil)
+		order := convert.RandomOrder(sparse, cfg.IntermediateSize, 7)
+		order.BaseFraction = 0.3
+		order.Budgets = map[int][]float32{}
+		L := float64(len(sparse))
+		for i, l := range sparse {
+			b := make([]float32, format.BudgetSteps+1)
+			for j := range b {
+				F := float64(j) / format.BudgetSteps
+				first := min(1, 1.7*F) // layer 0 loads more, the others share the rest
+				if i == 0 {
+					b[j] = float32(first)
+				} else {
+					b[j] = float32((L*F - first) / (L - 1))
+				}
+			}
+			order.Budgets[l] = b
+		}
+		tileGroupsRunTheSame(t, testutil.PackOf(t, "../testdata/tinyllama", convert.Options{BaseFraction: 0.3, Order: order}), true)
+	})
+}
+
+func tileGroupsRunTheSame(t *testing.T, src string, layerBands bool) {
 	p, err := format.Open(src, format.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -112,6 +149,9 @@ func TestTileGroupsRunTheSame(t *testing.T) {
 		}
 		if _, err := pk.Verify(); err != nil {
 			t.Fatal(err)
+		}
+		if pk.HasBudgets() != layerBands {
+			t.Fatalf("pack %d: layer budgets %v, want %v", i, pk.HasBudgets(), layerBands)
 		}
 	}
 	for si := range p.Index.SparseLayers {

@@ -110,14 +110,16 @@ func TestBandLayout(t *testing.T) {
 // TestTiledBlock: a layout Tiled block (§5, version 4) of B records puts
 // piece c of record j's down row at 2B·R + c·B·T + j·(piece length), the
 // last piece shorter where R is not a multiple of T; by tile groups of G
-// records (version 5) at 2B·R + g·R + c·n_g·T + (j−g)·(piece length), g
-// the first record of j's group and n_g its records (the last group may be
-// shorter); every view of it (Sub, its pieces, CopyDown, CopyDownFrom
+// ranks (version 5), the block's first rank O ranks into its group, at
+// 2B·R + g·R + c·n_g·T + (j−g)·(piece length), g the first record of j's
+// part of its group and n_g the part's records (the first and last parts
+// may be short); every view of it (Sub, its pieces, CopyDown, CopyDownFrom
 // either way, CopyRecord) gives back each record's rows, and DownRow
 // refuses it.
 func TestTiledBlock(t *testing.T) {
-	for _, c := range []struct{ H, B, n, G int }{{2048, 8, 8, 0}, {2080, 8, 5, 0}, {32, 4, 3, 0},
-		{2048, 8, 8, 4}, {2080, 8, 7, 3}, {32, 8, 5, 3}, {2048, 4, 4, 1}, {32, 4, 3, 4}} {
+	for _, c := range []struct{ H, B, n, G, O int }{{2048, 8, 8, 0, 0}, {2080, 8, 5, 0, 0}, {32, 4, 3, 0, 0},
+		{2048, 8, 8, 4, 0}, {2080, 8, 7, 3, 0}, {32, 8, 5, 3, 0}, {2048, 4, 4, 1, 0}, {32, 4, 3, 4, 0},
+		{2048, 8, 8, 4, 1}, {2080, 8, 7, 3, 2}, {2048, 8, 6, 8, 5}, {2048, 8, 8, 16, 9}} {
 		R, _ := Q8_0.RowBytes(c.H)
 		T := TileBytes(Q8_0)
 		recs := make([]byte, c.n*3*R)
@@ -125,20 +127,27 @@ func TestTiledBlock(t *testing.T) {
 			recs[i] = byte(i*7 + i/251)
 		}
 		blk := make([]byte, 3*c.B*R)
-		b := PutBlock(blk, recs, c.B, R, Tiled, T, c.G)
+		b := PutBlock(blk, recs, c.B, R, Tiled, T, TileGroups{c.G, c.O})
 		if !b.Tiled() || !b.Runs() || !b.Split() || T != 68 {
 			t.Fatalf("H=%d: tiled %v runs %v split %v, tile %d", c.H, b.Tiled(), b.Runs(), b.Split(), T)
 		}
 		nc := (R + T - 1) / T
+		// Walked record by record: a part starts at record 0 and at every
+		// record whose rank (O + j) is a multiple of G.
+		parts := make([][2]int, c.B) // record j's part: its first record, its records
+		for j, start := 0, 0; j <= c.B; j++ {
+			if j == c.B || (j > 0 && c.G > 0 && (j+c.O)%c.G == 0) {
+				for k := start; k < j; k++ {
+					parts[k] = [2]int{start, j - start}
+				}
+				start = j
+			}
+		}
 		for j := 0; j < c.n; j++ {
 			down := recs[j*3*R+2*R : (j+1)*3*R]
 			for p := 0; p < nc; p++ {
 				pl := min(T, R-p*T)
-				g, ng := 0, c.B
-				if c.G > 0 && c.G < c.B {
-					g = j / c.G * c.G
-					ng = min(c.G, c.B-g)
-				}
+				g, ng := parts[j][0], parts[j][1]
 				at := 2*c.B*R + g*R + p*ng*T + (j-g)*pl
 				if !bytes.Equal(blk[at:at+pl], down[p*T:p*T+pl]) || !bytes.Equal(b.DownPiece(j, p), down[p*T:p*T+pl]) {
 					t.Fatalf("H=%d G=%d record %d piece %d not at %d", c.H, c.G, j, p, at)
@@ -163,7 +172,7 @@ func TestTiledBlock(t *testing.T) {
 		}
 		// Down rows between tiled and whole-row blocks.
 		runs := RunsBlock(make([]byte, 3*c.B*R), c.n, c.B, R)
-		tiled := TiledBlock(make([]byte, 3*c.B*R), c.n, c.B, R, T, c.G)
+		tiled := TiledBlock(make([]byte, 3*c.B*R), c.n, c.B, R, T, TileGroups{c.G, c.O})
 		for j := 0; j < c.n; j++ {
 			runs.CopyDownFrom(j, &b, j)
 			tiled.CopyDownFrom(c.n-1-j, &runs, j)

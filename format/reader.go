@@ -607,7 +607,7 @@ func (p *Pack) RecordBlock(si, lo, hi int) RecordBlock {
 	if p.bands == nil {
 		off := p.Preamble.FFNOff + uint64(lo/B)*p.Preamble.BandBytes + uint64(si*B)*rb
 		block := p.data[off : off+uint64(B)*rb]
-		all := ViewBlock(block, B, B, R, p.Layout(), TileBytes(p.Index.RecordDType), p.Index.TileGroup)
+		all := ViewBlock(block, B, B, R, p.Layout(), TileBytes(p.Index.RecordDType), GroupsAt(p.Index.TileGroup, lo/B*B))
 		return all.Sub(lo%B, lo%B+hi-lo)
 	}
 	// The band whose share of this layer holds rank lo, and the layers
@@ -620,7 +620,7 @@ func (p *Pack) RecordBlock(si, lo, hi int) RecordBlock {
 	}
 	n := c[b+1] - c[b]
 	block := p.data[off : off+uint64(n)*rb]
-	all := ViewBlock(block, n, n, R, p.Layout(), TileBytes(p.Index.RecordDType), p.Index.TileGroup)
+	all := ViewBlock(block, n, n, R, p.Layout(), TileBytes(p.Index.RecordDType), GroupsAt(p.Index.TileGroup, c[b]))
 	return all.Sub(lo-c[b], hi-c[b])
 }
 

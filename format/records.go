@@ -21,13 +21,29 @@ type RecordBlock struct {
 	// TileCap records, then piece c+1 (the last piece of a row may be
 	// shorter); this view's record j is the block's First + j.
 	Tile, TileCap, First int
-	// TileGroup, where not 0 (version 5), is the records of a tile group:
-	// the block's down section is then its groups one after the other,
-	// records [g·TileGroup, (g+1)·TileGroup) (the last group may be
-	// shorter), each tiled on its own as a block of its records would be
-	// — so a group's down rows are one run (a routed group's, where the
-	// router's groups are the tile groups: sipack route).
-	TileGroup int
+	// TileGroup, where not 0 (version 5), is the ranks of a tile group:
+	// a layer's ranks [k·TileGroup, (k+1)·TileGroup). The block's down
+	// section is then the parts of the groups it holds one after the
+	// other (its first and last part may be short), each part tiled on
+	// its own as a block of its records would be — so a group's down rows
+	// are one run (a routed group's, where the router's groups are the
+	// tile groups: sipack route). TileOrigin is the block's first rank
+	// mod TileGroup: its record 0 lies that far into its group.
+	TileGroup, TileOrigin int
+}
+
+// TileGroups is how a version 5 block's down section is grouped: Size
+// ranks a tile group (0: none), the block's first rank Origin ranks into
+// its group (GroupsAt).
+type TileGroups struct{ Size, Origin int }
+
+// GroupsAt is the tile groups of size g (0: none) of a block whose first
+// rank is lo.
+func GroupsAt(g, lo int) TileGroups {
+	if g <= 0 {
+		return TileGroups{}
+	}
+	return TileGroups{Size: g, Origin: lo % g}
 }
 
 // DownTile is the values of a down row a piece of a layout Tiled block
@@ -135,27 +151,27 @@ func RunsBlock(b []byte, n, B, rowBytes int) RecordBlock {
 // TiledBlock views the first n records of a version 4 band block b of B
 // records: B gate rows, then B up rows, then the B down rows by pieces of
 // tile bytes (TileBytes of the dtype).
-// group, where it is not 0 and less than B, is the records of a tile
-// group (version 5: RecordBlock.TileGroup).
-func TiledBlock(b []byte, n, B, rowBytes, tile, group int) RecordBlock {
+// tg is its tile groups (version 5: RecordBlock.TileGroup; none where the
+// block lies in one).
+func TiledBlock(b []byte, n, B, rowBytes, tile int, tg TileGroups) RecordBlock {
 	R := rowBytes
-	if group >= B {
-		group = 0
+	if tg.Size <= 0 || tg.Origin+B <= tg.Size {
+		tg = TileGroups{}
 	}
-	return RecordBlock{Gate: b[:n*R], Up: b[B*R : B*R+n*R], Down: b[2*B*R : 3*B*R], GateStride: R, UpStride: R, DownStride: R, RowBytes: R, N: n, Tile: tile, TileCap: B, TileGroup: group}
+	return RecordBlock{Gate: b[:n*R], Up: b[B*R : B*R+n*R], Down: b[2*B*R : 3*B*R], GateStride: R, UpStride: R, DownStride: R, RowBytes: R, N: n, Tile: tile, TileCap: B, TileGroup: tg.Size, TileOrigin: tg.Origin}
 }
 
 // ViewBlock views the first n records of a band block b of B records in
-// layout l; tile is the dtype's TileBytes and group the tile group's
-// records (0: none), read by layout Tiled only.
-func ViewBlock(b []byte, n, B, rowBytes int, l Layout, tile, group int) RecordBlock {
+// layout l; tile is the dtype's TileBytes and tg its tile groups, read by
+// layout Tiled only.
+func ViewBlock(b []byte, n, B, rowBytes int, l Layout, tile int, tg TileGroups) RecordBlock {
 	switch l {
 	case Pairs:
 		return SplitBlock(b, n, B, rowBytes)
 	case Runs:
 		return RunsBlock(b, n, B, rowBytes)
 	case Tiled:
-		return TiledBlock(b, n, B, rowBytes, tile, group)
+		return TiledBlock(b, n, B, rowBytes, tile, tg)
 	}
 	return InterleavedBlock(b[:n*3*rowBytes], rowBytes)
 }
@@ -176,15 +192,18 @@ func (b *RecordBlock) Tiled() bool { return b.Tile > 0 }
 // DownPieces is the number of pieces of a down row in layout Tiled.
 func (b *RecordBlock) DownPieces() int { return (b.RowBytes + b.Tile - 1) / b.Tile }
 
-// TileGroupOf is the tile group holding the view's record j (layout
-// Tiled): its first record, as an index of the whole block (j's is
-// First + j), and its records. Without tile groups the block is one.
+// TileGroupOf is the part of a tile group holding the view's record j
+// (layout Tiled): its first record, as an index of the whole block (j's
+// is First + j), and its records. Without tile groups the block is one.
 func (b *RecordBlock) TileGroupOf(j int) (first, n int) {
-	if b.TileGroup <= 0 {
+	g := b.TileGroup
+	if g <= 0 {
 		return 0, b.TileCap
 	}
-	first = (b.First + j) / b.TileGroup * b.TileGroup
-	return first, min(b.TileGroup, b.TileCap-first)
+	first = (b.First+j+b.TileOrigin)/g*g - b.TileOrigin
+	end := min(b.TileCap, first+g)
+	first = max(0, first)
+	return first, end - first
 }
 
 // TileDown is the down section of the tile group holding the view's
@@ -341,17 +360,16 @@ func (b *RecordBlock) CopyRecord(dst []byte, j int) {
 // n gate rows from the start, the n up | down pairs from B·rowBytes on.
 // It returns the block's view.
 func PutSplit(dst, recs []byte, B, rowBytes int) RecordBlock {
-	return PutBlock(dst, recs, B, rowBytes, Pairs, 0, 0)
+	return PutBlock(dst, recs, B, rowBytes, Pairs, 0, TileGroups{})
 }
 
 // PutBlock writes recs, whole interleaved records, into dst as a band
 // block of B ≥ n records in layout l (§5; tile: TileBytes of the dtype
-// and group the tile group's records or 0, for layout Tiled) and returns
-// its view.
-func PutBlock(dst, recs []byte, B, rowBytes int, l Layout, tile, group int) RecordBlock {
+// and tg its tile groups, for layout Tiled) and returns its view.
+func PutBlock(dst, recs []byte, B, rowBytes int, l Layout, tile int, tg TileGroups) RecordBlock {
 	R := rowBytes
 	n := len(recs) / (3 * R)
-	b := ViewBlock(dst, n, B, R, l, tile, group)
+	b := ViewBlock(dst, n, B, R, l, tile, tg)
 	for j := 0; j < n; j++ {
 		rec := recs[j*3*R : (j+1)*3*R]
 		copy(b.GateRow(j), rec[:R])

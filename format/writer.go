@@ -253,7 +253,7 @@ func WritePack(ctx context.Context, path string, spec *WriteSpec) (err error) {
 					return fmt.Errorf("sip: layer %d records: %w", sl.Layer, err)
 				}
 				// §5: the block's rows in the pack's layout.
-				PutBlock(band[off:], recs[:uint64(hi-lo)*idx.RecordBytes], capacity, R, layout, TileBytes(idx.RecordDType), idx.TileGroup)
+				PutBlock(band[off:], recs[:uint64(hi-lo)*idx.RecordBytes], capacity, R, layout, TileBytes(idx.RecordDType), GroupsAt(idx.TileGroup, lo))
 				off += uint64(capacity) * idx.RecordBytes
 			}
 			idx.BandHashes[b] = blake3.Sum256(band)

@@ -636,6 +636,9 @@ func downTiles(ops *Ops, y, h []float32, blk *format.RecordBlock, j0 int) {
 	for len(h) > 0 {
 		first, gn := blk.TileGroupOf(j0)
 		m := min(len(h), first+gn-blk.First-j0)
+		if m <= 0 {
+			panic("kernels: downTiles past the block's records")
+		}
 		downTileGroup(ops, y, h[:m], blk, j0, gn)
 		h, j0 = h[m:], j0+m
 	}

@@ -127,7 +127,7 @@ func gatedLayersTiled(dt format.DType, H, N, B, loaded int, groups ...int) ([][]
 				d := make([]byte, B*rec)
 				copy(d, layer[:m*rec])
 				c.v1 = append(c.v1, format.InterleavedBlock(d[:m*rec], R))
-				c.split = append(c.split, format.PutBlock(make([]byte, B*rec), d[:m*rec], B, R, format.LayoutFor(dt), format.TileBytes(dt), G))
+				c.split = append(c.split, format.PutBlock(make([]byte, B*rec), d[:m*rec], B, R, format.LayoutFor(dt), format.TileBytes(dt), format.GroupsAt(G, lo)))
 			}
 		}
 	}

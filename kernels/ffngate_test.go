@@ -125,7 +125,7 @@ func recordBlocks(dt format.DType, H int, l format.Layout, bs ...[]byte) []forma
 			continue
 		}
 		B := len(b)/(3*R) + 3
-		out[i] = format.PutBlock(make([]byte, 3*B*R), b, B, R, l, format.TileBytes(dt), 0)
+		out[i] = format.PutBlock(make([]byte, 3*B*R), b, B, R, l, format.TileBytes(dt), format.TileGroups{})
 	}
 	return out
 }
@@ -146,15 +146,17 @@ func randRecords(rng *rand.Rand, dt format.DType, H int, counts []int) ([][]byte
 }
 
 // tiledBlocks puts each of bs (interleaved records) in a layout Tiled
-// band block of room for n+3 records, by tile groups of G records (0:
-// none), and views it as two blocks cut at record cut where it has more.
+// band block of room for n+3 records, by tile groups of G ranks (0: none)
+// with the i-th block's first rank 5i (so its first group is cut short
+// where G does not divide it), and views it as two blocks cut at record
+// cut where it has more.
 func tiledBlocks(dt format.DType, H, G, cut int, bs ...[]byte) []format.RecordBlock {
 	R, _ := dt.RowBytes(H)
 	var out []format.RecordBlock
-	for _, b := range bs {
+	for i, b := range bs {
 		n := len(b) / (3 * R)
 		B := n + 3
-		blk := format.PutBlock(make([]byte, 3*B*R), b, B, R, format.Tiled, format.TileBytes(dt), G)
+		blk := format.PutBlock(make([]byte, 3*B*R), b, B, R, format.Tiled, format.TileBytes(dt), format.GroupsAt(G, 5*i))
 		if cut > 0 && cut < n {
 			out = append(out, blk.Sub(0, cut), blk.Sub(cut, n))
 			continue

@@ -692,6 +692,7 @@ func rowDot(k func(w *uint16, x *float32, n int) float32, ref func([]byte, []flo
 		n := len(x) &^ mask
 		s := float32(0)
 		if n > 0 {
+			_ = w[2*n-1] // the row holds the n values the kernel reads
 			s = k((*uint16)(unsafe.Pointer(&w[0])), &x[0], n)
 		}
 		if n == len(x) { // no tail: a call saved a row (the tiny model's rows are 256 values)
@@ -706,6 +707,7 @@ func rowAxpy(k func(y *float32, a float32, w *uint16, n int), ref func([]float32
 	return func(y []float32, a float32, w []byte) {
 		n := len(y) &^ mask
 		if n > 0 {
+			_ = w[2*n-1] // the row holds the n values the kernel reads
 			k(&y[0], a, (*uint16)(unsafe.Pointer(&w[0])), n)
 		}
 		if n < len(y) {

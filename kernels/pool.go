@@ -282,7 +282,7 @@ func PrefillScratchBytes(T, H, N, heads, kvHeads, hd, ctx, workers int) uint64 {
 
 // heldBytes is what p's scratch holds now (PrefillScratchBytes' subject).
 func (p *Pool) heldBytes() uint64 {
-	n := 4*cap(p.buf) + 4*cap(p.gemm) + 2*cap(p.xb) + 4*cap(p.xr) + 4*cap(p.att) + 4*cap(p.gates) + 4*cap(p.keys) + 4*cap(p.sel)
+	n := 4*cap(p.buf) + 4*cap(p.gemm) + 2*cap(p.xb) + 4*cap(p.xr) + 4*cap(p.att) + 4*cap(p.gates) + 4*cap(p.keys) + 4*cap(p.sel) + 16*cap(p.spans)
 	for _, a := range p.acts {
 		n += cap(a.Q) + 4*cap(a.D) + 4*cap(a.S) + cap(a.Quad)
 	}

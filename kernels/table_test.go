@@ -299,7 +299,7 @@ func TestAxpyTilesGapIsAxpyTiles(t *testing.T) {
 			}
 			R, _ := dt.RowBytes(H)
 			recs, _ := randRow(rng, dt, B*3*H)
-			blk := format.PutBlock(make([]byte, B*3*R), recs, B, R, format.Tiled, format.TileBytes(dt), 0)
+			blk := format.PutBlock(make([]byte, B*3*R), recs, B, R, format.Tiled, format.TileBytes(dt), format.TileGroups{})
 			T := blk.Tile
 			for j0 := 0; j0 < B; j0 += 5 {
 				for n := 1; j0+n <= B && n < B; n += 3 {

@@ -315,7 +315,7 @@ func (e *Exec) Gather(all backend.Records, ranks []int, static int, compact bool
 		if l == format.Tiled {
 			l = format.Runs
 		}
-		c := format.ViewBlock(buf, n, n, R, l, format.TileBytes(a.dt), 0)
+		c := format.ViewBlock(buf, n, n, R, l, format.TileBytes(a.dt), format.TileGroups{})
 		e.pool.Run(n, func(lo, hi, _ int) {
 			for k := lo; k < hi; k++ {
 				b, j := a.at(rest[k])

@@ -49,7 +49,7 @@ func testGather(t *testing.T, l format.Layout, dt format.DType) {
 	raw, recs := bands(n, B, H)
 	blocks := make([]format.RecordBlock, len(raw))
 	for i, b := range raw {
-		blocks[i] = format.PutBlock(make([]byte, 3*4*H*B), b, B, 4*H, l, format.TileBytes(dt), 0)
+		blocks[i] = format.PutBlock(make([]byte, 3*4*H*B), b, B, 4*H, l, format.TileBytes(dt), format.TileGroups{})
 	}
 	d := New()
 	all, err := d.Records(blocks, dt, 4*H/dt.Size())

@@ -399,7 +399,7 @@ func (c ffnCase) recordBlocks(dt format.DType, H int, l format.Layout) []format.
 			continue
 		}
 		B := len(b) / (3 * R)
-		out[i] = format.PutBlock(make([]byte, len(b)), b, B, R, l, format.TileBytes(dt), 0)
+		out[i] = format.PutBlock(make([]byte, len(b)), b, B, R, l, format.TileBytes(dt), format.TileGroups{})
 	}
 	return out
 }
