@@ -717,12 +717,22 @@ func (g *gatherRows) release() {
 }
 
 // tiledAlign is the record count a decode's chunks come in multiples of so
-// that they end at a tiled block's end (format.Tiled; 1 when none is).
+// that they end at a tile group's end (format.RecordBlock.TileGroup: a
+// decode set's groups start at its multiples, the routed groups and the
+// static ranks before them alike), or a tiled block's where it has none
+// (format.Tiled; 1 when none is). At a block's end, a layer band's block
+// of a budgeted pack (hundreds of records, its capacity) left a routed
+// step's two workers a few uneven chunks: bf16 1B shape with layer budgets,
+// router ÷ paper 0.946 -> 0.994 (12-token decodes, ten alternating runs).
 func tiledAlign(blocks []format.RecordBlock) int {
 	align := 1
 	for i := range blocks {
-		if blocks[i].Tiled() {
-			align = max(align, blocks[i].TileCap)
+		if b := &blocks[i]; b.Tiled() {
+			a := b.TileCap
+			if b.TileGroup > 0 {
+				a = b.TileGroup
+			}
+			align = max(align, a)
 		}
 	}
 	return align

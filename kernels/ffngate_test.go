@@ -212,3 +212,26 @@ func TestTileGroups(t *testing.T) {
 		}
 	})
 }
+
+// TestTiledAlign: a decode's chunks end at tile groups in a version 5 set
+// (a layer band's block of 366 records by groups of 128: 128), at whole
+// blocks in a version 4 one (366), anywhere in untiled ones (1).
+func TestTiledAlign(t *testing.T) {
+	R := 2 * 256
+	tiled := func(B int, tg format.TileGroups) format.RecordBlock {
+		return format.TiledBlock(make([]byte, 3*B*R), B, B, R, format.TileBytes(format.BF16), tg)
+	}
+	runs := format.RunsBlock(make([]byte, 3*8*R), 8, 8, R)
+	for _, c := range []struct {
+		blocks []format.RecordBlock
+		want   int
+	}{
+		{[]format.RecordBlock{tiled(366, format.GroupsAt(128, 1000)), tiled(300, format.GroupsAt(128, 1366)), runs}, 128},
+		{[]format.RecordBlock{tiled(366, format.TileGroups{}), runs}, 366},
+		{[]format.RecordBlock{runs}, 1},
+	} {
+		if got := tiledAlign(c.blocks); got != c.want {
+			t.Errorf("tiledAlign: %d, want %d", got, c.want)
+		}
+	}
+}
