@@ -225,6 +225,12 @@ func (b *RecordBlock) DownPiece(j, c int) []byte {
 // must lie in one tile group: n pieces back to back, each len/n bytes.
 func (b *RecordBlock) TilePieces(j, n, c int) []byte {
 	first, gn := b.TileGroupOf(j)
+	return b.groupPieces(first, gn, j, n, c)
+}
+
+// groupPieces is TilePieces where j's tile group part (TileGroupOf) is
+// known: the row copies below place it once for all their pieces.
+func (b *RecordBlock) groupPieces(first, gn, j, n, c int) []byte {
 	pl := min(b.Tile, b.RowBytes-c*b.Tile)
 	o := first*b.RowBytes + c*gn*b.Tile + (b.First+j-first)*pl
 	return b.Down[o : o+n*pl]
@@ -236,8 +242,9 @@ func (b *RecordBlock) CopyDown(dst []byte, j int) {
 		copy(dst[:b.RowBytes], b.DownRow(j))
 		return
 	}
+	first, gn := b.TileGroupOf(j)
 	for c := 0; c < b.DownPieces(); c++ {
-		copy(dst[c*b.Tile:], b.DownPiece(j, c))
+		copy(dst[c*b.Tile:], b.groupPieces(first, gn, j, 1, c))
 	}
 }
 
@@ -247,8 +254,10 @@ func (b *RecordBlock) CopyDown(dst []byte, j int) {
 func (b *RecordBlock) CopyDownFrom(k int, src *RecordBlock, j int) {
 	switch {
 	case b.Tiled() && src.Tiled():
+		bf, bn := b.TileGroupOf(k)
+		sf, sn := src.TileGroupOf(j)
 		for c := 0; c < b.DownPieces(); c++ {
-			copy(b.DownPiece(k, c), src.DownPiece(j, c))
+			copy(b.groupPieces(bf, bn, k, 1, c), src.groupPieces(sf, sn, j, 1, c))
 		}
 	case b.Tiled():
 		b.SetDown(k, src.DownRow(j))
@@ -263,8 +272,9 @@ func (b *RecordBlock) SetDown(j int, row []byte) {
 		copy(b.DownRow(j), row)
 		return
 	}
+	first, gn := b.TileGroupOf(j)
 	for c := 0; c < b.DownPieces(); c++ {
-		copy(b.DownPiece(j, c), row[c*b.Tile:])
+		copy(b.groupPieces(first, gn, j, 1, c), row[c*b.Tile:])
 	}
 }
 

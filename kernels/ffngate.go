@@ -355,8 +355,7 @@ func upDownTiled(acc []float32, records *recordCursor, ops *Ops, sel []int32, g,
 // downTilesIdx adds Σ_q h[q]·down_{idx[q]} into y for records idx (of
 // this view, ascending) of a tiled block, a tile group's at a time: the
 // whole pieces through AxpyTilesIdx, a last, shorter piece a record at a
-// time. idx is the caller's scratch: its entries are moved to the group's
-// records during the call and back.
+// time.
 func downTilesIdx(ops *Ops, y, h []float32, idx []int32, blk *format.RecordBlock) {
 	T, nc, whole := blk.Tile, blk.DownPieces(), wholePieces(blk)
 	for len(idx) > 0 {
@@ -366,16 +365,11 @@ func downTilesIdx(ops *Ops, y, h []float32, idx []int32, blk *format.RecordBlock
 			m++
 		}
 		if whole > 0 {
-			// Whole pieces are T bytes, so record r's piece of chunk c is
-			// at first·R + c·gn·T + (r − first)·T (the group's region).
-			off := int32(blk.First - first)
-			for q := range idx[:m] {
-				idx[q] += off
-			}
-			ops.AxpyTilesIdx(y[:whole*format.DownTile], h[:m], blk.Down[first*blk.RowBytes:], idx[:m], gn*T)
-			for q := range idx[:m] {
-				idx[q] -= off
-			}
+			// Whole pieces are T bytes, so view record k's piece of chunk c
+			// is at first·R + c·gn·T + (First + k − first)·T: at c·gn·T +
+			// k·T from base (≥ 0: first − First ≤ first and T ≤ R).
+			base := first*blk.RowBytes + (blk.First-first)*T
+			ops.AxpyTilesIdx(y[:whole*format.DownTile], h[:m], blk.Down[base:], idx[:m], gn*T)
 		}
 		for c := whole; c < nc; c++ {
 			yc := y[c*format.DownTile:]
