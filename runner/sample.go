@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sort"
+	"slices"
 )
 
 // Argmax returns the index of the largest logit (the first on ties).
@@ -41,6 +41,12 @@ type SamplerConfig struct {
 	Seed              uint64
 }
 
+// DefaultSampler is what sirun and sirun serve sample with unless told
+// otherwise: llama.cpp's defaults, the repetition penalty off.
+func DefaultSampler() SamplerConfig {
+	return SamplerConfig{Temperature: 0.8, TopK: 40, TopP: 0.95, RepetitionPenalty: 1, RepeatLastN: 64}
+}
+
 // Validate checks the ranges.
 func (c *SamplerConfig) Validate() error {
 	switch {
@@ -64,11 +70,12 @@ type Sampler struct {
 	rng  *rand.Rand
 	prob []float32
 	idx  []int
+	seen map[int]struct{}
 }
 
 // NewSampler makes a sampler; cfg must be valid.
 func NewSampler(cfg SamplerConfig) *Sampler {
-	return &Sampler{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}
+	return &Sampler{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), seen: map[int]struct{}{}}
 }
 
 // Sample picks a token from logits (which it may modify), given the tokens so far.
@@ -80,12 +87,12 @@ func (s *Sampler) Sample(logits []float32, history []int) int {
 		if c.RepeatLastN > 0 && len(recent) > c.RepeatLastN {
 			recent = recent[len(recent)-c.RepeatLastN:]
 		}
-		seen := map[int]bool{}
+		clear(s.seen)
 		for _, t := range recent {
-			if t < 0 || t >= len(logits) || seen[t] {
+			if _, dup := s.seen[t]; t < 0 || t >= len(logits) || dup {
 				continue
 			}
-			seen[t] = true
+			s.seen[t] = struct{}{}
 			// CTRL's penalty: shrink positive logits, push negative ones further down.
 			if logits[t] > 0 {
 				logits[t] /= float32(c.RepetitionPenalty)
@@ -97,19 +104,7 @@ func (s *Sampler) Sample(logits []float32, history []int) int {
 	if c.Temperature == 0 {
 		return Argmax(logits)
 	}
-	// Candidates sorted by logit, descending (ties by id for determinism).
-	s.idx = s.idx[:0]
-	for i := range logits {
-		s.idx = append(s.idx, i)
-	}
-	sort.Slice(s.idx, func(a, b int) bool {
-		la, lb := logits[s.idx[a]], logits[s.idx[b]]
-		return la > lb || (la == lb && s.idx[a] < s.idx[b])
-	})
-	n := len(s.idx)
-	if c.TopK > 0 && c.TopK < n {
-		n = c.TopK
-	}
+	n := s.candidates(logits, c.TopK)
 	// Softmax with temperature over the candidates.
 	s.prob = s.prob[:0]
 	m := float64(logits[s.idx[0]])
@@ -142,4 +137,77 @@ func (s *Sampler) Sample(logits []float32, history []int) int {
 		}
 	}
 	return s.idx[n-1]
+}
+
+// ahead reports whether token a ranks before token b: the larger logit,
+// ties to the smaller id, so the order is total and the draw reproducible.
+func ahead(logits []float32, a, b int) bool {
+	return logits[a] > logits[b] || (logits[a] == logits[b] && a < b)
+}
+
+// candidates fills s.idx with the k best tokens in rank order (all of them
+// when k is 0 or at least the vocabulary) and returns how many. A top-k is
+// chosen through a k-entry heap in one pass, O(V log k): sorting a 128k
+// vocabulary every token cost more than the decode step it follows.
+func (s *Sampler) candidates(logits []float32, k int) int {
+	v := len(logits)
+	s.idx = s.idx[:0]
+	if k <= 0 || k >= v {
+		for i := range logits {
+			s.idx = append(s.idx, i)
+		}
+		slices.SortFunc(s.idx, func(a, b int) int {
+			if ahead(logits, a, b) {
+				return -1
+			}
+			return 1
+		})
+		return v
+	}
+	// h is a heap whose root is the worst of the k best so far.
+	h := s.idx
+	for i := range k {
+		h = append(h, i)
+		for j := i; j > 0; {
+			p := (j - 1) / 2
+			if !ahead(logits, h[p], h[j]) {
+				break
+			}
+			h[p], h[j] = h[j], h[p]
+			j = p
+		}
+	}
+	for i := k; i < v; i++ {
+		if !ahead(logits, i, h[0]) {
+			continue
+		}
+		h[0] = i
+		siftWorst(logits, h, 0, k)
+	}
+	// Pop the worst to the back until the heap is empty: h ends best first.
+	for end := k - 1; end > 0; end-- {
+		h[0], h[end] = h[end], h[0]
+		siftWorst(logits, h, 0, end)
+	}
+	s.idx = h
+	return k
+}
+
+// siftWorst restores the heap h[:n] below j (the root holds the token that
+// ranks last).
+func siftWorst(logits []float32, h []int, j, n int) {
+	for {
+		w, l, r := j, 2*j+1, 2*j+2
+		if l < n && ahead(logits, h[w], h[l]) {
+			w = l
+		}
+		if r < n && ahead(logits, h[w], h[r]) {
+			w = r
+		}
+		if w == j {
+			return
+		}
+		h[j], h[w] = h[w], h[j]
+		j = w
+	}
 }

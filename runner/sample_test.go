@@ -2,7 +2,9 @@ package runner
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
+	"sort"
 	"testing"
 )
 
@@ -126,5 +128,53 @@ func TestSessionMultiTurnMatchesOneShot(t *testing.T) {
 	}
 	if _, err := b.Generate([]int{1}, GenerateOptions{MaxTokens: -1}); err == nil {
 		t.Error("negative token count accepted")
+	}
+}
+
+// TestSamplerTopKMatchesFullSort: the heap's top-k is the full sort's
+// prefix in the same order, so a seed draws the same tokens as a sampler
+// that sorts the whole vocabulary (ties and repeated values included).
+func TestSamplerTopKMatchesFullSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := range 300 {
+		v := 1 + rng.IntN(3000)
+		logits := make([]float32, v)
+		levels := 1 + rng.IntN(50) // few levels: many ties
+		for i := range logits {
+			logits[i] = float32(rng.IntN(levels)) / 4
+		}
+		k := rng.IntN(v + 3)
+		s := NewSampler(SamplerConfig{Temperature: 1, TopK: k, TopP: 1, RepetitionPenalty: 1})
+		n := s.candidates(logits, k)
+		want := make([]int, v)
+		for i := range want {
+			want[i] = i
+		}
+		sort.Slice(want, func(a, b int) bool {
+			la, lb := logits[want[a]], logits[want[b]]
+			return la > lb || (la == lb && want[a] < want[b])
+		})
+		if k > 0 && k < v {
+			want = want[:k]
+		}
+		if n != len(want) || !slices.Equal(s.idx[:n], want) {
+			t.Fatalf("trial %d (V %d, k %d): candidates %v, want %v", trial, v, k, s.idx[:min(n, 12)], want[:min(len(want), 12)])
+		}
+	}
+}
+
+// BenchmarkSampleDefaults: sirun's default sampler over a 1B-shape vocabulary.
+func BenchmarkSampleDefaults(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	logits := make([]float32, 128256)
+	for i := range logits {
+		logits[i] = float32(rng.NormFloat64() * 3)
+	}
+	work := make([]float32, len(logits))
+	s := NewSampler(DefaultSampler())
+	history := []int{1, 2, 3}
+	for b.Loop() {
+		copy(work, logits)
+		s.Sample(work, history)
 	}
 }
