@@ -257,7 +257,60 @@ func (s *State) ForwardBatch(tokens []int, pos int, pass Pass) ([]float32, error
 	if err := e.Err(); err != nil {
 		return nil, err
 	}
+	if !finite(s.Logits) {
+		at := pos + first
+		for i := first; i < T; i++ {
+			if finite(s.Logits[(i-first)*c.VocabSize : (i-first+1)*c.VocabSize]) {
+				at++
+				continue
+			}
+			break
+		}
+		return nil, &NonFiniteError{Pack: m.packPath(), Pos: at}
+	}
 	return s.Logits, nil
+}
+
+// NonFiniteError is logits that came out NaN or infinite: weights that
+// overflow, almost always a damaged pack, which would otherwise decode as
+// a stream of token 0.
+type NonFiniteError struct {
+	Pack string // the pack's path ("" when unknown)
+	Pos  int    // the first position whose logits are not finite
+}
+
+func (e *NonFiniteError) Error() string {
+	name := e.Pack
+	if name == "" {
+		name = "the pack"
+	}
+	return fmt.Sprintf("%s: the model computed non-finite logits (NaN or infinity) at position %d: the pack's weights are likely damaged; check them with `sipack verify %s`", name, e.Pos, name)
+}
+
+// finite reports whether every value of x is finite. v·0 is 0 for a finite
+// v and NaN otherwise, so the sums stay 0 unless one is not; four sums
+// keep the adds independent (a 128k vocabulary costs tens of µs).
+func finite(x []float32) bool {
+	var a, b, c, d float32
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		a += x[i] * 0
+		b += x[i+1] * 0
+		c += x[i+2] * 0
+		d += x[i+3] * 0
+	}
+	for ; i < len(x); i++ {
+		a += x[i] * 0
+	}
+	return a+b+c+d == 0
+}
+
+// packPath is the model's pack file, "" for a model built without one.
+func (m *Model) packPath() string {
+	if m.Pack == nil {
+		return ""
+	}
+	return m.Pack.Path
 }
 
 // routed returns the records a decode token computes in a layer with a
