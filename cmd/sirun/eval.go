@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -34,7 +35,7 @@ var selectionFlags = []cli.Flag{
 	&cli.IntFlag{Name: "reselect", Usage: "re-select the dynamic neurons every N decoded tokens, from a step over every loaded neuron (0: never, as SelectInfer)"},
 	&cli.Float64Flag{Name: "reselect-weight", Value: 1, Usage: "votes a re-selection token casts, against a prompt token's 1"},
 	&cli.StringFlag{Name: "mem-budget", Usage: "pick the largest γ whose whole process fits in this much memory (e.g. 1.5GiB): mapped weights, KV cache, buffers, tokenizer, Go runtime and code"},
-	&cli.BoolFlag{Name: "verify", Usage: "check the BLAKE3 hashes of every byte loaded before running"},
+	&cli.BoolFlag{Name: "verify", Usage: "check the loaded bytes against their BLAKE3 hashes even if this file passed before (every pack is checked on its first run)"},
 	&cli.BoolFlag{Name: "no-mmap", Usage: "read the loaded prefix into the process's memory instead of mapping it (as llama.cpp's --no-mmap): slower to start, never evicted; on some machines it decodes faster (docs/bench.md)"},
 	&cli.BoolFlag{Name: "mlock", Usage: "lock the loaded prefix in memory so the system never evicts it (as llama.cpp's --mlock; a refused lock is a warning)"},
 }
@@ -81,11 +82,9 @@ func openSelected(c *cli.Context, path string, ctx, seqs int) (*format.Pack, *ru
 	if n := pack.Index.Config.IntermediateSize; gamma == 0 && pack.LoadedRanks < n && !c.Bool("quiet") {
 		fmt.Fprintf(os.Stderr, "sirun: %s holds a prefix of %d of %d ranks per sparse layer (sliced): loading all of it, γ = %.3f\n", path, pack.LoadedRanks, n, pack.MaxGamma())
 	}
-	if c.Bool("verify") {
-		if _, err := pack.Verify(); err != nil {
-			pack.Close()
-			return nil, nil, nil, err
-		}
+	if err := verifyLoaded(pack, c.Bool("verify"), c.Bool("quiet")); err != nil {
+		pack.Close()
+		return nil, nil, nil, err
 	}
 	m, err := runner.Load(pack)
 	if err != nil {
@@ -108,6 +107,35 @@ func openSelected(c *cli.Context, path string, ctx, seqs int) (*format.Pack, *ru
 		sel = nil // φ ≥ γ: every loaded neuron is computed
 	}
 	return pack, m, sel, nil
+}
+
+// verifyLoaded hashes the loaded bytes against the pack's BLAKE3 hashes the
+// first time this file is run at this γ or more, and remembers the file in
+// the user's cache directory, so a damaged pack is refused at once and a
+// good one costs one pass over its bytes, ever; force (--verify) hashes
+// again. A cache that cannot be written only means hashing every run.
+func verifyLoaded(pack *format.Pack, force, quiet bool) error {
+	dir, dirErr := format.VerifiedDir()
+	if !force && dirErr == nil && pack.VerifiedBands(dir) >= pack.LoadedBands {
+		return nil
+	}
+	start := time.Now()
+	r, err := pack.Verify()
+	if err != nil {
+		return fmt.Errorf("%w: the pack is damaged; convert or copy it again", err)
+	}
+	if dirErr == nil {
+		dirErr = pack.RememberVerified(dir)
+	}
+	if !quiet {
+		fmt.Fprintf(os.Stderr, "sirun: checked %s's %s loaded bytes against their BLAKE3 hashes in %.2f s", pack.Path, cliutil.HumanBytes(r.Bytes), time.Since(start).Seconds())
+		if dirErr != nil {
+			fmt.Fprintf(os.Stderr, " (cannot remember it: %v; every run will check)\n", dirErr)
+		} else {
+			fmt.Fprintf(os.Stderr, "; not again until the file changes\n")
+		}
+	}
+	return nil
 }
 
 // float32Decimal is a float32 read from a pack as the shortest decimal that
