@@ -20,6 +20,11 @@ type GenerateOptions struct {
 	StopTokens map[int]bool
 	// OnToken is called with every generated id, as it is produced.
 	OnToken func(id int)
+	// Shift, when the context would overflow, drops the oldest tokens after
+	// the first Keep (Session.MakeRoom) instead of stopping: a long
+	// interactive session keeps going, as llama.cpp's context shift does.
+	Shift bool
+	Keep  int
 }
 
 // Stats is what a run measured, in the spirit of llama.cpp's timings.
@@ -30,6 +35,8 @@ type Stats struct {
 	Decode          time.Duration // all later tokens
 	StopReason      string        // "eos", "length", "context"
 	ActiveRecords   int           // FFN records computed per decode token, all layers
+	Dropped         int           // tokens the context shifts dropped (GenerateOptions.Shift)
+	Shift           time.Duration // re-running the kept tokens after those shifts
 }
 
 // Session is a conversation: a KV cache that grows over turns. Each new
@@ -214,6 +221,11 @@ func (ss *Session) Generate(prompt []int, opt GenerateOptions) (*Stats, error) {
 		}
 	}
 	start := time.Now()
+	if opt.Shift {
+		if err := ss.shift(st, opt.Keep, len(ss.Pending())+len(prompt)+1); err != nil {
+			return nil, err
+		}
+	}
 	logits, votes, err := ss.Prefill(prompt)
 	if err != nil {
 		return nil, err
@@ -246,8 +258,13 @@ func (ss *Session) Generate(prompt []int, opt GenerateOptions) (*Stats, error) {
 			break
 		}
 		if ss.Pos >= ss.S.Ctx {
-			st.StopReason = "context"
-			break
+			if !opt.Shift {
+				st.StopReason = "context"
+				break
+			}
+			if err := ss.shift(st, opt.Keep, 1); err != nil {
+				return st, err
+			}
 		}
 		if logits, ss.Plan, err = ss.Step(tok, ss.Plan); err != nil {
 			return st, err
@@ -260,6 +277,47 @@ func (ss *Session) Generate(prompt []int, opt GenerateOptions) (*Stats, error) {
 	}
 	// The last sampled token is not yet in the cache; the next turn feeds it.
 	return st, nil
+}
+
+// shift makes room for need tokens (MakeRoom) and counts what it did in st.
+func (ss *Session) shift(st *Stats, keep, need int) error {
+	t0 := time.Now()
+	dropped, err := ss.MakeRoom(keep, need)
+	if dropped > 0 {
+		st.Dropped += dropped
+		st.Shift += time.Since(t0)
+	}
+	return err
+}
+
+// MakeRoom frees the cache for need more tokens when it lacks them: it keeps
+// the first keep tokens and drops the oldest of the rest, half of them or as
+// many as need takes (llama.cpp's context shift), then runs the kept tokens
+// through the model again from position 0 — positions move, so their keys
+// must be computed anew. It returns how many tokens it dropped.
+func (ss *Session) MakeRoom(keep, need int) (int, error) {
+	ctx, cached := ss.S.Ctx, ss.Pos
+	if cached+need <= ctx {
+		return 0, nil
+	}
+	keep = max(0, min(keep, cached))
+	drop := max((cached-keep)/2, cached+need-ctx)
+	if keep+need > ctx || drop > cached-keep {
+		return 0, fmt.Errorf("%d new tokens do not fit the context of %d even after dropping every token but the first %d; use a larger --ctx (at most %d)",
+			need, ctx, keep, ss.M.Config.MaxPositionEmbeddings)
+	}
+	pending := append([]int(nil), ss.Pending()...)
+	kept := append(append([]int(nil), ss.History[:keep]...), ss.History[keep+drop:cached]...)
+	batch := cmp.Or(ss.batch, PlanBatch)
+	for off := 0; off < len(kept); off += batch {
+		if _, err := ss.S.ForwardBatch(kept[off:min(off+batch, len(kept))], off, Pass{}); err != nil {
+			ss.Pos, ss.History = 0, ss.History[:0] // the cache is part rewritten: start over
+			return 0, err
+		}
+	}
+	ss.Pos = len(kept)
+	ss.History = append(kept, pending...)
+	return drop, nil
 }
 
 // Pending returns the generated tokens not yet run through the model (at

@@ -26,11 +26,11 @@ var generateFlags = []cli.Flag{
 	&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read the prompt from `FILE`"},
 	&cli.StringFlag{Name: "prompt-ids", Usage: "prompt as token ids, a JSON array such as '[4094,3709]' (no bos is added)"},
 	&cli.IntFlag{Name: "n-predict", Aliases: []string{"n"}, Value: 64, Usage: "tokens to generate at most"},
-	&cli.Float64Flag{Name: "temperature", Aliases: []string{"temp"}, Value: 0.8, Usage: "sampling temperature; 0 is greedy"},
-	&cli.IntFlag{Name: "top-k", Value: 40, Usage: "keep the k most likely tokens (0: all)"},
-	&cli.Float64Flag{Name: "top-p", Value: 0.95, Usage: "keep the smallest set of tokens whose probability reaches p (1: all)"},
-	&cli.Float64Flag{Name: "repeat-penalty", Value: 1.0, Usage: "penalty for recently seen tokens (1: off)"},
-	&cli.IntFlag{Name: "repeat-last-n", Value: 64, Usage: "how many recent tokens the repeat penalty looks at (0: all)"},
+	&cli.Float64Flag{Name: "temperature", Aliases: []string{"temp"}, Value: runner.DefaultSampler().Temperature, Usage: "sampling temperature; 0 is greedy"},
+	&cli.IntFlag{Name: "top-k", Value: runner.DefaultSampler().TopK, Usage: "keep the k most likely tokens (0: all)"},
+	&cli.Float64Flag{Name: "top-p", Value: runner.DefaultSampler().TopP, Usage: "keep the smallest set of tokens whose probability reaches p (1: all)"},
+	&cli.Float64Flag{Name: "repeat-penalty", Value: runner.DefaultSampler().RepetitionPenalty, Usage: "penalty for recently seen tokens (1: off)"},
+	&cli.IntFlag{Name: "repeat-last-n", Value: runner.DefaultSampler().RepeatLastN, Usage: "how many recent tokens the repeat penalty looks at (0: all)"},
 	&cli.Int64Flag{Name: "seed", Value: -1, Usage: "random seed (-1: from the clock; printed in the summary)"},
 	&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: defaultThreads(), Usage: "worker threads"},
 	&cli.IntFlag{Name: "ctx", Aliases: []string{"c"}, Usage: "context length in tokens (default: the model's, at most 4096)"},
@@ -190,6 +190,14 @@ func generate(c *cli.Context) error {
 			out.Flush()
 		},
 	}
+	if c.Bool("interactive") {
+		// A full context drops the oldest turns and keeps the first prompt
+		// (up to a quarter of the context), as llama.cpp's context shift.
+		opt.Shift, opt.Keep = true, min(len(prompt), ctx/4)
+		if opt.Keep == 0 && len(prompt) == 0 {
+			opt.Keep = 1 // the bos the first turn starts with
+		}
+	}
 	// One summary at the end, over every turn (interactive mode adds them up).
 	var total *runner.Stats
 	defer func() {
@@ -212,6 +220,10 @@ func generate(c *cli.Context) error {
 		total.Prefill += st.Prefill
 		total.Decode += st.Decode
 		total.StopReason, total.ActiveRecords = st.StopReason, st.ActiveRecords
+		if st.Dropped > 0 && !c.Bool("quiet") {
+			fmt.Fprintf(os.Stderr, "\nsirun: the context of %d tokens was full: dropped the oldest %d tokens after the first %d (running the rest again took %.0f ms)\n",
+				ctx, st.Dropped, opt.Keep, float64(st.Shift.Microseconds())/1000)
+		}
 		if !c.Bool("output-ids") {
 			rest := stream.Flush()
 			out.WriteString(rest)
@@ -227,6 +239,7 @@ func generate(c *cli.Context) error {
 			return err
 		}
 	}
+	failed := 0
 	if c.Bool("interactive") {
 		in := bufio.NewScanner(os.Stdin)
 		in.Buffer(nil, 1<<20)
@@ -249,9 +262,7 @@ func generate(c *cli.Context) error {
 			p := m.Tokenizer.Encode(line, len(sess.History) == 0)
 			if err := turn(p); err != nil {
 				fmt.Fprintln(os.Stderr, "sirun:", err)
-				if sess.Pos >= sess.S.Ctx {
-					break
-				}
+				failed++
 			}
 		}
 	}
@@ -262,6 +273,9 @@ func generate(c *cli.Context) error {
 		b, _ := json.Marshal(ids)
 		out.Write(b)
 		out.WriteString("\n")
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d interactive turns failed", failed)
 	}
 	return nil
 }

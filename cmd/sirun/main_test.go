@@ -28,6 +28,8 @@ func TestMain(m *testing.M) {
 	if bin, dir, err = clitest.Build("sirun"); err != nil {
 		panic(err)
 	}
+	// Verified packs are remembered in the user's cache: the tests' own.
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
 	pack = filepath.Join(dir, "tiny.sip")
 	if _, err := convert.Convert(context.Background(), convert.Options{ModelDir: "../../testdata/tinyllama", Output: pack}); err != nil {
 		panic(err)
@@ -137,9 +139,72 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("sirun %v: exit %d, stderr %q; want non-zero and %q", c.args, code, errOut, c.want)
 		}
 	}
-	// Without --verify the flipped band byte still loads (structure is intact).
-	if _, _, code := run(t, "", corrupt, "-p", "x", "-n", "1", "-q"); code != 0 {
-		t.Errorf("structurally valid pack with a flipped weight refused without --verify")
+	// Without --verify too: a pack is checked the first time it runs.
+	if _, errOut, code := run(t, "", corrupt, "-p", "x", "-n", "1", "-q"); code == 0 || !strings.Contains(errOut, "BLAKE3 mismatch") {
+		t.Errorf("a pack with a flipped weight ran on its first load (exit %d): %s", code, errOut)
+	}
+}
+
+// TestVerifiedOnce: a pack's loaded bytes are hashed on its first run and
+// not again until the file changes; a change made after a good run is
+// caught on the next; --verify hashes every time; a cache that cannot be
+// written only costs the check every run.
+func TestVerifiedOnce(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
+	b, _ := os.ReadFile(pack)
+	p := filepath.Join(dir, "p.sip")
+	os.WriteFile(p, b, 0o644)
+	checks := func(args ...string) int {
+		t.Helper()
+		_, errOut, code := run(t, "", append([]string{p, "-p", "x", "-n", "1"}, args...)...)
+		if code != 0 {
+			t.Fatalf("sirun %v (%d): %s", args, code, errOut)
+		}
+		return strings.Count(errOut, "against their BLAKE3 hashes")
+	}
+	if n := checks(); n != 1 {
+		t.Fatalf("first run checked %d times, want 1", n)
+	}
+	if n := checks(); n != 0 {
+		t.Fatalf("second run checked again")
+	}
+	if n := checks("--verify"); n != 1 {
+		t.Fatalf("--verify did not check")
+	}
+	if n := checks("--gamma", "0.5"); n != 0 {
+		t.Fatalf("a smaller γ than the one checked was checked again")
+	}
+	// Damage the file in place, as a disk or a careless tool would.
+	f, _ := os.OpenFile(p, os.O_RDWR, 0)
+	f.WriteAt([]byte{0x5a}, int64(len(b)-100))
+	f.Close()
+	if _, errOut, code := run(t, "", p, "-p", "x", "-n", "1"); code == 0 || !strings.Contains(errOut, "BLAKE3 mismatch") {
+		t.Fatalf("a pack changed after a good run ran unchecked (exit %d): %s", code, errOut)
+	}
+	os.WriteFile(p, b, 0o644)
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(p, "cannot")) // below a regular file
+	if n := checks(); n != 1 {
+		t.Fatalf("with no cache: checked %d times, want 1", n)
+	}
+	if n := checks(); n != 1 {
+		t.Fatalf("with no cache the second run was not checked")
+	}
+}
+
+// TestInteractiveContextShift: an interactive session longer than its
+// context drops its oldest turns and goes on, and says so; every turn is
+// answered and the exit is 0.
+func TestInteractiveContextShift(t *testing.T) {
+	turns := strings.Repeat("And God said, Let there be light\n", 8)
+	out, errOut, code := run(t, turns, pack, "-i", "-p", "In the beginning", "-n", "24", "--temp", "0", "--ignore-eos", "--ctx", "64")
+	if code != 0 || strings.Count(out, "\n") < 9 || !strings.Contains(errOut, "was full: dropped the oldest") || strings.Contains(errOut, "does not fit") {
+		t.Fatalf("interactive past the context (%d): stdout %q\nstderr %s", code, out, errOut)
+	}
+	// A turn that cannot fit at all fails, and the exit says so.
+	long := strings.Repeat("In the beginning ", 40) + "\n"
+	if _, errOut, code := run(t, long, pack, "-i", "-p", "In", "-n", "4", "--ctx", "64"); code == 0 || !strings.Contains(errOut, "do not fit the context") {
+		t.Fatalf("an interactive turn longer than the context (%d): %s", code, errOut)
 	}
 }
 
