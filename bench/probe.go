@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -181,10 +182,20 @@ func DecodeOps(m *runner.Model, pool *kernels.Pool, sel *runner.Selection, promp
 		timed = backend.NewTimed(e, m.Config.VocabSize)
 		return timed
 	})
+	// Each step picks its token as sirun does by default (temperature,
+	// top-k, top-p), timed as an operation of its own, so the table shows
+	// what sampling adds to a greedy step.
+	sampler := runner.NewSampler(runner.DefaultSampler())
+	work := make([]float32, len(logits))
+	var sampling time.Duration
 	runtime.GC()
 	start := time.Now()
 	for i := 0; i < tokens; i++ {
-		if logits, err = ss.Decode(runner.Argmax(logits), plan); err != nil {
+		copy(work, logits)
+		t0 := time.Now()
+		tok := sampler.Sample(work, prompt)
+		sampling += time.Since(t0)
+		if logits, err = ss.Decode(tok, plan); err != nil {
 			return nil, err
 		}
 	}
@@ -192,5 +203,11 @@ func DecodeOps(m *runner.Model, pool *kernels.Pool, sel *runner.Selection, promp
 	for op, d := range timed.Times {
 		b.Ops[op] = d / time.Duration(tokens)
 	}
+	b.Ops[SampleOp] = sampling / time.Duration(tokens)
 	return b, nil
 }
+
+// SampleOp is DecodeOps' name for picking a token with sirun's default
+// sampler.
+var SampleOp = fmt.Sprintf("sample (temperature %g, top-k %d, top-p %g)",
+	runner.DefaultSampler().Temperature, runner.DefaultSampler().TopK, runner.DefaultSampler().TopP)
