@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -63,7 +64,7 @@ func (p *params) request(ctx int) (Request, error) {
 			if loOpen {
 				open = "("
 			}
-			return fmt.Errorf("%s must be in %s%v, %v], got %v", name, open, lo, hi, *v)
+			return fieldErr(name, "%s must be in %s%v, %v], got %v", name, open, lo, hi, *v)
 		}
 		return nil
 	}
@@ -94,13 +95,13 @@ func (p *params) request(ctx int) (Request, error) {
 	set(&r.Alpha, p.Alpha)
 	if p.Select != nil {
 		if !slices.Contains(runner.Methods, *p.Select) {
-			return r, fmt.Errorf("select must be one of %v, got %q", runner.Methods, *p.Select)
+			return r, fieldErr("select", "select must be one of %s, got %q", strings.Join(runner.Methods, ", "), clip(*p.Select, 40))
 		}
 		r.Select = *p.Select
 	}
 	if p.TopK != nil {
 		if *p.TopK < 0 {
-			return r, fmt.Errorf("top_k must be ≥ 0, got %d", *p.TopK)
+			return r, fieldErr("top_k", "top_k must be ≥ 0, got %d", *p.TopK)
 		}
 		r.Sampling.TopK = *p.TopK
 	}
@@ -108,20 +109,24 @@ func (p *params) request(ctx int) (Request, error) {
 		r.Sampling.Seed = uint64(*p.Seed)
 	}
 	if p.N != nil && *p.N != 1 {
-		return r, fmt.Errorf("n must be 1 (one choice per request), got %d", *p.N)
+		return r, fieldErr("n", "n must be 1 (one choice per request), got %d", *p.N)
 	}
 	if p.IgnoreEOS != nil {
 		r.IgnoreEOS = *p.IgnoreEOS
 	}
 	r.MaxTokens = -1 // the rest of the context
-	for name, v := range map[string]*int{"max_tokens": p.MaxTokens, "max_completion_tokens": p.MaxCompletionTokens} {
-		if v == nil {
+	// max_completion_tokens is OpenAI's newer name: it wins over max_tokens.
+	for _, f := range []struct {
+		name string
+		v    *int
+	}{{"max_tokens", p.MaxTokens}, {"max_completion_tokens", p.MaxCompletionTokens}} {
+		if f.v == nil {
 			continue
 		}
-		if *v < 0 || *v > ctx {
-			return r, fmt.Errorf("%s must be in [0, %d] (the context), got %d", name, ctx, *v)
+		if *f.v < 0 || *f.v > ctx {
+			return r, fieldErr(f.name, "%s must be in [0, %d] (the context), got %d", f.name, ctx, *f.v)
 		}
-		r.MaxTokens = *v
+		r.MaxTokens = *f.v
 	}
 	stops, err := parseStop(p.Stop)
 	if err != nil {
@@ -129,72 +134,6 @@ func (p *params) request(ctx int) (Request, error) {
 	}
 	r.Stop = stops
 	return r, nil
-}
-
-func parseStop(raw json.RawMessage) ([]string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	var one string
-	if err := json.Unmarshal(raw, &one); err == nil {
-		raw = json.RawMessage(`[` + string(raw) + `]`)
-	}
-	var stops []string
-	if err := json.Unmarshal(raw, &stops); err != nil {
-		return nil, fmt.Errorf("stop: want a string or an array of strings")
-	}
-	if len(stops) > 16 {
-		return nil, fmt.Errorf("stop: at most 16 strings, got %d", len(stops))
-	}
-	for _, s := range stops {
-		if s == "" || len(s) > 256 {
-			return nil, fmt.Errorf("stop: strings must be 1-256 bytes, got %d", len(s))
-		}
-	}
-	return stops, nil
-}
-
-// parseMessages reads chat messages: role and content strings (content may
-// also be an array of {"type": "text", "text": ...} parts, or null).
-func parseMessages(raw json.RawMessage) ([]chat.Message, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, fmt.Errorf("messages: required")
-	}
-	var items []map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, fmt.Errorf("messages: want an array of {role, content} objects")
-	}
-	if len(items) == 0 {
-		return nil, fmt.Errorf("messages: must not be empty")
-	}
-	msgs := make([]chat.Message, len(items))
-	for i, it := range items {
-		if err := json.Unmarshal(it["role"], &msgs[i].Role); err != nil || it["role"] == nil {
-			return nil, fmt.Errorf("messages[%d].role: want a string", i)
-		}
-		c := it["content"]
-		switch {
-		case c == nil || string(c) == "null":
-		case json.Unmarshal(c, &msgs[i].Content) == nil:
-		default:
-			var parts []struct {
-				Type string  `json:"type"`
-				Text *string `json:"text"`
-			}
-			if err := json.Unmarshal(c, &parts); err != nil {
-				return nil, fmt.Errorf("messages[%d].content: want a string or an array of text parts", i)
-			}
-			var b strings.Builder
-			for j, p := range parts {
-				if p.Type != "text" || p.Text == nil {
-					return nil, fmt.Errorf("messages[%d].content[%d]: only {\"type\": \"text\", \"text\": ...} parts are supported", i, j)
-				}
-				b.WriteString(*p.Text)
-			}
-			msgs[i].Content = b.String()
-		}
-	}
-	return msgs, chat.CheckMessages(msgs)
 }
 
 // prepare validates a request's prompt length and max tokens.
@@ -234,68 +173,54 @@ func timingsOf(res *Result) map[string]any {
 }
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
-	body := s.readBody(w, r)
-	if body == nil {
-		return
-	}
 	var req chatRequest
-	if err := decode(body, &req); err != nil {
-		badRequest(w, err.Error())
+	if !s.decodeRequest(w, r, &req) || !s.checkModel(w, req.Model) {
 		return
 	}
 	msgs, err := parseMessages(req.Messages)
 	if err != nil {
-		badRequest(w, err.Error())
+		badRequest(w, err)
 		return
 	}
 	gen, err := req.request(s.e.Ctx())
 	if err != nil {
-		badRequest(w, err.Error())
+		badRequest(w, err)
 		return
 	}
 	tmpl := s.e.Template()
 	if tmpl == nil {
-		badRequest(w, "the model has no chat template (convert it with sipack convert --chat-template FILE); use /v1/completions")
+		badRequest(w, errors.New("the model has no chat template (convert it with sipack convert --chat-template FILE); use /v1/completions"))
 		return
 	}
 	text, err := tmpl.Render(msgs, true)
 	if err != nil {
-		badRequest(w, err.Error())
+		badRequest(w, err)
 		return
 	}
 	if err := s.prepare(&gen, chat.Encode(s.e.Tok, text)); err != nil {
-		badRequest(w, err.Error())
+		badRequest(w, err)
 		return
 	}
 	s.run(w, r, &req.params, gen, true)
 }
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
-	body := s.readBody(w, r)
-	if body == nil {
-		return
-	}
 	var req completionRequest
-	if err := decode(body, &req); err != nil {
-		badRequest(w, err.Error())
+	if !s.decodeRequest(w, r, &req) || !s.checkModel(w, req.Model) {
 		return
 	}
-	var prompt string
-	if err := json.Unmarshal(req.Prompt, &prompt); err != nil {
-		var list []string
-		if json.Unmarshal(req.Prompt, &list) != nil || len(list) != 1 {
-			badRequest(w, "prompt: want a string (or an array of one string)")
-			return
-		}
-		prompt = list[0]
+	prompt, err := parsePrompt(req.Prompt)
+	if err != nil {
+		badRequest(w, err)
+		return
 	}
 	gen, err := req.request(s.e.Ctx())
 	if err != nil {
-		badRequest(w, err.Error())
+		badRequest(w, err)
 		return
 	}
 	if err := s.prepare(&gen, s.e.Tok.Encode(prompt, true)); err != nil {
-		badRequest(w, err.Error())
+		badRequest(w, err)
 		return
 	}
 	s.run(w, r, &req.params, gen, false)
@@ -376,7 +301,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, p *params, gen Requ
 	res, err := sl.Generate(r.Context(), gen)
 	release()
 	if err != nil {
-		badRequest(w, err.Error())
+		badRequest(w, err)
 		return
 	}
 	s.finished(r, res, start)

@@ -1,8 +1,8 @@
 // Package server runs a pack for chat and completions: Engine and Slot (the
 // one adapter over the runner, engine.go), the interactive multi-turn chat
 // of sirun chat (Conversation), and an OpenAI-compatible HTTP server
-// (GET /v1/models, POST /v1/chat/completions and /v1/completions, streamed
-// as server-sent events, GET /health).
+// (GET /v1/models and /v1/models/{id}, POST /v1/chat/completions and
+// /v1/completions, streamed as server-sent events, GET /health).
 //
 // The server has --parallel slots, each with its own KV cache and
 // selection; a request waits for a slot in a bounded queue and gets 503 when
@@ -12,13 +12,14 @@
 //
 // It refuses, with an OpenAI-style JSON error and a 4xx status, bodies over
 // MaxBodyBytes, JSON nested deeper than maxDepth, malformed JSON, missing or
-// wrongly typed fields, unknown roles, out-of-range sampling values, and
-// prompts or max_tokens beyond the context. It refuses to listen on a
-// non-loopback address without an API key.
+// wrongly typed fields (named as in the API: messages[2].content), unknown
+// roles, out-of-range sampling values, prompts or max_tokens beyond the
+// context, and models it does not serve (404 model_not_found). Each refused
+// request logs one line. It refuses to listen on a non-loopback address
+// without an API key.
 package server
 
 import (
-	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -28,10 +29,13 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 )
 
 // Options configure a Server.
@@ -40,6 +44,9 @@ type Options struct {
 	Queue    int    // requests that may wait for a slot; beyond them: 503
 	APIKey   string // required as "Authorization: Bearer KEY" when set
 	Model    string // the model id /v1/models reports
+	// Aliases are other names a request may give as its model (the pack's
+	// file name); a request naming neither them nor Model gets 404.
+	Aliases []string
 	// MaxBodyBytes caps a request body (default 1 MiB).
 	MaxBodyBytes int64
 	Log          *log.Logger // nil: no request log
@@ -142,18 +149,94 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("GET /v1/models", s.auth(s.models))
+	mux.HandleFunc("GET /v1/models/{id...}", s.auth(s.model))
 	mux.HandleFunc("POST /v1/chat/completions", s.auth(s.chatCompletions))
 	mux.HandleFunc("POST /v1/completions", s.auth(s.completions))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/health", "/v1/models", "/v1/chat/completions", "/v1/completions":
-			writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", fmt.Sprintf("%s does not take %s", r.URL.Path, r.Method))
+			writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "", fmt.Sprintf("%s does not take %s", r.URL.Path, r.Method))
 			return
 		}
-		writeError(w, http.StatusNotFound, "not_found_error", "unknown_url", fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path))
+		if strings.HasPrefix(r.URL.Path, "/v1/models/") {
+			writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "", fmt.Sprintf("/v1/models/{id} does not take %s", r.Method))
+			return
+		}
+		writeError(w, http.StatusNotFound, "not_found_error", "unknown_url", "", fmt.Sprintf("no endpoint %s %s", r.Method, clip(r.URL.Path, 200)))
 	})
-	return mux
+	return s.logErrors(mux)
 }
+
+// logErrors caps request bodies and logs one line for each request answered
+// with a 4xx or 5xx status: a served request logs its own line (finished),
+// and a refused one would otherwise leave no trace of why.
+func (s *Server) logErrors(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		// The cap is on the server's own writer, which it tells to close the
+		// connection rather than read the rest of an oversized body.
+		r.Body = http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes)
+		sw := &statusWriter{ResponseWriter: w}
+		h.ServeHTTP(sw, r)
+		if sw.status < 400 || s.opt.Log == nil {
+			return
+		}
+		msg := string(sw.body)
+		var e apiError
+		if json.Unmarshal(sw.body, &e) == nil && e.Error.Message != "" {
+			msg = e.Error.Message
+		}
+		s.opt.Log.Printf("%s %s: status %d, %.1f ms: %s", r.Method, logSafe(r.URL.Path), sw.status,
+			float64(time.Since(start).Microseconds())/1000, logSafe(msg))
+	})
+}
+
+// logSafe clips s and escapes its control characters, so that a request
+// cannot forge or flood log lines.
+func logSafe(s string) string {
+	s = clip(strings.TrimSpace(s), 1000)
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
+}
+
+// maxLoggedBody is how much of an error body statusWriter keeps for the log.
+const maxLoggedBody = 64 << 10
+
+// statusWriter records a response's status and the start of an error body.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	body   []byte
+}
+
+func (sw *statusWriter) WriteHeader(code int) {
+	if sw.status == 0 && code >= 200 {
+		sw.status = code
+	}
+	sw.ResponseWriter.WriteHeader(code)
+}
+
+func (sw *statusWriter) Write(b []byte) (int, error) {
+	if sw.status == 0 {
+		sw.status = http.StatusOK
+	}
+	if sw.status >= 400 && len(sw.body) < maxLoggedBody {
+		sw.body = append(sw.body, b[:min(len(b), maxLoggedBody-len(sw.body))]...)
+	}
+	return sw.ResponseWriter.Write(b)
+}
+
+// Flush passes on the flushes of streamed answers.
+func (sw *statusWriter) Flush() {
+	if f, ok := sw.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (sw *statusWriter) Unwrap() http.ResponseWriter { return sw.ResponseWriter }
 
 // apiError is an OpenAI-style error body.
 type apiError struct {
@@ -165,14 +248,25 @@ type apiError struct {
 	} `json:"error"`
 }
 
-func writeError(w http.ResponseWriter, status int, typ, code, msg string) {
+// writeError answers an OpenAI-style error; param is the request field to
+// blame, "" for none.
+func writeError(w http.ResponseWriter, status int, typ, code, param, msg string) {
 	var e apiError
 	e.Error.Message, e.Error.Type, e.Error.Code = msg, typ, code
+	if param != "" {
+		e.Error.Param = &param
+	}
 	writeJSON(w, status, e)
 }
 
-func badRequest(w http.ResponseWriter, msg string) {
-	writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", msg)
+// badRequest answers 400 with err, naming its field if it is a fieldError.
+func badRequest(w http.ResponseWriter, err error) {
+	var fe *fieldError
+	param := ""
+	if errors.As(err, &fe) {
+		param = fe.param
+	}
+	writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request", param, err.Error())
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -192,7 +286,7 @@ func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 	want := "Bearer " + s.opt.APIKey
 	return func(w http.ResponseWriter, r *http.Request) {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte(want)) != 1 {
-			writeError(w, http.StatusUnauthorized, "authentication_error", "invalid_api_key", "missing or wrong API key (Authorization: Bearer KEY)")
+			writeError(w, http.StatusUnauthorized, "authentication_error", "invalid_api_key", "", "missing or wrong API key (Authorization: Bearer KEY)")
 			return
 		}
 		h(w, r)
@@ -204,26 +298,61 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{map[string]any{
-		"id": s.opt.Model, "object": "model", "created": s.created, "owned_by": "sipack",
-	}}})
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{s.modelObject()}})
 }
 
-// readBody reads a capped body and checks its nesting; it answers the
-// error itself and returns nil.
+func (s *Server) modelObject() map[string]any {
+	return map[string]any{"id": s.opt.Model, "object": "model", "created": s.created, "owned_by": "sipack"}
+}
+
+// model is OpenAI's retrieve-model endpoint; an alias retrieves the model
+// under its id, as a completion reports it.
+func (s *Server) model(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !s.serves(id) {
+		s.modelNotFound(w, id, "")
+		return
+	}
+	writeJSON(w, http.StatusOK, s.modelObject())
+}
+
+// serves says whether a request may name model: the id or an alias.
+func (s *Server) serves(model string) bool {
+	return model == s.opt.Model || slices.Contains(s.opt.Aliases, model)
+}
+
+// checkModel answers 404 for a model the server does not serve and returns
+// false. An absent or empty model is this one: many clients send none.
+func (s *Server) checkModel(w http.ResponseWriter, model *string) bool {
+	if model == nil || *model == "" || s.serves(*model) {
+		return true
+	}
+	s.modelNotFound(w, *model, "model")
+	return false
+}
+
+// modelNotFound answers as OpenAI does, then names the model served: the
+// user who got the name wrong needs the right one.
+func (s *Server) modelNotFound(w http.ResponseWriter, model, param string) {
+	writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", param,
+		fmt.Sprintf("The model `%s` does not exist; this server serves `%s`", clip(model, 200), s.opt.Model))
+}
+
+// readBody reads a body (capped by logErrors) and checks its nesting; it
+// answers the error itself and returns nil.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) []byte {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes))
+	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "body_too_large", fmt.Sprintf("request body over %d bytes", s.opt.MaxBodyBytes))
+			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "body_too_large", "", fmt.Sprintf("request body over %d bytes", s.opt.MaxBodyBytes))
 		} else {
-			badRequest(w, "reading the body: "+err.Error())
+			badRequest(w, fmt.Errorf("reading the body: %w", err))
 		}
 		return nil
 	}
 	if d := jsonDepth(body); d > maxDepth {
-		badRequest(w, fmt.Sprintf("JSON nested %d deep, at most %d", d, maxDepth))
+		badRequest(w, fmt.Errorf("JSON nested %d deep, at most %d", d, maxDepth))
 		return nil
 	}
 	return body
@@ -255,28 +384,6 @@ func jsonDepth(b []byte) int {
 	return deepest
 }
 
-// decode unmarshals a body strictly enough to name the bad field.
-func decode(body []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		var se *json.SyntaxError
-		switch {
-		case errors.As(err, &te):
-			return fmt.Errorf("field %q: got JSON %s, want %s", te.Field, te.Value, te.Type)
-		case errors.As(err, &se):
-			return fmt.Errorf("malformed JSON at byte %d: %v", se.Offset, err)
-		case errors.Is(err, io.EOF):
-			return fmt.Errorf("empty body: want a JSON object")
-		}
-		return fmt.Errorf("malformed JSON: %v", err)
-	}
-	if dec.More() {
-		return fmt.Errorf("malformed JSON: data after the object")
-	}
-	return nil
-}
-
 // acquire waits for a slot. It answers 503 itself when the queue is full and
 // returns nil when the client went away first.
 func (s *Server) acquire(w http.ResponseWriter, r *http.Request) *Slot {
@@ -284,7 +391,7 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) *Slot {
 	case s.waiting <- struct{}{}:
 	default:
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, "server_error", "queue_full",
+		writeError(w, http.StatusServiceUnavailable, "server_error", "queue_full", "",
 			fmt.Sprintf("all %d slots busy and %d requests waiting; try again", s.opt.Parallel, s.opt.Queue))
 		return nil
 	}

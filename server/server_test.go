@@ -7,12 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
+	"maps"
 	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -712,4 +716,281 @@ func FuzzRequestParsing(f *testing.F) {
 			}
 		}
 	})
+}
+
+// do sends one request to h and returns its status, OpenAI error (empty
+// on success) and body; headers come in name, value pairs.
+func do(t *testing.T, h http.Handler, method, path, body string, headers ...string) (int, apiError, string) {
+	t.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var e apiError
+	if rec.Code >= 400 {
+		if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error.Message == "" || e.Error.Type == "" || e.Error.Code == "" {
+			t.Errorf("%s %s: %d, body is not an OpenAI error: %s", method, path, rec.Code, rec.Body)
+		}
+	}
+	return rec.Code, e, rec.Body.String()
+}
+
+func errParam(e apiError) string {
+	if e.Error.Param == nil {
+		return ""
+	}
+	return *e.Error.Param
+}
+
+func newTestServer(t *testing.T, opt Options) *Server {
+	t.Helper()
+	if opt.Model == "" {
+		opt.Model = "tiny"
+	}
+	srv, err := New(newEngine(t, 512), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestFieldErrors: a wrongly typed, missing or malformed field is answered
+// with its API name (nested ones too), what it must be, and what came; the
+// error's param names the field.
+func TestFieldErrors(t *testing.T) {
+	h := newTestServer(t, Options{Parallel: 1}).Handler()
+	chatURL, compURL := "/v1/chat/completions", "/v1/completions"
+	msg := `"messages": [{"role": "user", "content": "hi"}]`
+	parts := `an array of {"type": "text", "text": ...} parts`
+	for _, c := range []struct {
+		path, body, ctype string
+		want, param       string
+	}{
+		{chatURL, `{` + msg + `, "max_tokens": "ten"}`, "", "max_tokens must be an integer, got a string", "max_tokens"},
+		{chatURL, `{` + msg + `, "max_tokens": 1.5}`, "", "max_tokens must be an integer, got 1.5", "max_tokens"},
+		{chatURL, `{` + msg + `, "max_tokens": 99999999999999999999}`, "", "max_tokens must be an integer, got 99999999999999999999, which is out of range", "max_tokens"},
+		{chatURL, `{` + msg + `, "max_tokens": -1}`, "", "max_tokens must be in [0, 512] (the context), got -1", "max_tokens"},
+		{chatURL, `{` + msg + `, "temperature": "hot"}`, "", "temperature must be a number, got a string", "temperature"},
+		{chatURL, `{` + msg + `, "temperature": 1e400}`, "", "temperature must be a number, got 1e400, which is out of range", "temperature"},
+		{chatURL, `{` + msg + `, "temperature": 5}`, "", "temperature must be in [0, 2], got 5", "temperature"},
+		{chatURL, `{` + msg + `, "stream": "yes"}`, "", "stream must be a boolean, got a string", "stream"},
+		{chatURL, `{` + msg + `, "seed": true}`, "", "seed must be an integer, got true", "seed"},
+		{chatURL, `{` + msg + `, "model": 7}`, "", "model must be a string, got 7", "model"},
+		{chatURL, `{` + msg + `, "stream_options": "usage"}`, "", "stream_options must be an object, got a string", "stream_options"},
+		{chatURL, `{` + msg + `, "stream_options": {"include_usage": 1}}`, "", "stream_options.include_usage must be a boolean, got 1", "stream_options.include_usage"},
+		{chatURL, `{` + msg + `, "stop": 3}`, "", "stop must be a string or an array of strings, got 3", "stop"},
+		{chatURL, `{` + msg + `, "stop": ["a", 1]}`, "", "stop[1] must be a string, got 1", "stop[1]"},
+		{chatURL, `{"model": "tiny"}`, "", `messages is required: an array of {"role": ..., "content": ...} objects`, "messages"},
+		{chatURL, `{"messages": "hi"}`, "", `messages must be an array of {"role": ..., "content": ...} objects, got a string`, "messages"},
+		{chatURL, `{"messages": [{"role": "user", "content": "a"}, "hi"]}`, "", `messages[1] must be an object {"role": ..., "content": ...}, got a string`, "messages[1]"},
+		{chatURL, `{"messages": [{"content": "hi"}]}`, "", "messages[0].role is required: one of system, user, assistant, tool", "messages[0].role"},
+		{chatURL, `{"messages": [{"role": 1, "content": "hi"}]}`, "", "messages[0].role must be a string, got 1", "messages[0].role"},
+		{chatURL, `{"messages": [{"role": "wizard", "content": "hi"}]}`, "", `messages[0].role must be one of system, user, assistant, tool, got "wizard"`, "messages[0].role"},
+		{chatURL, `{"messages": [{"role": "system", "content": "a"}, {"role": "user", "content": "b"}, {"role": "user", "content": 5}]}`, "", "messages[2].content must be a string or " + parts + ", got 5", "messages[2].content"},
+		{chatURL, `{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}`, "", `messages[0].content[0].type must be "text" (this server reads text only), got "image_url"`, "messages[0].content[0].type"},
+		{chatURL, `{"messages": [{"role": "user", "content": [{"type": "text", "text": 3}]}]}`, "", "messages[0].content[0].text must be a string, got 3", "messages[0].content[0].text"},
+		{chatURL, `{"messages": [{"role": "user", "content": [{"text": "x"}]}]}`, "", `messages[0].content[0].type is required: "text"`, "messages[0].content[0].type"},
+		{chatURL, `{"messages": [{"role": "user", "content": ["x"]}]}`, "", `messages[0].content[0] must be an object {"type": "text", "text": ...}, got a string`, "messages[0].content[0]"},
+		{compURL, `{"max_tokens": 3}`, "", "prompt is required: a string (or an array of one string; token ids are not supported)", "prompt"},
+		{compURL, `{"prompt": ["a", "b"]}`, "", "prompt must be a string (or an array of one string; token ids are not supported), got an array of 2 items", "prompt"},
+		{compURL, `{"prompt": 5}`, "", "prompt must be a string (or an array of one string; token ids are not supported), got 5", "prompt"},
+		{compURL, `{"prompt": "x", "n": "2"}`, "", "n must be an integer, got a string", "n"},
+		// The body as a whole.
+		{chatURL, `{"messages": [`, "", "malformed JSON at byte 14: unexpected end of JSON input", ""},
+		{chatURL, `{"max_tokens": 5,}`, "", "malformed JSON at byte 18: invalid character '}' looking for beginning of object key string", ""},
+		{chatURL, "{\n  \"max_tokens\": 5\n  \"stream\": true\n}", "", "malformed JSON at byte 23 (line 3, column 3): invalid character '\"' after object key:value pair", ""},
+		{chatURL, `{` + msg + `} {}`, "", "malformed JSON at byte 51: invalid character '{' after top-level value", ""},
+		{chatURL, ``, "", "the request body is empty; it must be a JSON object", ""},
+		{chatURL, " \n", "application/json", "the request body is empty; it must be a JSON object", ""},
+		{chatURL, `[1, 2]`, "", "the request body must be a JSON object, got an array of 2 items", ""},
+		{chatURL, `null`, "", "the request body must be a JSON object, got null", ""},
+		{compURL, `prompt=hi`, "application/x-www-form-urlencoded", `malformed JSON at byte 1: invalid character 'p' looking for beginning of value (the request's Content-Type is "application/x-www-form-urlencoded": send a JSON body with Content-Type: application/json)`, ""},
+		{compURL, `prompt=hi`, "application/json; charset=utf-8", `malformed JSON at byte 1: invalid character 'p' looking for beginning of value`, ""},
+	} {
+		var hdr []string
+		if c.ctype != "" {
+			hdr = []string{"Content-Type", c.ctype}
+		}
+		code, e, body := do(t, h, "POST", c.path, c.body, hdr...)
+		if code != 400 || e.Error.Message != c.want || errParam(e) != c.param || e.Error.Type != "invalid_request_error" {
+			t.Errorf("%s %s:\n got %d %s\nwant 400 %q (param %q)", c.path, c.body, code, body, c.want, c.param)
+		}
+	}
+	// A form-encoded body that is JSON is read as JSON (curl -d sends that).
+	if code, _, body := do(t, h, "POST", compURL, `{"prompt": "In the beginning", "max_tokens": 1}`, "Content-Type", "application/x-www-form-urlencoded"); code != 200 {
+		t.Errorf("JSON sent as a form: %d %s", code, body)
+	}
+}
+
+// TestEveryFieldNamed: every field of the chat and completion requests,
+// nested ones too, given a value of the wrong type, is named by its API
+// name in the error and its param.
+func TestEveryFieldNamed(t *testing.T) {
+	h := newTestServer(t, Options{Parallel: 1}).Handler()
+	// fields lists the JSON names of t's fields, path-prefixed, recursing
+	// into embedded and nested structs.
+	var fields func(typ reflect.Type, path string) []string
+	fields = func(typ reflect.Type, path string) []string {
+		var names []string
+		for f := range typ.Fields() {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if f.Anonymous {
+				names = append(names, fields(ft, path)...)
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" || name == "-" {
+				t.Fatalf("%s has no json name", f.Name)
+			}
+			names = append(names, path+name)
+			if ft.Kind() == reflect.Struct {
+				names = append(names, fields(ft, path+name+".")...)
+			}
+		}
+		return names
+	}
+	// set puts value at the dotted name in a body.
+	set := func(body map[string]any, name string, value any) {
+		keys := strings.Split(name, ".")
+		for _, k := range keys[:len(keys)-1] {
+			inner := map[string]any{}
+			body[k] = inner
+			body = inner
+		}
+		body[keys[len(keys)-1]] = value
+	}
+	n := 0
+	for _, c := range []struct {
+		path string
+		req  any
+		base map[string]any
+	}{
+		{"/v1/chat/completions", chatRequest{}, map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}}},
+		{"/v1/completions", completionRequest{}, map[string]any{"prompt": "hi"}},
+	} {
+		for _, name := range fields(reflect.TypeOf(c.req), "") {
+			body := maps.Clone(c.base)
+			// An array of numbers is the wrong type for every field but
+			// messages and stop (arrays of other things); a number is for them.
+			var bad any = []int{1, 2}
+			got := "an array of 2 items"
+			if name == "messages" || name == "stop" {
+				bad, got = 42, "42"
+			}
+			set(body, name, bad)
+			b, _ := json.Marshal(body)
+			code, e, resp := do(t, h, "POST", c.path, string(b))
+			n++
+			if code != 400 || !strings.HasPrefix(e.Error.Message, name+" must be ") || !strings.HasSuffix(e.Error.Message, ", got "+got) || errParam(e) != name {
+				t.Errorf("%s %s: %d %s, want 400 %q must be ..., got %s (param %q)", c.path, b, code, resp, name, got, name)
+			}
+		}
+	}
+	if n < 40 {
+		t.Fatalf("only %d fields checked", n)
+	}
+}
+
+// TestModelNotFound: a model the server does not serve gets OpenAI's 404
+// model_not_found on both completion endpoints and on GET /v1/models/{id};
+// no model, the id and the aliases are served.
+func TestModelNotFound(t *testing.T) {
+	h := newTestServer(t, Options{Parallel: 1, Aliases: []string{"tiny.sip"}}).Handler()
+	for _, c := range []struct{ path, body string }{
+		{"/v1/chat/completions", `{"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}`},
+		{"/v1/completions", `{"model": "gpt-4o", "prompt": "In the beginning", "max_tokens": 1}`},
+		// The model is checked before the rest of the request.
+		{"/v1/completions", `{"model": "gpt-4o", "max_tokens": 1}`},
+	} {
+		code, _, body := do(t, h, "POST", c.path, c.body)
+		want := "{\"error\":{\"message\":\"The model `gpt-4o` does not exist; this server serves `tiny`\",\"type\":\"invalid_request_error\",\"param\":\"model\",\"code\":\"model_not_found\"}}\n"
+		if code != 404 || body != want {
+			t.Errorf("%s %s: %d %s, want 404 %s", c.path, c.body, code, body, want)
+		}
+	}
+	for _, model := range []string{``, `"model": "tiny", `, `"model": "tiny.sip", `, `"model": "", `, `"model": null, `} {
+		body := `{` + model + `"prompt": "In the beginning", "max_tokens": 1}`
+		if code, _, resp := do(t, h, "POST", "/v1/completions", body); code != 200 || !strings.Contains(resp, `"model":"tiny"`) {
+			t.Errorf("%s: %d %s, want 200 for model tiny", body, code, resp)
+		}
+	}
+	for _, c := range []struct {
+		id     string
+		status int
+	}{{"tiny", 200}, {"tiny.sip", 200}, {"gpt-4o", 404}, {"org/model", 404}} {
+		code, e, body := do(t, h, "GET", "/v1/models/"+c.id, "")
+		if code != c.status || (code == 200 && !strings.Contains(body, `"id":"tiny"`)) || (code == 404 && e.Error.Code != "model_not_found") {
+			t.Errorf("GET /v1/models/%s: %d %s, want %d", c.id, code, body, c.status)
+		}
+	}
+	if code, _, _ := do(t, h, "DELETE", "/v1/models/tiny", ""); code != 405 {
+		t.Errorf("DELETE /v1/models/tiny: %d, want 405", code)
+	}
+
+	// The OpenAI SDK retrieves the model and sees the 404 as a typed error.
+	ts := startServer(t, Options{Parallel: 1}, nil)
+	c := ts.client()
+	if m, err := c.Models.Get(t.Context(), "tiny"); err != nil || m.ID != "tiny" {
+		t.Fatalf("SDK retrieve: %+v %v", m, err)
+	}
+	p := chatParams("hi", 1)
+	p.Model = "gpt-4o"
+	_, err := c.Chat.Completions.New(t.Context(), p)
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 404 || apiErr.Code != "model_not_found" || apiErr.Param != "model" {
+		t.Fatalf("SDK chat with model gpt-4o: %v, want 404 model_not_found", err)
+	}
+}
+
+// TestErrorLog: each request answered with a 4xx or 5xx logs one line with
+// its method, path, status, duration and error message; a served request
+// logs only its own line.
+func TestErrorLog(t *testing.T) {
+	var buf strings.Builder
+	srv := newTestServer(t, Options{Parallel: 1, APIKey: "k", MaxBodyBytes: 1 << 10, Log: log.New(&buf, "", 0)})
+	h := srv.Handler()
+	auth := []string{"Authorization", "Bearer k"}
+	for _, c := range []struct {
+		method, path, body string
+		headers            []string
+		want               string // the line, with DUR for the duration
+	}{
+		{"POST", "/v1/completions", `{"prompt": "x", "max_tokens": "ten"}`, auth,
+			"POST /v1/completions: status 400, DUR: max_tokens must be an integer, got a string"},
+		{"POST", "/v1/chat/completions", `{"model": "gpt-4o", "messages": []}`, auth,
+			"POST /v1/chat/completions: status 404, DUR: The model `gpt-4o` does not exist; this server serves `tiny`"},
+		{"GET", "/v1/models/gpt-4o", ``, auth,
+			"GET /v1/models/gpt-4o: status 404, DUR: The model `gpt-4o` does not exist; this server serves `tiny`"},
+		{"POST", "/v1/completions", `{"prompt": "x"}`, nil,
+			"POST /v1/completions: status 401, DUR: missing or wrong API key (Authorization: Bearer KEY)"},
+		{"POST", "/v1/completions", `{"prompt": "` + strings.Repeat("a", 2<<10) + `"}`, auth,
+			"POST /v1/completions: status 413, DUR: request body over 1024 bytes"},
+		{"GET", "/v1/completions", ``, auth,
+			"GET /v1/completions: status 405, DUR: /v1/completions does not take GET"},
+		{"POST", "/v1/embeddings", `{}`, auth,
+			"POST /v1/embeddings: status 404, DUR: no endpoint POST /v1/embeddings"},
+		// A path cannot break the log into lines.
+		{"GET", "/v1/x%0Afake%20line", ``, auth,
+			`GET /v1/x\nfake line: status 404, DUR: no endpoint GET /v1/x\nfake line`},
+	} {
+		buf.Reset()
+		do(t, h, c.method, c.path, c.body, c.headers...)
+		re := "^" + strings.ReplaceAll(regexp.QuoteMeta(c.want), "DUR", `[0-9]+\.[0-9] ms`) + "\n$"
+		if !regexp.MustCompile(re).MatchString(buf.String()) {
+			t.Errorf("%s %s: logged %q, want one line %q", c.method, c.path, buf.String(), c.want)
+		}
+	}
+	buf.Reset()
+	if code, _, body := do(t, h, "POST", "/v1/completions", `{"prompt": "In the beginning", "max_tokens": 2}`, auth...); code != 200 {
+		t.Fatalf("good request: %d %s", code, body)
+	}
+	if lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "prompt tokens") {
+		t.Errorf("served request logged %q, want its one line", buf.String())
+	}
 }

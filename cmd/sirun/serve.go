@@ -95,7 +95,7 @@ var serveCmd = &cli.Command{
 		&cli.IntFlag{Name: "parallel", Aliases: []string{"np"}, Value: 1, Usage: "slots: requests generated at once, each with its own KV cache and selection"},
 		&cli.IntFlag{Name: "queue", Value: 64, Usage: "requests that may wait for a slot; more get 503"},
 		&cli.StringFlag{Name: "api-key", Usage: "require Authorization: Bearer `KEY` (default: $SIRUN_API_KEY)", EnvVars: []string{"SIRUN_API_KEY"}},
-		&cli.StringFlag{Name: "alias", Usage: "model id to report (default: the pack's file name)"},
+		&cli.StringFlag{Name: "alias", Usage: "model id to report (default: the pack's file name without .sip); requests may also give the file name"},
 		&cli.StringFlag{Name: "max-body", Value: "1MiB", Usage: "largest request body"},
 	}, engineFlags...),
 	Action: func(c *cli.Context) error {
@@ -118,9 +118,13 @@ var serveCmd = &cli.Command{
 			return err
 		}
 		defer pack.Close()
+		// The pack's file name, with or without .sip, names the model as
+		// well as its id does: a request that gives it is served, not 404.
+		file := filepath.Base(c.Args().First())
+		aliases := []string{file, strings.TrimSuffix(file, ".sip")}
 		name := c.String("alias")
 		if name == "" {
-			name = strings.TrimSuffix(filepath.Base(c.Args().First()), ".sip")
+			name = aliases[1]
 		}
 		var logger *log.Logger
 		if !c.Bool("quiet") {
@@ -128,7 +132,7 @@ var serveCmd = &cli.Command{
 		}
 		srv, err := server.New(e, server.Options{
 			Parallel: c.Int("parallel"), Queue: c.Int("queue"), APIKey: c.String("api-key"),
-			Model: name, MaxBodyBytes: int64(maxBody), Log: logger,
+			Model: name, Aliases: aliases, MaxBodyBytes: int64(maxBody), Log: logger,
 		})
 		if err != nil {
 			return err

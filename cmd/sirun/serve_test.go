@@ -37,7 +37,9 @@ func TestChatCommand(t *testing.T) {
 }
 
 // TestServeCommand: sirun serve answers on the port it prints, refuses a
-// public address without a key, and exits 0 on SIGTERM.
+// public address without a key, serves its model under the pack's file
+// name with or without .sip and no other (logging the refusal), and exits 0
+// on SIGTERM.
 func TestServeCommand(t *testing.T) {
 	if _, errOut, code := run(t, "", "serve", pack, "--host", "0.0.0.0", "--port", "0"); code == 0 || !strings.Contains(errOut, "--api-key") {
 		t.Fatalf("serve on 0.0.0.0 without a key: exit %d, %s", code, errOut)
@@ -79,10 +81,28 @@ func TestServeCommand(t *testing.T) {
 	if resp.StatusCode != 200 || len(r.Choices) != 1 || r.Choices[0].Message.Content == "" {
 		t.Fatalf("chat completion: %d %+v", resp.StatusCode, r)
 	}
+	for _, c := range []struct {
+		model  string
+		status int
+	}{{"tiny", 200}, {"tiny.sip", 200}, {"gpt-4o", 404}} {
+		resp, err := http.Post(url+"/v1/completions", "application/json",
+			strings.NewReader(`{"model": "`+c.model+`", "prompt": "In the beginning", "max_tokens": 1}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.status {
+			t.Errorf("model %q: %d %s, want %d", c.model, resp.StatusCode, body, c.status)
+		}
+	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	err = cmd.Wait()
 	log := <-rest
 	if err != nil || !strings.Contains(log, "stopped") {
 		t.Fatalf("after SIGTERM: %v\n%s", err, log)
+	}
+	if !strings.Contains(log, "POST /v1/completions: status 404, ") || !strings.Contains(log, "The model `gpt-4o` does not exist") {
+		t.Fatalf("no log line for the refused model:\n%s", log)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -24,6 +25,9 @@ import (
 	"github.com/openai/openai-go/v3/option"
 )
 
+// model is the id sirun serve gives the pack: its file name without .sip.
+var model string
+
 func main() {
 	sirun := flag.String("sirun", "bin/sirun", "sirun binary")
 	pack := flag.String("pack", "bin/tinyllama-chat.sip", "pack to serve (with a chat template)")
@@ -34,6 +38,7 @@ func main() {
 	threads := flag.Int("threads", 2, "server threads")
 	maxTokens := flag.Int64("max-tokens", 48, "max_tokens of each request")
 	flag.Parse()
+	model = strings.TrimSuffix(filepath.Base(*pack), ".sip")
 
 	cmd := exec.Command(*sirun, "serve", *pack, "--port", "0", "--parallel", strconv.Itoa(*parallel),
 		"--threads", strconv.Itoa(*threads), "--queue", strconv.Itoa(4**clients), "-q")
@@ -153,14 +158,14 @@ func request(c *openai.Client, kind int, prompt string, maxTokens, seed int64) (
 	msgs := []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("Be brief."), openai.UserMessage(prompt)}
 	switch kind {
 	case 0: // chat, sampled
-		r, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "tiny", Messages: msgs,
+		r, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: model, Messages: msgs,
 			MaxTokens: openai.Int(maxTokens), Temperature: openai.Float(0.8), Seed: openai.Int(seed)})
 		if err != nil {
 			return 0, err
 		}
 		return r.Usage.CompletionTokens, nil
 	case 1: // chat, streamed, greedy
-		s := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "tiny", Messages: msgs,
+		s := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: model, Messages: msgs,
 			MaxTokens: openai.Int(maxTokens), Temperature: openai.Float(0),
 			StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}})
 		var n int64
@@ -171,7 +176,7 @@ func request(c *openai.Client, kind int, prompt string, maxTokens, seed int64) (
 		}
 		return n, s.Err()
 	case 2: // text completion
-		r, err := c.Completions.New(ctx, openai.CompletionNewParams{Model: "tiny",
+		r, err := c.Completions.New(ctx, openai.CompletionNewParams{Model: openai.CompletionNewParamsModel(model),
 			Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(prompt)}, MaxTokens: openai.Int(maxTokens),
 			Temperature: openai.Float(0.7), Seed: openai.Int(seed)})
 		if err != nil {
@@ -179,7 +184,7 @@ func request(c *openai.Client, kind int, prompt string, maxTokens, seed int64) (
 		}
 		return r.Usage.CompletionTokens, nil
 	default: // text completion, streamed, with a stop string
-		s := c.Completions.NewStreaming(ctx, openai.CompletionNewParams{Model: "tiny",
+		s := c.Completions.NewStreaming(ctx, openai.CompletionNewParams{Model: openai.CompletionNewParamsModel(model),
 			Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(prompt)}, MaxTokens: openai.Int(maxTokens),
 			Temperature: openai.Float(0), Stop: openai.CompletionNewParamsStopUnion{OfString: openai.String("LORD")}})
 		var n int64
