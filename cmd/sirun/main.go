@@ -25,7 +25,7 @@ var generateFlags = []cli.Flag{
 	&cli.StringFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "prompt `TEXT` (escapes such as \\n are processed, here and in -i turns, unless --no-escape)"},
 	&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read the prompt from `FILE`"},
 	&cli.StringFlag{Name: "prompt-ids", Usage: "prompt as token ids, a JSON array such as '[4094,3709]' (no bos is added)"},
-	&cli.IntFlag{Name: "n-predict", Aliases: []string{"n"}, Value: 64, Usage: "tokens to generate at most"},
+	&cli.IntFlag{Name: "n-predict", Aliases: []string{"n"}, Value: defaultPredict, Usage: "tokens to generate at most"},
 	&cli.Float64Flag{Name: "temperature", Aliases: []string{"temp"}, Value: runner.DefaultSampler().Temperature, Usage: "sampling temperature; 0 is greedy"},
 	&cli.IntFlag{Name: "top-k", Value: runner.DefaultSampler().TopK, Usage: "keep the k most likely tokens (0: all)"},
 	&cli.Float64Flag{Name: "top-p", Value: runner.DefaultSampler().TopP, Usage: "keep the smallest set of tokens whose probability reaches p (1: all)"},
@@ -43,6 +43,10 @@ var generateFlags = []cli.Flag{
 }
 
 func init() { generateFlags = append(generateFlags, selectionFlags...) }
+
+// defaultPredict is how many tokens sirun and each sirun chat turn generate
+// at most unless -n says otherwise (an end-of-sequence token stops sooner).
+const defaultPredict = 128
 
 func defaultThreads() int { return cliutil.PhysicalCores() }
 

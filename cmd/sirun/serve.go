@@ -18,6 +18,7 @@ import (
 	"github.com/sipack/sipack/chat"
 	"github.com/sipack/sipack/cmd/internal/cliutil"
 	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/runner"
 	"github.com/sipack/sipack/server"
 )
 
@@ -165,11 +166,11 @@ var chatCmd = &cli.Command{
 		"prints the timing summary.",
 	Flags: append([]cli.Flag{
 		&cli.StringFlag{Name: "system", Usage: "system prompt `TEXT`"},
-		&cli.IntFlag{Name: "n-predict", Aliases: []string{"n"}, Value: -1, Usage: "tokens to generate per turn at most (-1: the rest of the context)"},
-		&cli.Float64Flag{Name: "temperature", Aliases: []string{"temp"}, Value: 0.8, Usage: "sampling temperature; 0 is greedy"},
-		&cli.IntFlag{Name: "top-k", Value: 40, Usage: "keep the k most likely tokens (0: all)"},
-		&cli.Float64Flag{Name: "top-p", Value: 0.95, Usage: "keep the smallest set of tokens whose probability reaches p (1: all)"},
-		&cli.Float64Flag{Name: "repeat-penalty", Value: 1.0, Usage: "penalty for recently seen tokens (1: off)"},
+		&cli.IntFlag{Name: "n-predict", Aliases: []string{"n"}, Value: defaultPredict, Usage: "tokens to generate per turn at most (-1: the rest of the context)"},
+		&cli.Float64Flag{Name: "temperature", Aliases: []string{"temp"}, Value: runner.DefaultSampler().Temperature, Usage: "sampling temperature; 0 is greedy"},
+		&cli.IntFlag{Name: "top-k", Value: runner.DefaultSampler().TopK, Usage: "keep the k most likely tokens (0: all)"},
+		&cli.Float64Flag{Name: "top-p", Value: runner.DefaultSampler().TopP, Usage: "keep the smallest set of tokens whose probability reaches p (1: all)"},
+		&cli.Float64Flag{Name: "repeat-penalty", Value: runner.DefaultSampler().RepetitionPenalty, Usage: "penalty for recently seen tokens (1: off)"},
 		&cli.Int64Flag{Name: "seed", Value: -1, Usage: "random seed (-1: from the clock)"},
 	}, engineFlags...),
 	Action: func(c *cli.Context) error {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,6 +30,13 @@ func TestChatCommand(t *testing.T) {
 	m := regexp.MustCompile(`prompt eval = +[0-9.]+ ms / +(\d+) tokens`).FindStringSubmatch(errOut)
 	if m == nil || !strings.Contains(errOut, "(conversation reset)") || !strings.Contains(errOut, "3 turns") {
 		t.Fatalf("no summary or reset note:\n%s", errOut)
+	}
+	// Without -n a turn stops where sirun does by default, not at the end
+	// of the context (the tiny model never ends its turn).
+	_, errOut, code = run(t, "In the beginning\n", "chat", pack, "--chat-template", tinyTemplate, "--temp", "0")
+	m = regexp.MustCompile(`sirun: +eval = +[0-9.]+ ms / +(\d+) tokens`).FindStringSubmatch(errOut)
+	if code != 0 || m == nil || m[1] != strconv.Itoa(defaultPredict) {
+		t.Fatalf("chat without -n (%d): want %d tokens generated:\n%s", code, defaultPredict, errOut)
 	}
 	// Without a template the chat is refused by name.
 	if _, errOut, code := run(t, "hi\n", "chat", pack); code == 0 || !strings.Contains(errOut, "no chat template") {
