@@ -26,6 +26,7 @@ import (
 	"github.com/ardanlabs/jinja"
 
 	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/internal/tmpfile"
 	"github.com/sipack/sipack/tokenizer"
 )
 
@@ -166,7 +167,7 @@ func LoadConfig(path string) (*Config, error) {
 		}
 		return ConfigFromPack(p, tk), nil
 	}
-	f, err := os.Open(path)
+	f, err := tmpfile.Open(path)
 	if err != nil {
 		return nil, err
 	}

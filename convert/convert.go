@@ -22,6 +22,7 @@ import (
 
 	"github.com/sipack/sipack/chat"
 	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/internal/tmpfile"
 	"github.com/sipack/sipack/kernels"
 	"github.com/sipack/sipack/tokenizer"
 )
@@ -82,7 +83,11 @@ type Result struct {
 // tokenizer_config.json is no error when optional is set.
 func readChatTemplates(path string, optional bool) ([]format.ChatTemplate, error) {
 	if strings.HasSuffix(path, ".json") {
-		cfg, err := chat.LoadConfig(path)
+		err := tmpfile.CheckRegular(path)
+		var cfg *chat.Config
+		if err == nil {
+			cfg, err = chat.LoadConfig(path)
+		}
 		if optional && errors.Is(err, os.ErrNotExist) {
 			return nil, nil
 		}
@@ -99,7 +104,7 @@ func readChatTemplates(path string, optional bool) ([]format.ChatTemplate, error
 		}
 		return cfg.Templates, nil
 	}
-	src, err := os.ReadFile(path)
+	src, err := tmpfile.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("--chat-template: %w", err)
 	}
@@ -144,14 +149,14 @@ func OpenModel(dir string) (*Model, error) {
 	}
 	m := &Model{Dir: dir}
 	cfgPath := filepath.Join(dir, "config.json")
-	if m.ConfigJSON, err = os.ReadFile(cfgPath); err != nil {
+	if m.ConfigJSON, err = tmpfile.ReadFile(cfgPath); err != nil {
 		return nil, fmt.Errorf("model directory %s: %w", dir, err)
 	}
 	if m.Config, m.Arch, err = ParseConfig(cfgPath, m.ConfigJSON); err != nil {
 		return nil, err
 	}
 	tokPath := filepath.Join(dir, "tokenizer.json")
-	if m.TokenizerJSON, err = os.ReadFile(tokPath); err != nil {
+	if m.TokenizerJSON, err = tmpfile.ReadFile(tokPath); err != nil {
 		return nil, fmt.Errorf("model directory %s: %w", dir, err)
 	}
 	if m.Tokenizer, err = tokenizer.Load(m.TokenizerJSON); err != nil {
@@ -164,7 +169,7 @@ func OpenModel(dir string) (*Model, error) {
 		return nil, err
 	}
 	genPath := filepath.Join(dir, "generation_config.json")
-	if raw, err := os.ReadFile(genPath); err == nil {
+	if raw, err := tmpfile.ReadFile(genPath); err == nil {
 		m.GenerationConfigJSON = raw
 		if err := mergeGenerationConfig(genPath, raw, m.Config); err != nil {
 			return nil, err

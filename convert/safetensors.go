@@ -14,6 +14,7 @@ import (
 	"github.com/nlpodyssey/safetensors"
 
 	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/internal/tmpfile"
 )
 
 // maxHeaderSize caps a safetensors JSON header: a corrupt length must not make
@@ -73,7 +74,7 @@ func shardFiles(dir string) ([]string, error) {
 		return []string{single}, nil
 	}
 	indexPath := filepath.Join(dir, "model.safetensors.index.json")
-	raw, err := os.ReadFile(indexPath)
+	raw, err := tmpfile.ReadFile(indexPath)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%s: no model.safetensors and no model.safetensors.index.json", dir)
@@ -106,7 +107,7 @@ func shardFiles(dir string) ([]string, error) {
 }
 
 func (ck *Checkpoint) addShard(path string) error {
-	f, err := os.Open(path)
+	f, err := tmpfile.Open(path)
 	if err != nil {
 		return err
 	}

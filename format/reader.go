@@ -10,6 +10,8 @@ import (
 	"encoding/binary"
 
 	"github.com/zeebo/blake3"
+
+	"github.com/sipack/sipack/internal/tmpfile"
 )
 
 // Limits a reader applies to config values before it sizes anything by them.
@@ -216,6 +218,14 @@ func open(path string, opt OpenOptions) (*Pack, error) {
 	if opt.Gamma != 0 && !(opt.Gamma > 0 && opt.Gamma <= 1) {
 		return nil, fmt.Errorf("sip: gamma must be in (0, 1], got %v", opt.Gamma)
 	}
+	// Checked before opening: opening a named pipe blocks until a writer comes.
+	if st, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if st.IsDir() {
+		return nil, notPackDir(path)
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("sip: %s is %s, not a regular file", path, tmpfile.Kind(st.Mode()))
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -231,12 +241,15 @@ func open(path string, opt OpenOptions) (*Pack, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("sip: %s is not a regular file", path)
+		return nil, fmt.Errorf("sip: %s is %s, not a regular file", path, tmpfile.Kind(st.Mode()))
 	}
 	var head [PreambleSize]byte
 	n, err := io.ReadFull(f, head[:])
 	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
 		return nil, err
+	}
+	if n < len(Magic) || string(head[:len(Magic)]) != Magic {
+		return nil, notPack(path, looksLike(head[:n], st.Size()))
 	}
 	// A file cut short after the prefix a γ load needs can still serve that
 	// load: the bytes past the prefix are never read. parsePreamble checks

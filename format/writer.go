@@ -171,12 +171,14 @@ func packLayout(dt DType) Layout {
 // their dtype; tests set it to check that every version still loads.
 var writeMajor uint16
 
-// WritePack writes a pack to path. It writes path+".tmp-PID" (tmpfile.Name:
-// unique per process, so a file left by a killed writer can be recognised
-// and removed by the next run) and renames it only
-// when everything, index and preamble last, is on disk: an interrupted or
-// failed write never leaves a file under the final name, and the temporary
-// file is removed. Cancelling ctx stops the write between tensors and bands.
+// WritePack writes a pack to path. It writes the temporary file
+// tmpfile.Name(path) (unique per process, so a file left by a killed writer
+// can be recognised and removed by the next run) and renames it only when
+// everything, index and preamble last, is on disk: an interrupted or failed
+// write never leaves a file under the final name, and the temporary file is
+// removed. A path that exists and is not a regular file (/dev/null, a named
+// pipe) is refused, never renamed over. Cancelling ctx stops the write
+// between tensors and bands.
 func WritePack(ctx context.Context, path string, spec *WriteSpec) (err error) {
 	idx := spec.Index
 	if len(spec.Dense) != len(idx.DenseTensors)+len(idx.Routers) {
@@ -194,6 +196,9 @@ func WritePack(ctx context.Context, path string, spec *WriteSpec) (err error) {
 	pre, err := planLayout(idx, spec.Major)
 	if err != nil {
 		return err
+	}
+	if err := tmpfile.CheckOutput(path); err != nil {
+		return fmt.Errorf("sip: %w", err)
 	}
 	tmp := tmpfile.Name(path)
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
@@ -288,8 +293,9 @@ func WritePack(ctx context.Context, path string, spec *WriteSpec) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("sip: rename %s to %s: %w", tmp, path, err)
+	// Checked again here: the rename must never replace a special file.
+	if err := tmpfile.Rename(tmp, path); err != nil {
+		return fmt.Errorf("sip: %w", err)
 	}
 	return nil
 }

@@ -19,6 +19,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/sipack/sipack/internal/tmpfile"
 )
 
 //go:embed *.json data/*.jsonl
@@ -136,7 +138,7 @@ func Builtin() []string {
 // built-in task name.
 func Load(task string, dirs ...string) (*Manifest, error) {
 	if strings.HasSuffix(task, ".json") || strings.ContainsRune(task, os.PathSeparator) {
-		raw, err := os.ReadFile(task)
+		raw, err := tmpfile.ReadFile(task)
 		if err != nil {
 			return nil, err
 		}
@@ -176,7 +178,7 @@ func (m *Manifest) ReadRows(kind, override string) ([]Row, string, error) {
 	var r io.Reader
 	name := override
 	if override != "" {
-		f, err := os.Open(override)
+		f, err := tmpfile.Open(override)
 		if err != nil {
 			return nil, name, err
 		}

@@ -146,9 +146,10 @@ func (p *Profile) validateSensitivity() error {
 	return nil
 }
 
-// Read reads a profile file.
+// Read reads a profile file (a regular file: a named pipe is refused, not
+// waited on).
 func Read(path string) (*Profile, error) {
-	f, err := os.Open(path)
+	f, err := tmpfile.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +157,9 @@ func Read(path string) (*Profile, error) {
 	return Parse(path, f)
 }
 
-// Write writes p to path through a temporary file (tmpfile.Name: path.tmp-PID).
+// Write writes p to path through a temporary file (tmpfile.Name), renamed
+// into place when complete; a path that exists and is not a regular file
+// (/dev/null, a named pipe) is refused, never renamed over.
 func Write(path string, p *Profile) (err error) {
 	if err := p.Validate(); err != nil {
 		return err
@@ -165,12 +168,15 @@ func Write(path string, p *Profile) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := tmpfile.CheckOutput(path); err != nil {
+		return err
+	}
 	tmp := tmpfile.Name(path)
 	if err := os.WriteFile(tmp, raw, 0o644); err != nil {
 		os.Remove(tmp)
 		return err
 	}
-	return os.Rename(tmp, path)
+	return tmpfile.Rename(tmp, path)
 }
 
 // Merge adds b into a copy of a: both must be profiles of the same model and
@@ -265,7 +271,7 @@ func TopOverlap(a, b []float64, f float64) float64 {
 // a listed neuron at position i of k gets score k−i, others 0. The model is
 // unknown, so the profile carries no model hash.
 func ReadPartInferList(path string, layers, neurons int) (*Profile, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := tmpfile.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}

@@ -15,10 +15,15 @@ func savePNG(path string, img *vgimg.Canvas) error {
 	return writeTo(path, vgimg.PngCanvas{Canvas: img})
 }
 
-// writeTo writes w's output through a temporary file.
+// writeTo writes w's output through a temporary file (tmpfile.Name),
+// renamed into place when complete; a path that exists and is not a
+// regular file (/dev/null, a named pipe) is refused, never renamed over.
 func writeTo(path string, w interface {
 	WriteTo(io.Writer) (int64, error)
 }) error {
+	if err := tmpfile.CheckOutput(path); err != nil {
+		return err
+	}
 	tmp := tmpfile.Name(path)
 	f, err := os.Create(tmp)
 	if err != nil {
@@ -33,5 +38,5 @@ func writeTo(path string, w interface {
 		os.Remove(tmp)
 		return err
 	}
-	return os.Rename(tmp, path)
+	return tmpfile.Rename(tmp, path)
 }
