@@ -67,6 +67,9 @@ var convertCmd = &cli.Command{
 		if sec := c.String("secondary"); sec != "all" && sec != "self" {
 			inputs = append(inputs, strings.Split(sec, ",")...)
 		}
+		if err := cliutil.CheckInputs(append(inputs, c.String("route"))...); err != nil {
+			return err
+		}
 		if err := cliutil.CheckOutput(out, c.Bool("force"), inputs...); err != nil {
 			return err
 		}

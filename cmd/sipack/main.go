@@ -33,6 +33,7 @@ func main() {
 			}
 		},
 	}
+	cliutil.RequireFlags(app.Commands)
 	if err := app.Run(cliutil.Intersperse(app, os.Args)); err != nil {
 		cliutil.Fail(os.Stderr, "sipack", err)
 		os.Exit(1)
@@ -212,6 +213,9 @@ var tokenizeCmd = &cli.Command{
 func loadTokenizer(path string) (*tokenizer.Tokenizer, error) {
 	st, err := os.Stat(path)
 	if err != nil {
+		return nil, err
+	}
+	if err := cliutil.CheckInputs(path); err != nil {
 		return nil, err
 	}
 	if st.IsDir() {

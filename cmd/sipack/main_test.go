@@ -78,7 +78,7 @@ func TestBadInputExitsNonZero(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"inspect", notPack}, "bad magic"},
+		{[]string{"inspect", notPack}, notPack + ": not a .sip pack (looks like: text)"},
 		{[]string{"verify", truncated}, "truncated"},
 		{[]string{"verify", flipped}, "band 11 BLAKE3 mismatch"},
 		{[]string{"inspect", filepath.Join(dir, "missing.sip")}, "no such file"},
@@ -280,7 +280,7 @@ func TestDiskFull(t *testing.T) {
 	if err == nil {
 		t.Fatal("convert under a 4 MiB file-size limit succeeded")
 	}
-	if !strings.Contains(string(b), "file too large") || !strings.Contains(string(b), "x.sip.tmp-") {
+	if !strings.Contains(string(b), "file too large") || !strings.Contains(string(b), ".x.sip.sipack-tmp-") {
 		t.Errorf("error does not say what happened: %s", b)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {

@@ -10,7 +10,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/sipack/sipack/bench"
+	"github.com/sipack/sipack/cmd/internal/cliutil"
 	"github.com/sipack/sipack/cmd/internal/plots"
+	"github.com/sipack/sipack/internal/tmpfile"
 )
 
 var plotCmd = &cli.Command{
@@ -25,6 +27,11 @@ var plotCmd = &cli.Command{
 			if c.NArg() < 1 {
 				return fmt.Errorf("plot bench needs at least one file of sirun bench --json lines")
 			}
+			// The PNG is replaced by a rename whatever its mode bits (force).
+			if err := cliutil.CheckOutput(c.String("output"), true, c.Args().Slice()...); err != nil {
+				return err
+			}
+			cliutil.RemoveStaleTemps(os.Stderr, "sipack", c.String("output"))
 			var series []plots.Series
 			for _, f := range c.Args().Slice() {
 				reports, err := readBenchReports(f)
@@ -50,7 +57,7 @@ var plotCmd = &cli.Command{
 
 // readBenchReports reads one bench.Report per non-empty line of path.
 func readBenchReports(path string) ([]*bench.Report, error) {
-	f, err := os.Open(path)
+	f, err := tmpfile.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -47,6 +47,9 @@ var profileCmd = &cli.Command{
 		if !c.IsSet("task") {
 			return fmt.Errorf("profile needs --task (one of %v, or a manifest file)", manifests.Builtin())
 		}
+		if err := cliutil.CheckInputs(c.Args().First(), c.String("data"), c.String("task")); err != nil {
+			return err
+		}
 		man, err := manifests.Load(c.String("task"), c.StringSlice("manifests")...)
 		if err != nil {
 			return err
@@ -62,6 +65,12 @@ var profileCmd = &cli.Command{
 			return err
 		}
 		cliutil.RemoveStaleTemps(os.Stderr, "sipack", out)
+		if f := c.String("plot"); f != "" {
+			if err := cliutil.CheckOutput(f, c.Bool("force"), c.Args().First(), c.String("data"), c.String("task")); err != nil {
+				return fmt.Errorf("--plot: %w", err)
+			}
+			cliutil.RemoveStaleTemps(os.Stderr, "sipack", f)
+		}
 		ctx, stop := cliutil.SignalContext()
 		defer stop()
 		o, err := profile.Open(ctx, c.Args().First())
@@ -148,6 +157,9 @@ var profileMergeCmd = &cli.Command{
 			return fmt.Errorf("merge needs at least two profiles, got %d", c.NArg())
 		}
 		out, files := c.String("output"), c.Args().Slice()
+		if err := cliutil.CheckInputs(files...); err != nil {
+			return err
+		}
 		if err := cliutil.CheckOutput(out, c.Bool("force"), files...); err != nil {
 			return err
 		}
@@ -268,6 +280,11 @@ var profilePlotCmd = &cli.Command{
 		if c.NArg() < 1 {
 			return fmt.Errorf("plot needs at least one profile")
 		}
+		// The PNG is replaced by a rename whatever its mode bits (force).
+		if err := cliutil.CheckOutput(c.String("output"), true, c.Args().Slice()...); err != nil {
+			return err
+		}
+		cliutil.RemoveStaleTemps(os.Stderr, "sipack", c.String("output"))
 		var ps []*profile.Profile
 		var names []string
 		for _, f := range c.Args().Slice() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"time"
 
@@ -49,6 +50,15 @@ var routeCmd = &cli.Command{
 			return fmt.Errorf("route needs exactly one PACK argument, got %d", c.NArg())
 		}
 		in, out := c.Args().First(), c.String("output")
+		if st, err := os.Stat(in); err == nil && st.IsDir() {
+			if _, err := os.Stat(filepath.Join(in, "config.json")); err == nil {
+				return fmt.Errorf("route takes a .sip pack; %s is a model directory: convert it first (sipack convert --profile TASK --route TASK %s -o PACK)", in, in)
+			}
+			return fmt.Errorf("route takes a .sip pack; %s is a directory", in)
+		}
+		if err := cliutil.CheckInputs(in, c.String("task"), c.String("data")); err != nil {
+			return err
+		}
 		dt, err := format.ParseDType(c.String("dtype"))
 		if err != nil || dt == format.Q4_0 {
 			return fmt.Errorf("--dtype must be f32, bf16, f16 or q8_0, got %q", c.String("dtype"))

@@ -35,6 +35,11 @@ var synthCmd = &cli.Command{
 		if _, err := format.ParseDType(c.String("dtype")); err != nil {
 			return fmt.Errorf("--dtype: %w", err)
 		}
+		// The pack is replaced by a rename whatever its mode bits (force).
+		if err := cliutil.CheckOutput(out, true, ck); err != nil {
+			return err
+		}
+		cliutil.RemoveStaleTemps(os.Stderr, "sipack", out)
 		if _, err := os.Stat(filepath.Join(ck, "model.safetensors.index.json")); err != nil {
 			if !c.Bool("quiet") {
 				fmt.Fprintf(os.Stderr, "sipack synth: writing a random Llama-3.2-1B-shape checkpoint to %s (2.5 GB)\n", ck)

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/sipack/sipack/chat"
+	"github.com/sipack/sipack/cmd/internal/cliutil"
 )
 
 var templateCmd = &cli.Command{
@@ -25,6 +26,9 @@ var templateCmd = &cli.Command{
 	Action: func(c *cli.Context) error {
 		if c.NArg() != 2 {
 			return fmt.Errorf("template needs CONFIG and MESSAGES_JSON, got %d arguments", c.NArg())
+		}
+		if err := cliutil.CheckInputs(c.Args().Slice()...); err != nil {
+			return err
 		}
 		cfg, err := chat.LoadConfig(c.Args().Get(0))
 		if err != nil {

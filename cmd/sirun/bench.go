@@ -45,6 +45,13 @@ var benchCmd = &cli.Command{
 		if err := cliutil.CheckThreads("--threads", c.Int("threads")); err != nil {
 			return err
 		}
+		for _, f := range []string{"json-out", "cpuprofile"} {
+			if out := c.String(f); out != "" {
+				if err := cliutil.CheckOutput(out, true, c.Args().Slice()...); err != nil {
+					return fmt.Errorf("--%s: %w", f, err)
+				}
+			}
+		}
 		opt := bench.Options{Threads: c.Int("threads"), Tokens: c.Int("tokens"), Rounds: c.Int("rounds"),
 			Prefill: c.Int("prefill"), Depth: c.Int("depth"), Quick: c.Bool("quick"), Log: os.Stderr}
 		for _, m := range strings.Split(c.String("select"), ",") {

@@ -213,6 +213,11 @@ var evalCmd = &cli.Command{
 		if c.Bool("baseline-selected") && c.String("baseline") == "" {
 			return fmt.Errorf("--baseline-selected needs --baseline PACK")
 		}
+		if f := c.String("hyps"); f != "" {
+			if err := cliutil.CheckOutput(f, true, c.Args().First()); err != nil { // before the eval, not after
+				return fmt.Errorf("--hyps: %w", err)
+			}
+		}
 		if c.Int("bootstrap") < 0 {
 			return fmt.Errorf("--bootstrap must be ≥ 0, got %d", c.Int("bootstrap"))
 		}
@@ -356,6 +361,9 @@ func evalBaseline(ctx context.Context, c *cli.Context, path string, man *manifes
 }
 
 func writeHyps(path string, hyps []string) error {
+	if err := tmpfile.CheckOutput(path); err != nil {
+		return err
+	}
 	tmp := tmpfile.Name(path)
 	f, err := os.Create(tmp)
 	if err != nil {
@@ -369,7 +377,7 @@ func writeHyps(path string, hyps []string) error {
 		os.Remove(tmp)
 		return err
 	}
-	return os.Rename(tmp, path)
+	return tmpfile.Rename(tmp, path)
 }
 
 var perplexityCmd = &cli.Command{
@@ -393,7 +401,7 @@ var perplexityCmd = &cli.Command{
 		if err := cliutil.CheckThreads("--threads", c.Int("threads")); err != nil {
 			return err
 		}
-		text, err := os.ReadFile(c.Args().Get(1))
+		text, err := tmpfile.ReadFile(c.Args().Get(1))
 		if err != nil {
 			return err
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/sipack/sipack/bench"
 	"github.com/sipack/sipack/cmd/internal/cliutil"
 	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/internal/tmpfile"
 	"github.com/sipack/sipack/kernels"
 	"github.com/sipack/sipack/runner"
 	"github.com/sipack/sipack/tokenizer"
@@ -155,7 +156,7 @@ func generate(c *cli.Context) error {
 			return fmt.Errorf("--prompt-ids: empty prompt")
 		}
 	case c.IsSet("file"):
-		b, err := os.ReadFile(c.String("file"))
+		b, err := tmpfile.ReadFile(c.String("file"))
 		if err != nil {
 			return err
 		}

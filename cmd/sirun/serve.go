@@ -18,6 +18,7 @@ import (
 	"github.com/sipack/sipack/chat"
 	"github.com/sipack/sipack/cmd/internal/cliutil"
 	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/internal/tmpfile"
 	"github.com/sipack/sipack/runner"
 	"github.com/sipack/sipack/server"
 )
@@ -56,7 +57,7 @@ func openEngine(c *cli.Context, slots int) (*server.Engine, *format.Pack, error)
 			cfg, err = chat.LoadConfig(f)
 		} else {
 			var src []byte
-			src, err = os.ReadFile(f)
+			src, err = tmpfile.ReadFile(f)
 			cfg = chat.ConfigFromPack(pack, m.Tokenizer)
 			cfg.Templates = []format.ChatTemplate{{Name: "default", Template: string(src)}}
 		}

@@ -1,6 +1,8 @@
 package cliutil
 
 import (
+	"errors"
+	"reflect"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -76,4 +78,81 @@ func findCommand(cmds []*cli.Command, name string) *cli.Command {
 		}
 	}
 	return nil
+}
+
+// RequireFlags takes over urfave/cli's check of required flags in cmds and
+// their subcommands: its message (`Required flag "output" not set`, after
+// the whole help) names neither the short form nor what the flag is for,
+// where this one says "missing -o/--output (output pack FILE)". Each
+// required flag is made optional and checked by the command's Before.
+func RequireFlags(cmds []*cli.Command) {
+	for _, c := range cmds {
+		var req []cli.Flag
+		for _, f := range c.Flags {
+			if rf, ok := f.(cli.RequiredFlag); ok && rf.IsRequired() && unrequire(f) {
+				req = append(req, f)
+			}
+		}
+		if len(req) > 0 {
+			before := c.Before
+			c.Before = func(ctx *cli.Context) error {
+				var missing []string
+				for _, f := range req {
+					if !isSet(ctx, f) {
+						missing = append(missing, missingFlag(f))
+					}
+				}
+				if len(missing) > 0 {
+					return errors.New(strings.Join(missing, "; "))
+				}
+				if before != nil {
+					return before(ctx)
+				}
+				return nil
+			}
+		}
+		RequireFlags(c.Subcommands)
+	}
+}
+
+// unrequire clears a flag's Required field (every urfave/cli flag type has
+// one) and reports whether it could.
+func unrequire(f cli.Flag) bool {
+	v := reflect.ValueOf(f)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	r := v.Elem().FieldByName("Required")
+	if !r.IsValid() || r.Kind() != reflect.Bool || !r.CanSet() {
+		return false
+	}
+	r.SetBool(false)
+	return true
+}
+
+func isSet(ctx *cli.Context, f cli.Flag) bool {
+	for _, n := range f.Names() {
+		if ctx.IsSet(strings.TrimSpace(n)) {
+			return true
+		}
+	}
+	return false
+}
+
+// missingFlag says which flag is missing, by all its names, and what it is
+// (its usage with the placeholder's quotes dropped).
+func missingFlag(f cli.Flag) string {
+	var names []string
+	for _, n := range f.Names() {
+		if len(n) == 1 {
+			names = append([]string{"-" + n}, names...)
+		} else {
+			names = append(names, "--"+n)
+		}
+	}
+	s := "missing " + strings.Join(names, "/")
+	if d, ok := f.(cli.DocGenerationFlag); ok && d.GetUsage() != "" {
+		s += " (" + strings.ReplaceAll(d.GetUsage(), "`", "") + ")"
+	}
+	return s
 }

@@ -10,22 +10,22 @@ import (
 	"github.com/sipack/sipack/internal/tmpfile"
 )
 
-// CheckOutput refuses an output path whose writing would destroy data: a
-// path that is, or links to, one of the inputs (for a directory input, any
-// file directly in it, such as a checkpoint's model.safetensors), a
-// directory, or an existing file without write permission (unless force:
-// the writers replace the file by renaming over it, so its mode bits would
-// not otherwise stop them).
+// CheckOutput refuses an output path whose writing would destroy data or
+// fail after the work: a path that is, or links to, one of the inputs (for
+// a directory input, any file directly in it, such as a checkpoint's
+// model.safetensors), a directory, a special file such as /dev/null or a
+// named pipe (the writers rename over the path, which would replace it), an
+// existing file without write permission (unless force: the rename would
+// not otherwise be stopped by its mode bits), or a path whose folder cannot
+// take the temporary file (missing, read-only, no permission: tmpfile.Probe
+// creates and removes it), so that a command fails before its work.
 func CheckOutput(out string, force bool, inputs ...string) error {
+	if err := tmpfile.CheckOutput(out); err != nil {
+		return err
+	}
 	st, err := os.Stat(out)
-	if os.IsNotExist(err) {
-		return nil
-	}
 	if err != nil {
-		return fmt.Errorf("output %s: %w", out, err)
-	}
-	if st.IsDir() {
-		return fmt.Errorf("output %s is a directory; give a file name", out)
+		return tmpfile.Probe(out) // missing, or its folder is: say which
 	}
 	for _, in := range inputs {
 		ist, err := os.Stat(in)
@@ -49,11 +49,31 @@ func CheckOutput(out string, force bool, inputs ...string) error {
 	if st.Mode().Perm()&0o200 == 0 && !force {
 		return fmt.Errorf("output %s exists and is read-only (mode %v); refusing to replace it without --force", out, st.Mode().Perm())
 	}
+	return tmpfile.Probe(out)
+}
+
+// CheckInputs refuses input files that exist and are neither regular files
+// nor directories, naming them: reading a named pipe blocks until something
+// writes to it, and a device never ends. Empty and missing paths pass (the
+// command reports a missing input itself), as do task names.
+func CheckInputs(paths ...string) error {
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		st, err := os.Stat(p)
+		if err != nil || st.IsDir() || st.Mode().IsRegular() {
+			continue
+		}
+		return fmt.Errorf("%s is %s, not a regular file", p, tmpfile.Kind(st.Mode()))
+	}
 	return nil
 }
 
-// RemoveStaleTemps removes the temporary files of out that a killed run left
-// (out.tmp-PID of a process no longer running) and says so on w.
+// RemoveStaleTemps removes the temporary files that killed runs left in the
+// folder of out (tmpfile.RemoveStale: .NAME.sipack-tmp-PID of a process no
+// longer running, whatever NAME, and out.tmp-PID of older versions) and
+// says so on w.
 func RemoveStaleTemps(w io.Writer, name, out string) {
 	stale, err := tmpfile.RemoveStale(out)
 	for _, s := range stale {
