@@ -68,3 +68,17 @@ func TestDamagedPackIsLoud(t *testing.T) {
 		t.Fatalf("error %q (pack %q, position %d): want the pack %s, position 2 (the prompt's last) and the verify hint", err, nf.Pack, nf.Pos, path)
 	}
 }
+
+// BenchmarkFinite: the check every forward pass makes on a Llama-3
+// vocabulary's logits.
+func BenchmarkFinite(b *testing.B) {
+	x := make([]float32, 128256)
+	for i := range x {
+		x[i] = float32(i%97) - 48
+	}
+	for b.Loop() {
+		if !finite(x) {
+			b.Fatal("finite logits reported non-finite")
+		}
+	}
+}
