@@ -148,25 +148,6 @@ type Voter interface {
 	Vote(counts []int32, k int)
 }
 
-// Gater is an Exec that runs the decode FFN with the neurons chosen per
-// token by their gate (runner's "gate" and "hybrid" selections): for one
-// token, the first static records whole, then every other record's
-// gate·x and up and down over the k of them of largest |silu(gate·x)|
-// only. act, if not nil, receives h of every record of recs (zero where
-// not computed).
-type Gater interface {
-	FFNGated(out, x Buf, recs Records, static, k int, act []float32)
-}
-
-// CanGate reports whether e runs the gated FFN (through a Timed wrapper too).
-func CanGate(e Exec) bool {
-	if t, ok := e.(*Timed); ok {
-		e = t.Exec
-	}
-	_, ok := e.(Gater)
-	return ok
-}
-
 // KVCache is one sequence's key and value cache: Layers × Ctx positions of
 // KVDim floats each, for keys and for values, laid out as the backend
 // chooses within a layer (the CPU's is head-major: each key/value head's

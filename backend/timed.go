@@ -78,13 +78,6 @@ func (t *Timed) Read(dst []float32, b Buf) {
 	t.Exec.Read(dst, b)
 }
 
-// FFNGated times the wrapped Exec's gated FFN (under "ffn"); CanGate says
-// whether it has one.
-func (t *Timed) FFNGated(out, x Buf, recs Records, static, k int, act []float32) {
-	defer t.add("ffn", time.Now())
-	t.Exec.(Gater).FFNGated(out, x, recs, static, k, act)
-}
-
 func (t *Timed) Gather(all Records, ranks []int, static int, compact bool) (Records, error) {
 	defer t.add("gather", time.Now())
 	return t.Exec.Gather(all, ranks, static, compact)

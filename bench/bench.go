@@ -5,7 +5,6 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/sipack/sipack/format"
@@ -24,12 +23,11 @@ type Options struct {
 	// measures decode deep in a context, as llama-bench -d does.
 	Depth int
 	Quick bool // dense and γ 0.7 × φ 0.4 only
-	// Select is the selecting figures' methods (runner.Selection.Method;
-	// none: the paper's). With more than one, every sparse point is
-	// measured once per method in each round, and each figure is also
-	// given against the first method's of the same round (VsFirstSelect):
-	// the comparison issue 20's default rule asks for, in one run.
-	Select []string
+	// Select is the selecting figures' methods (none: MethodAuto). With
+	// more than one, every sparse point is measured once per method in
+	// each round, and each figure is also given against the first
+	// method's of the same round (VsFirstSelect).
+	Select []runner.Method
 	// Load is how each pack is loaded: "mmap" (the default) and/or
 	// "no-mmap" (read into the process's memory, sirun --no-mmap). With
 	// both, every pack is measured both ways in the same rounds, as two
@@ -239,7 +237,7 @@ func runPacks(opt Options, paths []string, pool *kernels.Pool, probe *BandwidthP
 		pb.figures = []*benchFigure{{gamma: 1, phi: 1}}
 		methods := opt.Select
 		if len(methods) == 0 {
-			methods = []string{"auto"}
+			methods = []runner.Method{runner.MethodAuto}
 		}
 		for _, g := range gammas {
 			for _, phi := range phis {
@@ -252,16 +250,10 @@ func runPacks(opt Options, paths []string, pool *kernels.Pool, probe *BandwidthP
 				}
 				var first *benchFigure
 				for _, method := range methods {
-					name, budget, err := runner.ParseMethod(method)
-					if err != nil {
-						return nil, err
-					}
-					f := &benchFigure{gamma: g, phi: phi, method: method, sel: (&runner.Selection{Phi: phi, Alpha: 0.2, Base: base, Compact: true, Method: name, Budget: budget}).For(m)}
-					if name == "auto" { // named by what it runs on this pack
-						f.method = strings.Replace(method, name, f.sel.Method, 1)
-					}
+					f := &benchFigure{gamma: g, phi: phi, sel: (&runner.Selection{Phi: phi, Alpha: 0.2, Base: base, Compact: true, Method: method}).For(m)}
+					f.method = f.sel.Method.String() // auto: named by what it runs on this pack
 					if n := m.Config.IntermediateSize; f.sel.Validate(n, format.Count(g, n)) != nil {
-						continue // e.g. "gate" at φ ≤ γ/3
+						continue
 					}
 					if first == nil {
 						first = f
@@ -473,13 +465,11 @@ func Ops(paths []string, opt Options, w io.Writer) error {
 			}
 			var sel *runner.Selection
 			if f.phi < f.gamma {
-				method, budget := "auto", ""
+				method := runner.MethodAuto
 				if len(opt.Select) > 0 {
-					if method, budget, err = runner.ParseMethod(opt.Select[0]); err != nil { // --ops: the first method given
-						return err
-					}
+					method = opt.Select[0] // --ops: the first method given
 				}
-				sel = (&runner.Selection{Phi: f.phi, Alpha: 0.2, Base: float64(p.Index.BaseFraction), Compact: true, Method: method, Budget: budget}).For(m)
+				sel = (&runner.Selection{Phi: f.phi, Alpha: 0.2, Base: float64(p.Index.BaseFraction), Compact: true, Method: method}).For(m)
 			}
 			b, err := DecodeOps(m, pool, sel, opt.decodeDepth(), opt.Tokens)
 			p.Close()

@@ -53,9 +53,9 @@ func TestFinishRatiosWithinRounds(t *testing.T) {
 	first := &packBench{path: "a.sip", r: &Report{}, figures: []*benchFigure{fig(1, 1, "", 10, 20, 30)}}
 	dense := fig(1, 1, "", 5, 10, 40)
 	paper := fig(0.7, 0.4, "paper", 15, 40, 60)
-	hybrid := fig(0.7, 0.4, "hybrid", 12, 20, 66)
-	hybrid.firstSel = paper
-	pb := &packBench{path: "b.sip", r: &Report{}, figures: []*benchFigure{dense, paper, hybrid}}
+	router := fig(0.7, 0.4, "router", 12, 20, 66)
+	router.firstSel = paper
+	pb := &packBench{path: "b.sip", r: &Report{}, figures: []*benchFigure{dense, paper, router}}
 	pb.finish(first)
 	r := pb.r
 	// dense ÷ first's dense per round: 0.5, 0.5, 1.333 → 0.5 (the ratio of medians would be 0.5 too).
@@ -69,8 +69,8 @@ func TestFinishRatiosWithinRounds(t *testing.T) {
 	if g := r.Grid[0]; g.SpeedupDense != 3 || g.VsFirstSelect != 0 || g.Select != "paper" {
 		t.Errorf("paper: %+v", g)
 	}
-	// hybrid ÷ paper per round: 0.8, 0.5, 1.1 → 0.8 (the ratio of medians: 20/40 = 0.5).
-	if g := r.Grid[1]; g.VsFirstSelect != 0.8 || g.TokS != 20 || g.Select != "hybrid" {
-		t.Errorf("hybrid: %+v", g)
+	// router ÷ paper per round: 0.8, 0.5, 1.1 → 0.8 (the ratio of medians: 20/40 = 0.5).
+	if g := r.Grid[1]; g.VsFirstSelect != 0.8 || g.TokS != 20 || g.Select != "router" {
+		t.Errorf("router: %+v", g)
 	}
 }

@@ -106,19 +106,15 @@ func Decode(m *runner.Model, pool *kernels.Pool, sel *runner.Selection, promptLe
 	// leaves a gigabyte of garbage behind).
 	runtime.GC()
 	start := time.Now()
-	logits, votes, err := ss.Prefill(prompt)
-	if err != nil {
-		return nil, err
-	}
-	plan, err := ss.PlanFor(votes)
+	logits, err := ss.Start(prompt)
 	if err != nil {
 		return nil, err
 	}
 	tok := runner.Argmax(logits)
 	ttft := time.Since(start)
-	res := &DecodeResult{TTFT: ttft, PrefillTokS: float64(promptLen) / ttft.Seconds(), ActiveRecords: plan.Active(m)}
+	res := &DecodeResult{TTFT: ttft, PrefillTokS: float64(promptLen) / ttft.Seconds(), ActiveRecords: ss.Plan.Active(m)}
 	// Warm-up step.
-	if logits, err = ss.Decode(tok, plan); err != nil {
+	if logits, err = ss.Next(tok); err != nil {
 		return nil, err
 	}
 	// Each step is timed on its own and the figure is 1 / the median step:
@@ -128,7 +124,7 @@ func Decode(m *runner.Model, pool *kernels.Pool, sel *runner.Selection, promptLe
 	for i := 0; i < tokens; i++ {
 		tok = runner.Argmax(logits)
 		t0 := time.Now()
-		if logits, err = ss.Decode(tok, plan); err != nil {
+		if logits, err = ss.Next(tok); err != nil {
 			return nil, err
 		}
 		steps[i] = time.Since(t0)
@@ -141,7 +137,7 @@ func Decode(m *runner.Model, pool *kernels.Pool, sel *runner.Selection, promptLe
 		}
 		res.TokS = 1 / med.Seconds()
 	}
-	res.BytesPerToken = m.DecodeBytes(res.ActiveRecords, ss.Pos) + plan.RouterBytes(m)
+	res.BytesPerToken = m.DecodeBytes(res.ActiveRecords, ss.Pos) + ss.Plan.RouterBytes(m)
 	return res, nil
 }
 
@@ -166,15 +162,11 @@ func DecodeOps(m *runner.Model, pool *kernels.Pool, sel *runner.Selection, promp
 	for i := range prompt {
 		prompt[i] = (7919 * (i + 1)) % m.Config.VocabSize
 	}
-	logits, votes, err := ss.Prefill(prompt)
+	logits, err := ss.Start(prompt)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := ss.PlanFor(votes)
-	if err != nil {
-		return nil, err
-	}
-	if logits, err = ss.Decode(runner.Argmax(logits), plan); err != nil {
+	if logits, err = ss.Next(runner.Argmax(logits)); err != nil {
 		return nil, err
 	}
 	var timed *backend.Timed
@@ -195,7 +187,7 @@ func DecodeOps(m *runner.Model, pool *kernels.Pool, sel *runner.Selection, promp
 		t0 := time.Now()
 		tok := sampler.Sample(work, prompt)
 		sampling += time.Since(t0)
-		if logits, err = ss.Decode(tok, plan); err != nil {
+		if logits, err = ss.Next(tok); err != nil {
 			return nil, err
 		}
 	}

@@ -296,9 +296,8 @@ func generate(t *testing.T, m *runner.Model, sel *runner.Selection, prompt []int
 
 // TestSelectionMatchesCPU: at γ 0.7, φ 0.4 (δ 0.3, α 0.2) the GPU's greedy
 // continuation of every golden prompt is the CPU's, with the paper's
-// selection and with the per-token gated ones (gate, hybrid: the device's
-// gate dots, the host's choice); how many of the decode sets' ranks agree
-// is logged (the votes come from activations that differ in the last
+// selection and with the router's (the device's scores, the host's
+// choice); how many of the paper's decode sets' ranks agree is logged (the votes come from activations that differ in the last
 // bits, so a tie may fall the other way).
 func TestSelectionMatchesCPU(t *testing.T) {
 	dtypes, cases, n := []string{"", "q8_0", "q4_0"}, 5, 24
@@ -321,15 +320,7 @@ func TestSelectionMatchesCPU(t *testing.T) {
 			same, total := 0, 0
 			golden := readGolden(t, testdata("tinyllama", "golden.json"))
 			for ci, c := range golden[:min(cases, len(golden))] {
-				for _, method := range []string{"gate", "hybrid"} {
-					sel := &runner.Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Compact: true, Method: method}
-					g, _ := generate(t, gpu, sel, c.ids(), n)
-					w, _ := generate(t, cpu, sel, c.ids(), n)
-					if !slices.Equal(g, w) {
-						t.Errorf("case %d, %s: greedy ids at γ0.7 φ0.4\ngpu %v\ncpu %v", ci, method, g, w)
-					}
-				}
-				rsel := &runner.Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: "router"}
+				rsel := &runner.Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: runner.MethodRouter}
 				if g, w := gen(t, gpuR, rsel, c.ids(), n), gen(t, cpuR, rsel, c.ids(), n); !slices.Equal(g, w) {
 					t.Errorf("case %d, router: greedy ids at γ0.7 φ0.4\ngpu %v\ncpu %v", ci, g, w)
 				}

@@ -183,11 +183,7 @@ func scoreContinuation(m *runner.Model, pool *kernels.Pool, prompt, ref string, 
 		return rowResult{err: err}
 	}
 	ss.Sel = sel
-	logits, votes, err := ss.Prefill(p)
-	if err != nil {
-		return rowResult{err: err}
-	}
-	plan, err := ss.PlanFor(votes)
+	logits, err := ss.Start(p)
 	if err != nil {
 		return rowResult{err: err}
 	}
@@ -200,7 +196,7 @@ func scoreContinuation(m *runner.Model, pool *kernels.Pool, prompt, ref string, 
 		if i == len(r)-1 {
 			break
 		}
-		if logits, plan, err = ss.Step(tok, plan); err != nil {
+		if logits, err = ss.Next(tok); err != nil {
 			return rowResult{err: err}
 		}
 	}

@@ -23,9 +23,8 @@ import (
 // write it now (version 4 for bf16 and f16: the down rows by tiles) loads
 // and runs the same, in bf16 (the
 // checkpoint's dtype) and converted to f16: at γ 0.7 the logits of a
-// prompt and of 12 greedy tokens, with the paper's selection and with the
-// gate's, are bit for bit equal on one thread (the same arithmetic on other
-// addresses).
+// prompt and of 12 greedy tokens, with the paper's selection, are bit for
+// bit equal on one thread (the same arithmetic on other addresses).
 func TestOlderPacksRunTheSame(t *testing.T) {
 	for _, dt := range []string{"bf16", "f16"} {
 		t.Run(dt, func(t *testing.T) {
@@ -36,7 +35,7 @@ func TestOlderPacksRunTheSame(t *testing.T) {
 				restore()
 			}
 			prompt := []int{4094, 476, 25, 1312, 317, 3676, 271, 2025, 520, 334, 1892, 276, 306, 592, 349, 477, 25}
-			for _, method := range []string{"paper", "gate"} {
+			for _, method := range []runner.Method{runner.MethodPaper} {
 				var logits [4][]float32
 				var ids [4][]int
 				for i, path := range paths {
@@ -71,7 +70,7 @@ func TestOlderPacksRunTheSame(t *testing.T) {
 // (version 5) and, with that turned off, tiled by whole blocks (version
 // 4); both verify, hold the same records, and decode the same prompt and
 // 12 greedy tokens to the same logits, bit for bit on one thread, with the
-// router's, the paper's and the gate's selection — as converted, and with
+// router's and the paper's selection — as converted, and with
 // uneven layer budgets (layer bands: a layer's share of a band starts at
 // any rank, so its first and last tile groups are cut).
 func TestTileGroupsRunTheSame(t *testing.T) {
@@ -161,7 +160,7 @@ func tileGroupsRunTheSame(t *testing.T, src string, layerBands bool) {
 			}
 		}
 	}
-	for _, method := range []string{"router", "paper", "gate"} {
+	for _, method := range []runner.Method{runner.MethodRouter, runner.MethodPaper} {
 		var logits [2][]float32
 		var ids [2][]int
 		for i, m := range models {

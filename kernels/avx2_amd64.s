@@ -5,8 +5,8 @@
 // and axpys, their four-token (prefill) and two-row/four-row (decode FFN)
 // forms, the prefill down-projection GEMM, the Q4_0/Q8_0 float and
 // integer (VPMADDUBSW) kernels, and the fmaPeak and sumBytes probes.
-// Measured timings behind the choices below are in docs/bench.md, "Kernel notes moved from the assembly":
-// numbers age with machines and code, so comments here say what and why.
+// Comments here say what and why; the timings behind the choices are in
+// docs/performance.md.
 
 // The float kernels take n, a multiple of 8 (the Go wrappers handle the
 // ragged tail). BF16 widens by zero-extending to 32 bits and shifting left
@@ -21,7 +21,7 @@
 // prefetch: rows are read in order, which the hardware prefetcher follows,
 // and a PREFETCHT0 8 KiB ahead cost a third of the streaming rate (a 1B
 // model's lm_head matvec on 2 threads: 35 GB/s with it, 52 without, the
-// plain stream 51; docs/bench.md).
+// plain stream 51).
 #define DOTW(LOADW) \
 	VXORPS Y0, Y0, Y0; \
 	VXORPS Y1, Y1, Y1; \
@@ -989,9 +989,9 @@ TEXT ·widenF16AVX2(SB), NOSPLIT, $0-24
 	VZEROUPPER
 	RET
 
-// PREFETCHT2 of every 64-byte line of [p, p+n): the gated decode FFN's
-// records, which it reads out of order (the fused dots prefetch whole
-// records, and a gate row or an up|down pair is not one).
+// PREFETCHT2 of every 64-byte line of [p, p+n): the parts of records the
+// decode FFN reads apart from the fused dots' own prefetch (a split
+// record's gate rows, down rows, the next block's first rows).
 // func prefetchL2AVX2(p *byte, n int)
 TEXT ·prefetchL2AVX2(SB), NOSPLIT, $0-16
 	MOVQ p+0(FP), SI

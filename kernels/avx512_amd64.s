@@ -5,8 +5,8 @@
 // AVX-512 float kernels (needs AVX-512F and AVX-512BW, plus F16C): the
 // BF16 dot and axpy, and the Q4_0/Q8_0 dots, axpys and four-row axpys
 // that widen blocks to float32 (16 lanes a register).
-// Measured timings behind the choices below are in docs/bench.md, "Kernel notes moved from the assembly":
-// numbers age with machines and code, so comments here say what and why.
+// Comments here say what and why; the timings behind the choices are in
+// docs/performance.md.
 
 // AVX-512F variants of the BF16 dot and axpy (16 lanes per register); n is
 // a multiple of 16.
@@ -611,8 +611,8 @@ scale16:
 // The FMA ceiling with 512-bit registers: as fmaPeakAVX2, sixteen lanes a
 // chain. On the AMD EPYC this project measures on, 512-bit FMAs issue at
 // twice the float rate of 256-bit ones (228 against 110 GFLOP/s a thread,
-// docs/bench.md, twelfth session), so the AVX2 loop understated the peak
-// the AVX-512 kernels run against by half.
+// BenchmarkMicroFMAPeakAVX512 against BenchmarkMicroFMAPeak), so the AVX2
+// loop would understate the peak the AVX-512 kernels run against by half.
 // func fmaPeakAVX512(iters int) float32
 TEXT ·fmaPeakAVX512(SB), NOSPLIT, $0-12
 	MOVQ iters+0(FP), CX

@@ -7,11 +7,10 @@
 // The 16 fp16 scales of a chunk of 16 Q4_0 blocks (18 bytes each, so the
 // scale of block k is word 9k of the chunk) are picked out of the chunk
 // with word permutes: blocks 0-7 from its first 128 bytes, 8-14 from the
-// next 128, 15 from the last 32. A VPGATHERDD, or sixteen scalar moves
-// through the stack, was slower (timings in docs/bench.md, "Kernel notes
-// moved from the assembly"). q4scaleidx holds the three index vectors (32
-// words each): for the first pair of vectors, the second, and the last 32
-// bytes.
+// next 128, 15 from the last 32: faster than a VPGATHERDD or sixteen
+// scalar moves through the stack. q4scaleidx holds the three index vectors
+// (32 words each): for the first pair of vectors, the second, and the last
+// 32 bytes.
 DATA q4scaleidx<>+0(SB)/2, $0
 DATA q4scaleidx<>+2(SB)/2, $9
 DATA q4scaleidx<>+4(SB)/2, $18

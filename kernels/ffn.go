@@ -52,7 +52,7 @@ func FFNRecords(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DTy
 	if T == 1 {
 		// Chunks of whole tiled blocks: a tiled block cut short reads its
 		// down pieces in runs as short as the cut (q4_0, γ0.7 φ0.4, 2
-		// threads, chunks of 410 records: 0.88× the pairs pack; docs/bench.md).
+		// threads, chunks of 410 records: 0.88× the pairs pack).
 		chunkSums(p, y, H, total, tiledAlign(blocks), func(acc []float32, lo, hi, worker int) {
 			records := recordCursor{blocks: blocks, spans: spans}
 			ffnDecode(acc, &records, ops, lo, hi, x, acts, act, p.decodeBuf(worker))
@@ -204,12 +204,12 @@ func chunkSums(p *Pool, y []float32, H, n, align int, fn func(acc []float32, lo,
 
 // decodeChunks is how many chunks a worker's share of a decode FFN comes
 // in: enough for a worker slowed by a neighbour to be helped, few enough
-// that clearing and adding the partials costs nothing. Timed back to back
-// in one process against the per-worker partials it replaced (Q4_0, the
-// paper's γ0.7 φ0.4 set of a 1B layer from memory, 2 threads): 4 a worker
-// 0.98-1.03×, 8 1.04-1.05×, 2 1.03-1.08×; with 4, BF16 0.99-1.00× and the
-// hybrid 0.99-1.02×. Dealing the chunks out instead (RunStatic) cost Q4_0
-// 1.03-1.12×: a worker that starts late is not helped.
+// that clearing and adding the partials costs nothing. The time against
+// one partial per worker (Q4_0, the paper's γ0.7 φ0.4 set of a 1B layer
+// from memory, 2 threads): 4 a worker 0.98-1.03×, 8 1.04-1.05×, 2
+// 1.03-1.08×; with 4, BF16 0.99-1.00×. The chunks are claimed, not dealt
+// out (RunStatic: Q4_0 1.03-1.12× the time), so a worker that starts late
+// is helped.
 const decodeChunks = 4
 
 // addPartials adds the workers' partial outputs (len(partial)/len(y) of
@@ -343,8 +343,7 @@ const splitRun = 256
 // the gate rows first, one ascending run, then the up | down pairs, another
 // (up dots, then the down axpys of a group). A layer's records so read are
 // one stream a worker at a time; read record by record, the gate rows and
-// the up | down pairs were two, and the records streamed slower
-// (docs/bench.md, eleventh session).
+// the up | down pairs are two, and the records stream slower.
 func ffnDecodeSplit(acc []float32, blk *format.RecordBlock, k, m int, ops *Ops, x []float32, acts []Q8Act, act []float32, then []byte, buf *decodeBuf) {
 	axpy4, axpy8, group := downForms(ops, acts)
 	// The block types' pairs of up dots prefetch the second record's down
@@ -599,13 +598,11 @@ func ffnDecodeRecords(acc []float32, records *recordCursor, ops *Ops, lo, hi, en
 			}
 			blk, k := records.at(j)
 			// The fused dots prefetch the record four ahead into L2
-			// (PREFETCHT2: docs/bench.md, sixth session, "Decode FFN prefetch into L2"), the next
-			// group of four's record in the same place: in alternating runs on the
-			// AMD EPYC (Zen 5), dense BF16 and F16 decode was 5 % faster four
-			// ahead than two (FFN 47.3 against 50.5 ms a step, `sirun bench
-			// --ops`), Q4_0 the same; one, three and six ahead no better
-			// than two. (An earlier session measured two ahead better than
-			// one at 60-80 GB/s.)
+			// (PREFETCHT2, see dot2Q40Q8VNNI), the next group of four's
+			// record in the same place: on the AMD EPYC (Zen 5), dense BF16
+			// and F16 decode runs 5 % faster four ahead than two (FFN 47.3
+			// against 50.5 ms a step, `sirun bench --ops`), Q4_0 the same;
+			// one, three and six ahead are no better than two.
 			var ahead []byte
 			if j+prefetchAhead < end {
 				ab, ak := records.at(j + prefetchAhead)

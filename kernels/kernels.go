@@ -259,8 +259,7 @@ func matMulInteger(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 	// worker that the row kernel's prefetch and the hardware's follow): a
 	// 1 GiB matrix from memory, 2 threads, 54.5 / 52.9 GB/s against 39.5 /
 	// 38.9 in pairs; whole q8_0 steps 1.09× dense, 1.16× at γ0.7 φ0.4 (2
-	// threads), 1.12× and 1.21× (1 thread) (docs/bench.md, fourteenth
-	// session).
+	// threads), 1.12× and 1.21× (1 thread).
 	bytes := 0
 	for _, w := range ws {
 		bytes += len(w.Data)

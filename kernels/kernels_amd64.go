@@ -296,10 +296,9 @@ func prefetchL2AVX2(p *byte, n int)
 // Q4_0 and Q8_0 there); "avx512[-vnni]-narrow16", opt-in only, keeps the
 // 16-bit row dots, pair dots and row axpys at AVX2's 8 lanes (the tiled
 // down projection, AxpyTiles, is AVX-512 in both). The wide 16-bit
-// kernels were opt-in until measured no faster with two threads; with
-// every pack in 2 MiB pages they decode 1.03-1.06× the narrow ones with
-// one thread and 1.00-1.04× with two (f16 and bf16, seventeenth session,
-// docs/bench.md).
+// kernels are the default: with every pack in 2 MiB pages they decode
+// 1.03-1.06× the narrow ones with one thread and 1.00-1.04× with two (f16
+// and bf16; docs/performance.md).
 func init() {
 	if !(cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C) {
 		register()
@@ -343,8 +342,8 @@ func avx2Table() *Table {
 	bf16.GemmDown = gemmDownOf(gemmDownBF16AVX2, gemmDownBF16Ref)
 	bf16.Widen, f16.Widen = widenOf(widenBF16AVX2, axpyBF16Ref), widenOf(widenF16AVX2, axpyF16Ref)
 	f16.Dot, f16.Axpy = rowDot(dotF16AVX2, dotF16Ref, 31), rowAxpy(axpyF16AVX2, axpyF16Ref, 31)
-	f16.AxpyTiles, f16.AxpyTilesIdx = tilesAxpy(axpyTilesF16AVX2), tilesIdxAxpy(axpyTilesIdxF16AVX2)
-	bf16.AxpyTiles, bf16.AxpyTilesIdx = tilesAxpy(axpyTilesBF16AVX2), tilesIdxAxpy(axpyTilesIdxBF16AVX2)
+	f16.AxpyTiles = tilesAxpy(axpyTilesF16AVX2)
+	bf16.AxpyTiles = tilesAxpy(axpyTilesBF16AVX2)
 	f16.AxpyTilesGap, bf16.AxpyTilesGap = tilesAxpy(axpyTilesGapF16AVX2), tilesAxpy(axpyTilesGapBF16AVX2)
 	f16.Dot4 = dot4Of(dot4F16AVX2, dotF16Ref)
 	f16.Dot2, f16.Axpy4 = dot2Of(dot2F16AVX2, dotF16Ref), axpy4Of(axpy4F16AVX2, axpyF16Ref)
@@ -378,15 +377,13 @@ func avx2Table() *Table {
 	q80.Axpy, q40.Axpy = blockAxpy(axpyQ80AVX2), blockAxpy(axpyQ40AVX2)
 	q80.AxpyTiles, q40.AxpyTiles = tilesAxpy(axpyTilesQ80AVX2), tilesAxpy(axpyTilesQ40AVX2)
 	q80.AxpyTilesGap, q40.AxpyTilesGap = tilesAxpy(axpyTilesGapQ80AVX2), tilesAxpy(axpyTilesGapQ40AVX2)
-	q80.AxpyTilesIdx, q40.AxpyTilesIdx = tilesIdxAxpy(axpyTilesIdxQ80AVX2), tilesIdxAxpy(axpyTilesIdxQ40AVX2)
 	// The four-row axpys of the block types exist on AVX-512 only; the
 	// reference composes four of this table's row axpys.
 	q80.Axpy4, q40.Axpy4 = nil, nil
 	// The integer path by default, as llama.cpp's AVX2 build takes it: the
 	// AVX2 table forced on the AMD EPYC, one thread, two rounds, against
 	// the float path: q4_0 decode 1.27-1.33× dense, 1.35-1.40× γ0.7 φ0.4,
-	// q8_0 1.06-1.09× and 1.04-1.10×, prefill 0.99-1.25× and 1.14-1.19×
-	// (docs/bench.md, eighteenth session).
+	// q8_0 1.06-1.09× and 1.04-1.10×, prefill 0.99-1.25× and 1.14-1.19×.
 	if cpu.X86.HasSSSE3 {
 		q80.ActDot, q40.ActDot = true, true
 		q80.DotAct = q8ActDot(dotQ80Q8AVX2)
@@ -453,10 +450,9 @@ func avx512Table(avx2 *Table) *Table {
 	q40.Axpy, q80.Axpy = blockAxpy(axpyQ40AVX512), blockAxpy(axpyQ80AVX512)
 	q80.AxpyTiles, q40.AxpyTiles = tilesAxpy(axpyTilesQ80AVX512), tilesAxpy(axpyTilesQ40AVX512)
 	q80.AxpyTilesGap, q40.AxpyTilesGap = tilesAxpy(axpyTilesGapQ80AVX512), tilesAxpy(axpyTilesGapQ40AVX512)
-	t.ops[format.F16].AxpyTiles, t.ops[format.F16].AxpyTilesIdx = tilesAxpy(axpyTilesF16AVX512), tilesIdxAxpy(axpyTilesIdxF16AVX512)
-	t.ops[format.BF16].AxpyTiles, t.ops[format.BF16].AxpyTilesIdx = tilesAxpy(axpyTilesBF16AVX512), tilesIdxAxpy(axpyTilesIdxBF16AVX512)
+	t.ops[format.F16].AxpyTiles = tilesAxpy(axpyTilesF16AVX512)
+	t.ops[format.BF16].AxpyTiles = tilesAxpy(axpyTilesBF16AVX512)
 	t.ops[format.F16].AxpyTilesGap, t.ops[format.BF16].AxpyTilesGap = tilesAxpy(axpyTilesGapF16AVX512), tilesAxpy(axpyTilesGapBF16AVX512)
-	q80.AxpyTilesIdx, q40.AxpyTilesIdx = tilesIdxAxpy(axpyTilesIdxQ80AVX512), tilesIdxAxpy(axpyTilesIdxQ40AVX512)
 	// Rows of other lengths than whole chunks of 16 blocks: four of the
 	// row axpys, the same arithmetic in the same order, so every band
 	// layout (four rows at a time, one, or tiled) sums to the same bits.
@@ -534,8 +530,8 @@ func avx512Table(avx2 *Table) *Table {
 	}
 	if cpu.X86.HasAVX512VBMI {
 		// The down projection eight records at a time in integers
-		// (VPERMB transposes four rows' quant bytes): docs/bench.md,
-		// eleventh session.
+		// (VPERMB transposes four rows' quant bytes); used where
+		// Table.Int8Down is on.
 		q40.Axpy8Act = blockAxpy8Act(axpy8Q40ActVNNI, format.Q4_0)
 		q80.Axpy8Act = blockAxpy8Act(axpy8Q80ActVNNI, format.Q8_0)
 	}
@@ -822,40 +818,16 @@ func axpyTilesQ40AVX512(y *float32, h *float32, w *byte, n, chunks, cstride int)
 func axpyTilesQ40AVX2(y *float32, h *float32, w *byte, n, chunks, cstride int)
 
 //go:noescape
-func axpyTilesIdxQ80AVX512(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
-
-//go:noescape
-func axpyTilesIdxQ40AVX512(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
-
-//go:noescape
-func axpyTilesIdxQ80AVX2(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
-
-//go:noescape
-func axpyTilesIdxQ40AVX2(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
-
-//go:noescape
 func axpyTilesF16AVX512(y *float32, h *float32, w *byte, n, chunks, cstride int)
 
 //go:noescape
 func axpyTilesF16AVX2(y *float32, h *float32, w *byte, n, chunks, cstride int)
 
 //go:noescape
-func axpyTilesIdxF16AVX512(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
-
-//go:noescape
-func axpyTilesIdxF16AVX2(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
-
-//go:noescape
 func axpyTilesBF16AVX512(y *float32, h *float32, w *byte, n, chunks, cstride int)
 
 //go:noescape
 func axpyTilesBF16AVX2(y *float32, h *float32, w *byte, n, chunks, cstride int)
-
-//go:noescape
-func axpyTilesIdxBF16AVX512(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
-
-//go:noescape
-func axpyTilesIdxBF16AVX2(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
 
 // rowsDot adapts a many-row 16-bit dot kernel (DOTROWSZ: DOT1Z a row) to
 // Ops.DotRows: rows of a multiple of 64 elements go through it, others row

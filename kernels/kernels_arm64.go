@@ -170,9 +170,8 @@ func init() {
 	q80.Axpy, q40.Axpy = blockAxpy(axpyQ80NEON), blockAxpy(axpyQ40NEON)
 	q80.Axpy4, q40.Axpy4 = neonBlockAxpy4(axpy4Q80NEON), neonBlockAxpy4(axpy4Q40NEON)
 	q80.AxpyTiles, q40.AxpyTiles = tilesAxpy(axpyTilesQ80NEON), tilesAxpy(axpyTilesQ40NEON)
-	q80.AxpyTilesIdx, q40.AxpyTilesIdx = tilesIdxAxpy(axpyTilesIdxQ80NEON), tilesIdxAxpy(axpyTilesIdxQ40NEON)
-	f16.AxpyTiles, f16.AxpyTilesIdx = tilesAxpy(axpyTilesF16NEON), tilesIdxAxpy(axpyTilesIdxF16NEON)
-	bf16.AxpyTiles, bf16.AxpyTilesIdx = tilesAxpy(axpyTilesBF16NEON), tilesIdxAxpy(axpyTilesIdxBF16NEON)
+	f16.AxpyTiles = tilesAxpy(axpyTilesF16NEON)
+	bf16.AxpyTiles = tilesAxpy(axpyTilesBF16NEON)
 	if !cpu.ARM64.HasASIMDDP {
 		register(neon)
 		return
@@ -367,19 +366,7 @@ func axpyTilesQ80NEON(y *float32, h *float32, w *byte, n, chunks, cstride int)
 func axpyTilesQ40NEON(y *float32, h *float32, w *byte, n, chunks, cstride int)
 
 //go:noescape
-func axpyTilesIdxQ80NEON(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
-
-//go:noescape
-func axpyTilesIdxQ40NEON(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
-
-//go:noescape
 func axpyTilesF16NEON(y *float32, h *float32, w *byte, n, chunks, cstride int)
 
 //go:noescape
-func axpyTilesIdxF16NEON(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
-
-//go:noescape
 func axpyTilesBF16NEON(y *float32, h *float32, w *byte, n, chunks, cstride int)
-
-//go:noescape
-func axpyTilesIdxBF16NEON(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)

@@ -36,11 +36,8 @@ type Pool struct {
 	xb      []uint16    // the prefill's activations rounded to BF16
 	xr      []float32   // and as float32
 	att     []float32   // attentionLoop's score rows, one per worker
-	gates   []float32   // FFNGated's gate dots
-	keys    []uint32    // and their keys (two per record)
-	sel     []int32     // and the records it computes
 	dec     []decodeBuf // per worker: the decode FFN's scratch
-	spans   []span      // FFNRecords' and FFNGated's blocks placed
+	spans   []span      // FFNRecords' blocks placed
 }
 
 type helper struct {
@@ -265,8 +262,8 @@ func (p *Pool) gemmScratch(n int) []float32 {
 // ctx: the FFN's per-worker partial sums (scratch), the GEMM's blocks or
 // attention's (gemmScratch, the larger), the activations rounded to BF16
 // and back (xb, xr), quantized (acts) and laid out as tiles, the integer
-// panels, the plain attention loop's score rows and the gated decode's
-// dots and keys. A memory plan adds it once per pool, not per sequence.
+// panels and the plain attention loop's score rows. A memory plan adds it
+// once per pool, not per sequence.
 func PrefillScratchBytes(T, H, N, heads, kvHeads, hd, ctx, workers int) uint64 {
 	cols := max(H, heads*hd)
 	np := (ctx + 31) &^ 31
@@ -274,15 +271,14 @@ func PrefillScratchBytes(T, H, N, heads, kvHeads, hd, ctx, workers int) uint64 {
 	gemm := max(ffnBlock(T, H, max(ffnRecBlock, ffnRecBlockBF16)), gemmBlock(T, cols), attn)
 	floats := workers*(T*H+gemm) + 2*workers*np
 	// xb and xr: 6 bytes a value; acts (int8 values, their VNNI layout, a
-	// scale and a sum per 32) and their tiles: at most 6; panels; the
-	// gated decode: a float and two keys a neuron.
-	bytes := 6*T*cols + 6*T*cols + workers*(cols/format.QK)*panelBlockBytes + 12*N
+	// scale and a sum per 32) and their tiles: at most 6; panels.
+	bytes := 6*T*cols + 6*T*cols + workers*(cols/format.QK)*panelBlockBytes
 	return uint64(4*floats + bytes)
 }
 
 // heldBytes is what p's scratch holds now (PrefillScratchBytes' subject).
 func (p *Pool) heldBytes() uint64 {
-	n := 4*cap(p.buf) + 4*cap(p.gemm) + 2*cap(p.xb) + 4*cap(p.xr) + 4*cap(p.att) + 4*cap(p.gates) + 4*cap(p.keys) + 4*cap(p.sel) + 16*cap(p.spans)
+	n := 4*cap(p.buf) + 4*cap(p.gemm) + 2*cap(p.xb) + 4*cap(p.xr) + 4*cap(p.att) + 16*cap(p.spans)
 	for _, a := range p.acts {
 		n += cap(a.Q) + 4*cap(a.D) + 4*cap(a.S) + cap(a.Quad)
 	}

@@ -174,30 +174,16 @@ func TestIntegerPathMatVecAndFFN(t *testing.T) {
 				}
 			}
 			if T == 1 {
-				// The gated FFN too (a static prefix, then the gate's choice
-				// among the rest), the chosen records' downs by tiles.
-				gated := func(l format.Layout) []float32 {
-					yg := make([]float32, H)
-					FFNGated(p1, yg, recordBlocks(dt, H, l, ffn[:10*3*rb], ffn[10*3*rb:]), dt, H, x, 4, 7, nil)
-					return yg
-				}
-				yi := gated(format.Interleaved)
-				for _, l := range []format.Layout{format.Pairs, format.Runs, format.Tiled} {
-					if yl := gated(l); !slices.Equal(yi, yl) {
-						t.Fatalf("%v H=%d: the gated FFN in layout %d differs from interleaved records", dt, H, l)
-					}
-				}
 				// Tiled views that start inside their blocks (First > 0: a
-				// zero record before each) sum the same, gated and not.
+				// zero record before each) sum the same.
 				inside := func(recs []byte) format.RecordBlock {
 					b := recordBlocks(dt, H, format.Tiled, append(make([]byte, 3*rb), recs...))[0]
 					return b.Sub(1, b.N)
 				}
 				views := []format.RecordBlock{inside(ffn[:10*3*rb]), inside(ffn[10*3*rb:])}
-				yg, yf := make([]float32, H), make([]float32, H)
-				FFNGated(p1, yg, views, dt, H, x, 4, 7, nil)
+				yf := make([]float32, H)
 				FFNRecords(p1, yf, views, dt, H, x, nil)
-				if !slices.Equal(yi, yg) || !slices.Equal(y1[:H], yf) {
+				if !slices.Equal(y1[:H], yf) {
 					t.Fatalf("%v H=%d: tiled views from their blocks' second record differ", dt, H)
 				}
 			}

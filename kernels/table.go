@@ -44,10 +44,6 @@ type Ops struct {
 	// sub-block): the same sums, each record's piece of the next chunk
 	// prefetched as its piece of this one is added.
 	AxpyTilesGap func(y, h []float32, w []byte, cstride int)
-	// AxpyTilesIdx is AxpyTiles over chosen records of a tiled block:
-	// record q's piece of chunk c at w[c·cstride + idx[q]·piece:], idx
-	// ascending (the gated methods' chosen records).
-	AxpyTilesIdx func(y, h []float32, w []byte, idx []int32, cstride int)
 	// GemmDown is the prefill down projection of four tokens over K
 	// contiguous records: acc[t·accStride + i] += Σ_{j<K} h[t·hStride + j]·down_j[i],
 	// down_j starting at down[j·recStride].
@@ -142,8 +138,8 @@ type Table struct {
 	PrefillBF16 bool
 	// Int8Down says the integer path's decode FFN takes the int8 down
 	// projection (Ops.Axpy8Act) where the dtype has one; off, the down
-	// projection stays in float (Axpy4), which now measures no slower
-	// (docs/bench.md, fourteenth session). SIPACK_QDOWN=int8 turns it on.
+	// projection stays in float (Axpy4), exact and no slower
+	// (BenchmarkInt8DownOverFloat). SIPACK_QDOWN=int8 turns it on.
 	Int8Down bool
 }
 

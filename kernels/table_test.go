@@ -72,7 +72,8 @@ func TestGenericTableIsReference(t *testing.T) {
 
 // TestUseSwapsTheWholeTable: after Use(&Generic) every operation the
 // package dispatches is the reference, the prefill GEMM and the integer
-// choice included (the old per-variable swap left those on the fast path).
+// choice included (swapping variables one by one would leave those on the
+// fast path).
 func TestUseSwapsTheWholeTable(t *testing.T) {
 	defer Use(&Generic)()
 	if Active().Name != "generic" || IntegerPath(format.Q4_0) || IntegerPath(format.Q8_0) {

@@ -9,7 +9,7 @@
 // sums are its to the bit; y is loaded and stored once a chunk instead of
 // once a record, and the pieces are read as one ascending stream. One
 // thread, a Q8_0 down run from memory: 28.5 GB/s against the single-row
-// axpy's 20.2 and the row dots' 27.6 (docs/bench.md, sixteenth session).
+// axpy's 20.2 and the row dots' 27.6.
 
 // TILEQ8AVX512(k, za, zb): block k of the piece at R11 into za (values
 // 0-15) and zb (16-31), with h[q] broadcast in Z16.
@@ -39,9 +39,8 @@
 // The kernels below are one loop, TILES, over the chunks of y (a chunk
 // loaded into registers, every record's piece added, stored back), with
 // what differs as macro arguments: the registers (Z for AVX-512, Y for
-// AVX2), the dtype's block macro, and where a record's piece lies — the
-// next one (ADDQ the piece's bytes to R11) or, for the chosen records of
-// the Idx kernels, at w + idx[q]·piece (R14 walking idx).
+// AVX2), the dtype's block macro, and where a record's piece lies: the
+// next one (ADDQ the piece's bytes to R11).
 #define LOADZ VMOVUPS 0(DI), Z0; VMOVUPS 64(DI), Z1; VMOVUPS 128(DI), Z2; VMOVUPS 192(DI), Z3
 #define STOREZ VMOVUPS Z0, 0(DI); VMOVUPS Z1, 64(DI); VMOVUPS Z2, 128(DI); VMOVUPS Z3, 192(DI)
 #define LOADY VMOVUPS 0(DI), Y0; VMOVUPS 32(DI), Y1; VMOVUPS 64(DI), Y2; VMOVUPS 96(DI), Y3; VMOVUPS 128(DI), Y4; VMOVUPS 160(DI), Y5; VMOVUPS 192(DI), Y6; VMOVUPS 224(DI), Y7
@@ -59,22 +58,17 @@
 // prefetched as this one is added, for runs whose chunks lie apart.
 #define GAP68 PREFETCHT0 (R11)(R9*1); PREFETCHT0 64(R11)(R9*1); ADDQ $68, R11
 #define GAP36 PREFETCHT0 (R11)(R9*1); ADDQ $36, R11
-#define IDX68 MOVLQZX (R14), AX; IMULQ $68, AX; LEAQ (SI)(AX*1), R11
-#define IDX36 MOVLQZX (R14), AX; IMULQ $36, AX; LEAQ (SI)(AX*1), R11
-#define NEXTIDX ADDQ $4, R14
 #define Q4ZCONST VMOVUPS q4values<>(SB), Z21
 #define Q4YCONST MOVL $15, AX; VMOVQ AX, X14; VPBROADCASTD X14, Y14; MOVL $8, AX; VMOVQ AX, X15; VPBROADCASTD X15, Y15
 #define ARGS MOVQ y+0(FP), DI; MOVQ h+8(FP), R8; MOVQ w+16(FP), SI; MOVQ n+24(FP), R10; MOVQ chunks+32(FP), CX; MOVQ cstride+40(FP), R9
-#define IDXARGS MOVQ y+0(FP), DI; MOVQ h+8(FP), R8; MOVQ w+16(FP), SI; MOVQ idx+24(FP), BX; MOVQ n+32(FP), R10; MOVQ chunks+40(FP), CX; MOVQ cstride+48(FP), R9
 
 // TILES(LOAD, STORE, H, BLOCKS, ADDR, NEXT): DI = y, R8 = h, SI = w
-// (chunk 0's first piece), BX = idx, R10 = n, CX = chunks, R9 = cstride.
+// (chunk 0's first piece), R10 = n, CX = chunks, R9 = cstride.
 #define TILES(LOAD, STORE, H, BLOCKS, ADDR, NEXT) \
 	tchunk:; \
 	LOAD; \
 	MOVQ SI, R11; \
 	MOVQ R8, R12; \
-	MOVQ BX, R14; \
 	MOVQ R10, R13; \
 	trec:; \
 	ADDR; \
@@ -114,39 +108,12 @@ TEXT ·axpyTilesQ40AVX2(SB), NOSPLIT, $0-48
 	Q4YCONST
 	TILES(LOADY, STOREY, HY, Q4Y, SEQ, NEXT36)
 
-// The same over chosen records of a run (the gated methods' up | down
-// pass): record q's piece of chunk c at w + c·cstride + idx[q]·piece,
-// idx ascending, so each chunk's region is read in one ascending sweep.
-
-// func axpyTilesIdxQ80AVX512(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
-TEXT ·axpyTilesIdxQ80AVX512(SB), NOSPLIT, $0-56
-	IDXARGS
-	TILES(LOADZ, STOREZ, HZ, Q8Z, IDX68, NEXTIDX)
-
-// func axpyTilesIdxQ40AVX512(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
-TEXT ·axpyTilesIdxQ40AVX512(SB), NOSPLIT, $0-56
-	IDXARGS
-	Q4ZCONST
-	TILES(LOADZ, STOREZ, HZ, Q4Z, IDX36, NEXTIDX)
-
-// func axpyTilesIdxQ80AVX2(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
-TEXT ·axpyTilesIdxQ80AVX2(SB), NOSPLIT, $0-56
-	IDXARGS
-	TILES(LOADY, STOREY, HY, Q8Y, IDX68, NEXTIDX)
-
-// func axpyTilesIdxQ40AVX2(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
-TEXT ·axpyTilesIdxQ40AVX2(SB), NOSPLIT, $0-56
-	IDXARGS
-	Q4YCONST
-	TILES(LOADY, STOREY, HY, Q4Y, IDX36, NEXTIDX)
-
 // F16 the same (pieces of 64 halves, 128 bytes): each 16 widened by
 // VCVTPH2PS (8 for AVX2) and multiplied-added with h[q], as the row axpy.
 #define F16Z VCVTPH2PS 0(R11), Z17; VFMADD231PS Z16, Z17, Z0; VCVTPH2PS 32(R11), Z18; VFMADD231PS Z16, Z18, Z1; VCVTPH2PS 64(R11), Z17; VFMADD231PS Z16, Z17, Z2; VCVTPH2PS 96(R11), Z18; VFMADD231PS Z16, Z18, Z3
 #define F16Y VCVTPH2PS 0(R11), Y8; VFMADD231PS Y13, Y8, Y0; VCVTPH2PS 16(R11), Y9; VFMADD231PS Y13, Y9, Y1; VCVTPH2PS 32(R11), Y10; VFMADD231PS Y13, Y10, Y2; VCVTPH2PS 48(R11), Y11; VFMADD231PS Y13, Y11, Y3; VCVTPH2PS 64(R11), Y8; VFMADD231PS Y13, Y8, Y4; VCVTPH2PS 80(R11), Y9; VFMADD231PS Y13, Y9, Y5; VCVTPH2PS 96(R11), Y10; VFMADD231PS Y13, Y10, Y6; VCVTPH2PS 112(R11), Y11; VFMADD231PS Y13, Y11, Y7
 #define NEXT128 ADDQ $128, R11
 #define GAP128 PREFETCHT0 (R11)(R9*1); PREFETCHT0 64(R11)(R9*1); ADDQ $128, R11
-#define IDX128 MOVLQZX (R14), AX; SHLQ $7, AX; LEAQ (SI)(AX*1), R11
 
 // func axpyTilesF16AVX512(y *float32, h *float32, w *byte, n, chunks, cstride int)
 TEXT ·axpyTilesF16AVX512(SB), NOSPLIT, $0-48
@@ -157,16 +124,6 @@ TEXT ·axpyTilesF16AVX512(SB), NOSPLIT, $0-48
 TEXT ·axpyTilesF16AVX2(SB), NOSPLIT, $0-48
 	ARGS
 	TILES(LOADY, STOREY, HY, F16Y, SEQ, NEXT128)
-
-// func axpyTilesIdxF16AVX512(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
-TEXT ·axpyTilesIdxF16AVX512(SB), NOSPLIT, $0-56
-	IDXARGS
-	TILES(LOADZ, STOREZ, HZ, F16Z, IDX128, NEXTIDX)
-
-// func axpyTilesIdxF16AVX2(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
-TEXT ·axpyTilesIdxF16AVX2(SB), NOSPLIT, $0-56
-	IDXARGS
-	TILES(LOADY, STOREY, HY, F16Y, IDX128, NEXTIDX)
 
 // BF16 the same (pieces of 64 values, 128 bytes): each 16 zero-extended to
 // dwords and shifted into the high half (8 for AVX2), multiplied-added with
@@ -184,16 +141,6 @@ TEXT ·axpyTilesBF16AVX512(SB), NOSPLIT, $0-48
 TEXT ·axpyTilesBF16AVX2(SB), NOSPLIT, $0-48
 	ARGS
 	TILES(LOADY, STOREY, HY, BF16Y, SEQ, NEXT128)
-
-// func axpyTilesIdxBF16AVX512(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
-TEXT ·axpyTilesIdxBF16AVX512(SB), NOSPLIT, $0-56
-	IDXARGS
-	TILES(LOADZ, STOREZ, HZ, BF16Z, IDX128, NEXTIDX)
-
-// func axpyTilesIdxBF16AVX2(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
-TEXT ·axpyTilesIdxBF16AVX2(SB), NOSPLIT, $0-56
-	IDXARGS
-	TILES(LOADY, STOREY, HY, BF16Y, IDX128, NEXTIDX)
 
 // The Gap kernels are the kernels above for a run of fewer records than
 // its block holds (a routed group's sub-block: format.RecordBlock.Sub), whose

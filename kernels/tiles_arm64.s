@@ -32,13 +32,10 @@
 
 
 // TILESN(BLOCK, ADDR): the chunk loop of every kernel here (R0 = y, R8 =
-// h, R1 = w, R10 = idx, R2 = n, R3 = chunks, R9 = cstride, R7 = the
-// piece's bytes): a chunk of y in V0-V15, every record's piece added by
-// BLOCK (which advances R11 past it), stored back. ADDR places R11 at a
-// record's piece: nothing for the next one (SEQN), w + idx[q]·piece for
-// the Idx kernels' chosen records (IDXN).
+// h, R1 = w, R2 = n, R3 = chunks, R9 = cstride): a chunk of y in V0-V15,
+// every record's piece added by BLOCK (which advances R11 past it), stored
+// back. ADDR places R11 at a record's piece: the next one (SEQN).
 #define SEQN MOVD R11, R11
-#define IDXN MOVWU.P 4(R14), R6; MUL R7, R6, R6; ADD R1, R6, R11
 #define TILESN(BLOCK, ADDR) \
 	tnchunk:; \
 	MOVD R0, R5; \
@@ -48,7 +45,6 @@
 	VLD1 (R5), [V12.S4, V13.S4, V14.S4, V15.S4]; \
 	MOVD R1, R11; \
 	MOVD R8, R12; \
-	MOVD R10, R14; \
 	MOVD R2, R13; \
 	tnrec:; \
 	ADDR; \
@@ -67,7 +63,6 @@
 	RET
 
 #define ARGSN MOVD y+0(FP), R0; MOVD h+8(FP), R8; MOVD w+16(FP), R1; MOVD n+24(FP), R2; MOVD chunks+32(FP), R3; MOVD cstride+40(FP), R9
-#define IDXARGSN MOVD y+0(FP), R0; MOVD h+8(FP), R8; MOVD w+16(FP), R1; MOVD idx+24(FP), R10; MOVD n+32(FP), R2; MOVD chunks+40(FP), R3; MOVD cstride+48(FP), R9
 #define Q4CONSTN VMOVI $15, V30.B16; VMOVI $8, V31.B16
 
 // func axpyTilesQ80NEON(y *float32, h *float32, w *byte, n, chunks, cstride int)
@@ -81,22 +76,6 @@ TEXT ·axpyTilesQ40NEON(SB), NOSPLIT, $0-48
 	Q4CONSTN
 	TILESN(TBLOCKQ4, SEQN)
 
-// The same over chosen records (record q's piece at w + c·cstride +
-// idx[q]·piece), as the amd64 Idx kernels.
-
-// func axpyTilesIdxQ80NEON(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
-TEXT ·axpyTilesIdxQ80NEON(SB), NOSPLIT, $0-56
-	IDXARGSN
-	MOVD $68, R7
-	TILESN(TBLOCK, IDXN)
-
-// func axpyTilesIdxQ40NEON(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
-TEXT ·axpyTilesIdxQ40NEON(SB), NOSPLIT, $0-56
-	IDXARGSN
-	MOVD $36, R7
-	Q4CONSTN
-	TILESN(TBLOCKQ4, IDXN)
-
 // F16 the same (pieces of 64 halves, 128 bytes): FCVTL/FCVTL2 (half to
 // single, WORD-encoded) and one FMLA a value with h[q], as the row axpy.
 #define TFCVTL(n, d) WORD $(0x0E217800 | (n<<5) | d)
@@ -109,12 +88,6 @@ TEXT ·axpyTilesF16NEON(SB), NOSPLIT, $0-48
 	ARGSN
 	TILESN(TF16, SEQN)
 
-// func axpyTilesIdxF16NEON(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
-TEXT ·axpyTilesIdxF16NEON(SB), NOSPLIT, $0-56
-	IDXARGSN
-	MOVD $128, R7
-	TILESN(TF16, IDXN)
-
 // BF16 the same: each half zero-extended to a word (UXTL/UXTL2) and shifted
 // into its high half, one FMLA a value with h[q], as the row axpy.
 #define TBF16HALF(a0, a1, a2, a3) VLD1.P 32(R11), [V24.H8, V25.H8]; VUXTL V24.H4, V20.S4; VUXTL2 V24.H8, V21.S4; VUXTL V25.H4, V22.S4; VUXTL2 V25.H8, V23.S4; VSHL $16, V20.S4, V20.S4; VSHL $16, V21.S4, V21.S4; VSHL $16, V22.S4, V22.S4; VSHL $16, V23.S4, V23.S4; TFMA4(a0, a1, a2, a3)
@@ -125,8 +98,3 @@ TEXT ·axpyTilesBF16NEON(SB), NOSPLIT, $0-48
 	ARGSN
 	TILESN(TBF16, SEQN)
 
-// func axpyTilesIdxBF16NEON(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)
-TEXT ·axpyTilesIdxBF16NEON(SB), NOSPLIT, $0-56
-	IDXARGSN
-	MOVD $128, R7
-	TILESN(TBF16, IDXN)

@@ -5,8 +5,8 @@
 // AVX-512 VNNI integer kernels (needs AVX-512F, AVX-512BW and
 // AVX512_VNNI): the Q4_0 and Q8_0 dots against Q8-quantised activations
 // by VPDPBUSD, one row or two rows (gate and up) sharing the activations.
-// Measured timings behind the choices below are in docs/bench.md, "Kernel notes moved from the assembly":
-// numbers age with machines and code, so comments here say what and why.
+// Comments here say what and why; the timings behind the choices are in
+// docs/performance.md.
 
 // Q4QUADW(off, base, xw, zw, zh): the quants of the four Q4_0 blocks at
 // off(base) side by side in zw (xw is its low 128 bits), split into their
@@ -104,8 +104,9 @@ vq4chunk:
 // half the rate of the same kernels reading all three rows as dots: the
 // down axpys between the dots issue no loads of the records to come, and
 // prefetches into L1 hold its few miss buffers; into L2 the stream keeps
-// going (docs/bench.md, sixth session, "Decode FFN prefetch into L2"). The row dots above keep T0:
-// a matrix's rows are read in order, and T2 measured slower there.
+// going (BenchmarkGateRowsDRAM compares the pair kernel with and without
+// it). The row dots above keep T0: a matrix's rows are read in order, and
+// T2 measured slower there.
 // nb must be a multiple of 16.
 // func dot2Q40Q8VNNI(a, b *byte, xq *int8, xd *float32, nb int, out *[2]float32, next *byte)
 TEXT ·dot2Q40Q8VNNI(SB), NOSPLIT, $0-56

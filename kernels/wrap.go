@@ -119,14 +119,3 @@ func fourRows(axpy func([]float32, float32, []byte)) func([]float32, *[4]float32
 		}
 	}
 }
-
-// tilesIdxAxpy adapts a block type's tiled down projection over chosen
-// records (Ops.AxpyTilesIdx).
-func tilesIdxAxpy(k func(y *float32, h *float32, w *byte, idx *int32, n, chunks, cstride int)) func(y, h []float32, w []byte, idx []int32, cstride int) {
-	return func(y, h []float32, w []byte, idx []int32, cstride int) {
-		if len(h) == 0 || len(y) < format.DownTile {
-			return
-		}
-		k(&y[0], &h[0], &w[0], &idx[0], len(h), len(y)/format.DownTile, cstride)
-	}
-}

@@ -3,12 +3,10 @@ package runner
 import (
 	"os"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/sipack/sipack/convert"
 	"github.com/sipack/sipack/format"
-	"github.com/sipack/sipack/kernels"
 )
 
 // budgetPack converts the tiny model in a random rank order (δ 0.3) with
@@ -125,41 +123,5 @@ func TestLayerBudgetsSelect(t *testing.T) {
 	}
 	if got, want := ss.Plan.Active(steep), compute; got != want {
 		t.Fatalf("plan computes %d records a token, want %d", got, want)
-	}
-	// The gated methods: the uniform Base and Gate in every layer, over
-	// each layer's own loaded gate rows; they decode.
-	hy := &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: "hybrid"}
-	u := hy.Counts(N, loaded)
-	for l, c := range hy.LayerCounts(steep) {
-		if steep.Layers[l].Sparse && (c.Gate != u.Gate || c.Base != u.Base || c.Loaded != steep.Layers[l].Ranks) {
-			t.Fatalf("layer %d under hybrid: %+v, want Base %d and Gate %d of its %d loaded", l, c, u.Base, u.Gate, steep.Layers[l].Ranks)
-		}
-	}
-	greedySession(t, steep, hy, prompt, 4)
-	// --budget uniform ignores the budgets; pack needs them; layer refuses them.
-	// (what a layer loads is the pack's layout either way).
-	for l, c := range (&Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Budget: "uniform"}).LayerCounts(steep) {
-		if steep.Layers[l].Sparse && (c.Base != uniform.Base || c.Compute != uniform.Compute || c.Loaded != steep.Layers[l].Ranks) {
-			t.Fatalf("layer %d under --budget uniform: %+v, want δN %d and φN %d of its %d", l, c, uniform.Base, uniform.Compute, steep.Layers[l].Ranks)
-		}
-	}
-	for _, c := range []struct {
-		m    *Model
-		sel  *Selection
-		want string
-	}{
-		{plain, &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Budget: "pack"}, "no layer budgets"},
-		{steep, &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Budget: "layer"}, "has layer budgets"},
-	} {
-		pool := kernels.NewPool(1)
-		ss, err := c.m.NewSession(pool, 64, SamplerConfig{TopP: 1, RepetitionPenalty: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ss.Sel = c.sel
-		if _, _, err := ss.Prefill(prompt); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("--budget %s: error %v, want one saying %q", c.sel.Budget, err, c.want)
-		}
-		pool.Close()
 	}
 }

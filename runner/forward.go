@@ -201,32 +201,25 @@ func (s *State) ForwardBatch(tokens []int, pos int, pass Pass) ([]float32, error
 			e.Read(host, s.xb)
 			pass.OnFFNInput(l, host)
 		}
-		recs, gate, static := L.FFN, 0, 0
-		if pass.Plan != nil && pass.Plan[l] != nil {
-			recs = pass.Plan[l].Records // the ranks computed this step
-			if T == 1 {
-				gate, static = pass.Plan[l].Gate, pass.Plan[l].Static // of those, the gate's choice
-				if pass.Plan[l].Route > 0 {
-					var err error
-					if recs, err = s.routed(l, L, pass.Plan[l]); err != nil {
-						return nil, err
-					}
+		recs := L.FFN
+		if lp := pass.Plan; lp != nil && lp[l] != nil {
+			recs = lp[l].Records // the ranks computed this step
+			if T == 1 && lp[l].Route > 0 {
+				var err error
+				if recs, err = s.routed(l, L, lp[l]); err != nil {
+					return nil, err
 				}
 			}
 		}
 		vote := pass.Votes != nil && pass.Votes.counts[l] != nil
 		voter, devVote := e.(backend.Voter)
-		devVote = devVote && vote && pass.Votes.countsTopK() // the device counts SelectInfer's top-α votes only
+		devVote = devVote && vote
 		var act []float32
 		if pass.OnAct != nil || (vote && !devVote) {
 			s.act = grow(s.act, T*recs.Len())
 			act = s.act
 		}
-		if gate > 0 {
-			e.(backend.Gater).FFNGated(s.ffnOut, s.xb, recs, static, gate, act)
-		} else {
-			e.FFN(s.ffnOut, s.xb, recs, act)
-		}
+		e.FFN(s.ffnOut, s.xb, recs, act)
 		if pass.OnAct != nil {
 			pass.OnAct(l, act, recs.Len())
 		}

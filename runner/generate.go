@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sipack/sipack/backend"
 	"github.com/sipack/sipack/kernels"
 )
 
@@ -41,26 +40,20 @@ type Stats struct {
 
 // Session is a conversation: a KV cache that grows over turns. Each new
 // prompt is prefilled over every loaded neuron while its tokens vote; the
-// votes make the plan its decode steps compute (SelectInfer).
+// votes make the plan its decode steps compute (SelectInfer). Start runs a
+// prompt and Next each token after it: every caller's decode loop.
 type Session struct {
 	M       *Model
 	S       *State
 	Pos     int   // tokens in the cache
 	History []int // every token seen, prompt and generated
-	// Sel, if set, selects each sparse layer's decode set from the votes of
-	// every new prompt (the prefill itself computes all loaded neurons).
+	// Sel, if set, selects each sparse layer's decode set (the prefill
+	// itself computes all loaded neurons).
 	Sel *Selection
 	// Plan is the decode plan of the last prompt (nil: all loaded ranks).
 	Plan    Plan
 	sampler *Sampler
-	votes   *Votes // the last prompt's votes, for re-selection
-	since   int    // tokens decoded since the plan was made
-	// static holds the "layer" budget's static sets for the counts in
-	// staticFor: they depend on the model and the counts only, so they
-	// are made once, not at every prompt.
-	static    [][]int
-	staticFor Counts
-	batch     int // a prefill batch's most tokens (0: PlanBatch); tests set fewer
+	batch   int // a prefill batch's most tokens (0: PlanBatch); tests set fewer
 }
 
 // NewSession allocates a session with a context of ctx tokens.
@@ -85,11 +78,35 @@ func (ss *Session) counts() (LayerCounts, bool) {
 	return cs, cs.Selecting()
 }
 
-// Prefill runs a new prompt (after any pending generated token) over every
-// loaded neuron and returns the next-token logits and, when the session
-// selects, the prompt's votes (nil otherwise). Decoding then continues
-// with Decode at Pos.
-func (ss *Session) Prefill(prompt []int) ([]float32, *Votes, error) {
+// Start runs a new prompt (after any pending generated token) over every
+// loaded neuron — its tokens vote when the selection takes votes — then
+// makes the decode plan of the tokens that follow (ss.Plan). It returns the
+// logits of the token after the prompt; Next continues at Pos.
+func (ss *Session) Start(prompt []int) ([]float32, error) {
+	logits, votes, err := ss.prefill(prompt)
+	if err != nil {
+		return nil, err
+	}
+	if ss.Plan, err = ss.planFor(votes); err != nil {
+		return nil, err
+	}
+	return logits, nil
+}
+
+// Next runs token, the one sampled from the last logits, with the plan and
+// returns the logits of the token after it. The caller keeps History.
+func (ss *Session) Next(token int) ([]float32, error) {
+	logits, err := ss.S.ForwardBatch([]int{token}, ss.Pos, Pass{Plan: ss.Plan})
+	if err != nil {
+		return nil, err
+	}
+	ss.Pos++
+	return logits, nil
+}
+
+// prefill runs a new prompt and returns the next-token logits and, when the
+// session selects by votes, the prompt's votes (nil otherwise).
+func (ss *Session) prefill(prompt []int) ([]float32, *Votes, error) {
 	input := append(append([]int(nil), ss.Pending()...), prompt...)
 	if ss.Pos+len(input) > ss.S.Ctx {
 		return nil, nil, fmt.Errorf("prompt of %d tokens does not fit the context (%d of %d tokens free); use a larger --ctx (at most %d)",
@@ -97,27 +114,10 @@ func (ss *Session) Prefill(prompt []int) ([]float32, *Votes, error) {
 	}
 	var votes *Votes
 	var pass Pass
-	ss.Sel = ss.Sel.For(ss.M) // "auto": the router where the pack has one
-	if ss.Sel != nil && ss.Sel.Budget == "pack" && !ss.M.Pack.HasBudgets() {
-		return nil, nil, fmt.Errorf("--budget pack: %s has no layer budgets (sipack convert with a calibrated profile writes them)", ss.M.Pack.Path)
-	}
-	if cs, ok := ss.counts(); ok && !ss.Sel.PerToken() { // gate, hybrid, router: no votes
-		votes = NewVotes(ss.M, cs, ss.Sel.Method)
+	ss.Sel = ss.Sel.For(ss.M) // auto: the router where the pack has one
+	if cs, ok := ss.counts(); ok && ss.Sel.Method == MethodPaper {
+		votes = NewVotes(ss.M, cs)
 		votes.pool = ss.S.pool
-		if ss.Sel.Budget == "layer" {
-			if ss.M.Pack.HasBudgets() {
-				return nil, nil, fmt.Errorf("--budget layer: %s has layer budgets, which share δ and φ out per layer already (--budget uniform ignores them)", ss.M.Pack.Path)
-			}
-			c := cs[ss.M.Pack.Index.SparseLayers[0].Layer] // the same in every layer
-			if ss.static == nil || ss.staticFor != c {
-				static, err := LayerStatic(ss.M, c)
-				if err != nil {
-					return nil, nil, err
-				}
-				ss.static, ss.staticFor = static, c
-			}
-			votes.static = ss.static
-		}
 		pass.Votes = votes
 	}
 	// The prompt goes through in batches of at most PlanBatch tokens (as
@@ -134,29 +134,17 @@ func (ss *Session) Prefill(prompt []int) ([]float32, *Votes, error) {
 	}
 	ss.Pos += len(input)
 	ss.History = append(ss.History, prompt...)
-	ss.votes, ss.since = votes, 0
 	return logits, votes, nil
 }
 
-// PlanFor turns a prompt's votes into the decode plan (nil votes: a nil
-// plan, every loaded rank).
-func (ss *Session) PlanFor(votes *Votes) (Plan, error) {
+// planFor turns a prompt's votes into the decode plan (nil votes and no
+// router: a nil plan, every loaded rank).
+func (ss *Session) planFor(votes *Votes) (Plan, error) {
 	ss.Sel = ss.Sel.For(ss.M)
 	c, ok := ss.counts()
-	if ok && ss.Sel.Gated() {
-		if !backend.CanGate(ss.S.ex) {
-			return nil, fmt.Errorf("--select %s: this device does not run the gated FFN (the CPU does)", ss.Sel.Method)
-		}
-		for l, lc := range c {
-			if ss.M.Layers[l].Sparse && lc.Selecting() && lc.Gate < 1 {
-				return nil, fmt.Errorf("--select %s at --phi %.2f: layer %d loads %d ranks (the pack's layer budgets), whose gate rows alone take φ's budget; use a larger --phi", ss.Sel.Method, ss.Sel.Phi, l, lc.Loaded)
-			}
-		}
-		return gatePlan(ss.M, c), nil
-	}
-	if ok && ss.Sel.Method == "router" {
+	if ok && ss.Sel.Method == MethodRouter {
 		if ss.M.RouterGroup == 0 {
-			return nil, fmt.Errorf("--select router: %s has no routers (sipack route fits them)", ss.M.Pack.Path)
+			return nil, fmt.Errorf("--select router: %s has no routers (sipack convert --profile TASK writes them)", ss.M.packPath())
 		}
 		return routerPlan(ss.M, ss.S.ex, c)
 	}
@@ -166,46 +154,8 @@ func (ss *Session) PlanFor(votes *Votes) (Plan, error) {
 	return votes.Plan(ss.M, ss.S.ex, c, ss.Sel.Compact)
 }
 
-// Decode runs the token at Pos with the plan and returns the next-token logits.
-func (ss *Session) Decode(token int, plan Plan) ([]float32, error) {
-	logits, err := ss.S.ForwardBatch([]int{token}, ss.Pos, Pass{Plan: plan})
-	if err != nil {
-		return nil, err
-	}
-	ss.Pos++
-	return logits, nil
-}
-
-// Step decodes token with plan, re-selecting as the session's selection
-// says (Selection.Reselect): every Reselect-th token after the last plan
-// computes every loaded neuron, votes with the prompt's, and the plan is
-// made again from all the votes. It returns the logits and the plan for the
-// next token.
-func (ss *Session) Step(token int, plan Plan) ([]float32, Plan, error) {
-	if ss.Sel == nil || ss.Sel.Reselect <= 0 || ss.votes == nil || ss.since+1 < ss.Sel.Reselect {
-		ss.since++
-		logits, err := ss.Decode(token, plan)
-		return logits, plan, err
-	}
-	w := ss.Sel.ReselectWeight
-	if w == 0 {
-		w = 1
-	}
-	ss.votes.SetWeight(w)
-	logits, err := ss.S.ForwardBatch([]int{token}, ss.Pos, Pass{Votes: ss.votes})
-	if err != nil {
-		return nil, nil, err
-	}
-	ss.Pos++
-	ss.since = 0
-	if plan, err = ss.PlanFor(ss.votes); err != nil {
-		return nil, nil, err
-	}
-	return logits, plan, nil
-}
-
 // Generate appends prompt to the session, then samples up to MaxTokens
-// tokens: prefill and vote, plan, decode with the plan.
+// tokens: Start, then Next for every token sampled.
 func (ss *Session) Generate(prompt []int, opt GenerateOptions) (*Stats, error) {
 	if opt.MaxTokens < 0 {
 		return nil, fmt.Errorf("number of tokens to generate must be ≥ 0, got %d", opt.MaxTokens)
@@ -226,11 +176,8 @@ func (ss *Session) Generate(prompt []int, opt GenerateOptions) (*Stats, error) {
 			return nil, err
 		}
 	}
-	logits, votes, err := ss.Prefill(prompt)
+	logits, err := ss.Start(prompt)
 	if err != nil {
-		return nil, err
-	}
-	if ss.Plan, err = ss.PlanFor(votes); err != nil {
 		return nil, err
 	}
 	st.ActiveRecords = ss.Plan.Active(ss.M)
@@ -266,7 +213,7 @@ func (ss *Session) Generate(prompt []int, opt GenerateOptions) (*Stats, error) {
 				return st, err
 			}
 		}
-		if logits, ss.Plan, err = ss.Step(tok, ss.Plan); err != nil {
+		if logits, err = ss.Next(tok); err != nil {
 			return st, err
 		}
 	}

@@ -68,7 +68,7 @@ func TestRouterSelection(t *testing.T) {
 		t.Fatalf("router group %d, want %d", m.RouterGroup, G)
 	}
 	prompt := []int{4094, 476, 25, 1312, 317, 3676, 271, 2025, 520, 334, 1892, 276, 306, 592, 349, 477, 25}
-	sel := &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: "router"}
+	sel := &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: MethodRouter}
 	// 307 computed of 537 loaded; the static part at most a quarter of
 	// them (76 of δN = 230), rounded up to whole groups: 80, and 28 groups
 	// of 8 (224) chosen per token.
@@ -76,9 +76,6 @@ func TestRouterSelection(t *testing.T) {
 		t.Fatalf("counts %+v, want Base 76, Compute 307", k)
 	}
 	ss := newSelSession(t, m, sel, prompt)
-	if ss.votes != nil {
-		t.Fatal("the router counted prompt votes")
-	}
 	for l, lp := range ss.Plan {
 		if lp == nil || lp.Static != 80 || lp.Route != 28 || lp.Records.Len() != 537 {
 			t.Fatalf("layer %d: plan %+v, want Static 80, Route 28 over all 537 loaded", l, lp)
@@ -148,7 +145,7 @@ func TestRouterSelection(t *testing.T) {
 		if d := maxAbsDiff(ref, routed); d > 1e-4 {
 			t.Fatalf("step %d: routed logits differ from its ranks gathered by %g", step, d)
 		}
-		if _, err := ss.Decode(tok, ss.Plan); err != nil {
+		if _, err := ss.Next(tok); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -165,63 +162,42 @@ func TestRouterSelection(t *testing.T) {
 		t.Fatal(err)
 	}
 	ps.Sel = sel
-	_, votes, err := ps.Prefill(prompt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ps.PlanFor(votes); err == nil || !strings.Contains(err.Error(), "no routers") {
+	if _, err := ps.Start(prompt); err == nil || !strings.Contains(err.Error(), "no routers") {
 		t.Fatalf("router on a pack without routers: %v", err)
-	}
-	for _, bad := range []Selection{
-		{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: "router", Reselect: 4},
-		{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: "router", Budget: "layer"},
-	} {
-		if err := bad.Validate(768, 537); err == nil {
-			t.Errorf("%+v accepted", bad)
-		}
 	}
 }
 
-// TestAutoSelection: "auto" (sirun's default) runs the router on a routed
-// pack — the same tokens, no prompt votes — and the paper's votes on a pack
-// without routers, or where the selection re-selects or takes the "layer"
-// budget; For leaves the caller's selection as it was.
+// TestAutoSelection: MethodAuto (sirun's default) runs the router on a
+// routed pack — the same tokens — and the paper's votes on a pack without
+// routers; For leaves the caller's selection as it was.
 func TestAutoSelection(t *testing.T) {
 	exactPath(t)
 	path, _ := routedPack(t, 8)
 	routed := loadModel(t, path, 0.7)
 	plain := loadModel(t, packOf(t, "../testdata/tinyllama", convert.Options{BaseFraction: 0.3}), 0.7)
-	auto := &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: "auto"}
+	auto := &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: MethodAuto}
 	for _, c := range []struct {
-		m      *Model
-		change func(*Selection)
-		want   string
-	}{
-		{routed, func(*Selection) {}, "router"},
-		{routed, func(s *Selection) { s.Reselect = 4 }, "paper"},
-		{routed, func(s *Selection) { s.Budget = "layer" }, "paper"},
-		{routed, func(s *Selection) { s.Budget = "pack" }, "router"},
-		{plain, func(*Selection) {}, "paper"},
-	} {
+		m    *Model
+		want Method
+	}{{routed, MethodRouter}, {plain, MethodPaper}} {
 		s := *auto
-		c.change(&s)
-		if got := s.For(c.m); got.Method != c.want || s.Method != "auto" {
-			t.Errorf("%+v on a pack with router group %d: %q (the caller's now %q), want %q", s, c.m.RouterGroup, got.Method, s.Method, c.want)
+		if got := s.For(c.m); got.Method != c.want || s.Method != MethodAuto {
+			t.Errorf("auto on a pack with router group %d: %v (the caller's now %v), want %v", c.m.RouterGroup, got.Method, s.Method, c.want)
 		}
 	}
-	if hybrid := (&Selection{Method: "hybrid"}); hybrid.For(routed) != hybrid || (*Selection)(nil).For(routed) != nil {
+	if paper := (&Selection{Method: MethodPaper}); paper.For(routed) != paper || (*Selection)(nil).For(routed) != nil {
 		t.Error("For changed a selection that is not auto")
 	}
 	prompt := []int{4094, 476, 25, 1312, 317, 3676, 271, 2025, 520, 334, 1892, 276, 306, 592, 349, 477, 25}
 	for _, c := range []struct {
 		m    *Model
-		want string
-	}{{routed, "router"}, {plain, "paper"}} {
+		want Method
+	}{{routed, MethodRouter}, {plain, MethodPaper}} {
 		s := *auto
 		got, ss := greedyWorkers(t, c.m, &s, prompt, 12, 1)
 		want, _ := greedyWorkers(t, c.m, &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: c.want}, prompt, 12, 1)
-		if !slices.Equal(got, want) || ss.Sel.Method != c.want || (ss.votes == nil) != (c.want == "router") {
-			t.Errorf("auto on a pack with router group %d: %v (as %q, votes %v), want %q's %v", c.m.RouterGroup, got, ss.Sel.Method, ss.votes != nil, c.want, want)
+		if !slices.Equal(got, want) || ss.Sel.Method != c.want {
+			t.Errorf("auto on a pack with router group %d: %v (as %v), want %v's %v", c.m.RouterGroup, got, ss.Sel.Method, c.want, want)
 		}
 	}
 }

@@ -19,7 +19,7 @@ func TestVotesHandMade(t *testing.T) {
 		0, 0, 0, 0, 9, -8, // token 2: ranks 4 and 5
 	}
 	counts := make([]float64, 6)
-	votes(act, 6, 2, 1, counts, make([]uint32, 12), false)
+	votes(act, 6, 2, counts, make([]uint32, 12))
 	if want := []float64{1, 1, 0, 1, 1, 2}; !slices.Equal(counts, want) {
 		t.Fatalf("votes %v, want %v", counts, want)
 	}
@@ -39,7 +39,7 @@ func TestVotesHandMade(t *testing.T) {
 }
 
 // TestKthLargestKey: the radix select against a sort, over random scores
-// with many ties, negative ones (the signed method's keys) and zeros of
+// with many ties, negative ones and zeros of
 // both signs, for every k; the keys order as the scores do.
 func TestKthLargestKey(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
@@ -231,152 +231,6 @@ func TestFastAndGenericKernelsAgree(t *testing.T) {
 	}
 }
 
-// TestVotesMethods: the magnitude methods score each token's activations
-// normalised by that token's L1 ("mass") or squared L2 norm ("l2"), so a
-// loud token does not outvote the others; unknown methods are refused.
-func TestVotesMethods(t *testing.T) {
-	act := []float32{
-		10, 0, 0, 30, // token 0: L1 40, L2² 1000
-		0, 1, 1, 0, // token 1: L1 2, L2² 2
-	}
-	for _, c := range []struct {
-		method string
-		want   []float64
-	}{{"mass", []float64{0.25, 0.5, 0.5, 0.75}}, {"l2", []float64{0.1, 0.5, 0.5, 0.9}}} {
-		v := &Votes{method: c.method, counts: [][]float64{make([]float64, 4)}}
-		v.Add(0, act, 4)
-		for i, w := range c.want {
-			if math.Abs(v.counts[0][i]-w) > 1e-12 {
-				t.Fatalf("%s: scores %v, want %v", c.method, v.counts[0], c.want)
-			}
-		}
-	}
-	// signed: each token's top k = 1 by h itself, not |h| (CoreInfer).
-	v := &Votes{method: "signed", cs: LayerCounts{{Vote: 1}}, counts: [][]float64{make([]float64, 4)}, scratch: make([]uint32, 8)}
-	v.Add(0, []float32{
-		-9, 1, 0, 2, // the largest |h| is rank 0, the largest h rank 3
-		0, 5, -7, 1,
-	}, 4)
-	if want := []float64{0, 1, 0, 1}; !slices.Equal(v.counts[0], want) {
-		t.Fatalf("signed: scores %v, want %v", v.counts[0], want)
-	}
-	if err := (&Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: "top"}).Validate(768, 537); err == nil {
-		t.Error("unknown selection method accepted")
-	}
-}
-
-// TestLayerBudget: the "layer" static budget keeps the total of δN per
-// sparse layer, gives a layer whose task mass sits in few ranks fewer
-// static ranks than layers where it is spread, leaves each layer room for
-// its dynamic ranks, and the decode plan follows it: static prefix
-// [0, base_l) plus the same number of dynamic ranks in every layer.
-func TestLayerBudget(t *testing.T) {
-	path := packOf(t, "../testdata/tinyllama", convert.Options{BaseFraction: 0.3})
-	m := loadModel(t, path, 0.7)
-	sel := &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Budget: "layer"}
-	c := sel.Counts(m.Config.IntermediateSize, m.Pack.LoadedRanks) // 537 loaded, 230 static, 307 computed
-	if _, err := LayerStatic(m, c); err == nil {
-		t.Fatal("LayerStatic without task scores in the pack: no error")
-	}
-	var sparse []int
-	for l := range m.Layers {
-		if m.Layers[l].Sparse {
-			sparse = append(sparse, l)
-		}
-	}
-	// The first sparse layer's mass decays as 0.9^r (its ranks past 41 hold
-	// less than a flat layer's 1/768 each); the others are flat.
-	for i, l := range sparse {
-		si, _ := m.Pack.SparseIndex(l)
-		sc := make([]float32, m.Config.IntermediateSize)
-		for r := range sc {
-			sc[r] = 1
-			if i == 0 {
-				sc[r] = float32(math.Pow(0.9, float64(r)))
-			}
-		}
-		m.Pack.Index.SparseLayers[si].TaskScore = sc
-	}
-	static, err := LayerStatic(m, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bases := make([]int, len(m.Layers))
-	for _, l := range sparse {
-		bases[l] = len(static[l])
-	}
-	total, room := 0, c.Loaded-(c.Compute-c.Base)
-	for _, l := range sparse {
-		total += bases[l]
-		if bases[l] > room {
-			t.Fatalf("layer %d: %d static ranks leave no room for %d dynamic in %d loaded", l, bases[l], c.Compute-c.Base, c.Loaded)
-		}
-	}
-	if total != c.Base*len(sparse) {
-		t.Fatalf("static ranks in all: %d, want %d", total, c.Base*len(sparse))
-	}
-	if b := bases[sparse[0]]; b < 38 || b > 44 {
-		t.Fatalf("concentrated layer: %d static ranks, want about 41 (0.9^r·0.1 above 1/768)", b)
-	}
-	for _, l := range sparse[2:] {
-		if d := bases[l] - bases[sparse[1]]; d < -1 || d > 1 {
-			t.Fatalf("flat layers differ: %v", bases)
-		}
-	}
-	prompt := []int{4094, 476, 25, 1312, 317, 3676, 271, 2025, 520, 334, 1892, 276, 306, 592, 349, 477, 25}
-	_, ss := greedySession(t, m, sel, prompt, 4)
-	for _, l := range sparse {
-		lp := ss.Plan[l]
-		if want := bases[l] + c.Compute - c.Base; len(lp.Ranks) != want {
-			t.Fatalf("layer %d: %d ranks, want %d", l, len(lp.Ranks), want)
-		}
-		for r := 0; r < bases[l]; r++ {
-			if lp.Ranks[r] != r {
-				t.Fatalf("layer %d: static rank %d missing", l, r)
-			}
-		}
-	}
-}
-
-// TestReselect: re-selecting every token computes every loaded neuron at
-// every step (the tokens of φ = γ); every second token re-plans from the
-// prompt's and the generated tokens' votes, keeping the plan's size and
-// static prefix; without it the prefill's plan stays.
-func TestReselect(t *testing.T) {
-	path := packOf(t, "../testdata/tinyllama", convert.Options{BaseFraction: 0.3})
-	m := loadModel(t, path, 0.7)
-	prompt := []int{4094, 476, 25, 1312, 317, 3676, 271, 2025, 520, 334, 1892, 276, 306, 592, 349, 477, 25}
-	all, _ := greedySession(t, m, nil, prompt, 16)
-	every, _ := greedySession(t, m, &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Reselect: 1}, prompt, 16)
-	if !slices.Equal(all, every) {
-		t.Fatalf("re-selecting at every token differs from computing all loaded:\n%v\n%v", all, every)
-	}
-	sel := &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3}
-	ss := newSelSession(t, m, sel, prompt)
-	first := ss.Plan
-	_, ss2 := greedySession(t, m, sel, prompt, 16)
-	if !slices.Equal(ss2.Plan[1].Ranks, first[1].Ranks) {
-		t.Fatal("without re-selection the plan changed during decode")
-	}
-	sel.Reselect, sel.ReselectWeight = 2, 8
-	_, ss3 := greedySession(t, m, sel, prompt, 16)
-	changed := false
-	for l, lp := range ss3.Plan {
-		if len(lp.Ranks) != 307 {
-			t.Fatalf("layer %d: %d ranks after re-selection, want 307", l, len(lp.Ranks))
-		}
-		for r := 0; r < 230; r++ {
-			if lp.Ranks[r] != r {
-				t.Fatalf("layer %d: static rank %d missing after re-selection", l, r)
-			}
-		}
-		changed = changed || !slices.Equal(lp.Ranks, first[l].Ranks)
-	}
-	if !changed {
-		t.Fatal("re-selection every 2 tokens with weight 8 left every layer's plan as the prompt made it")
-	}
-}
-
 // newSelSession prefills prompt with sel and plans, without decoding.
 func newSelSession(t *testing.T, m *Model, sel *Selection, prompt []int) *Session {
 	pool := newPool(1)
@@ -386,11 +240,7 @@ func newSelSession(t *testing.T, m *Model, sel *Selection, prompt []int) *Sessio
 		t.Fatal(err)
 	}
 	ss.Sel = sel
-	_, votes, err := ss.Prefill(prompt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ss.Plan, err = ss.PlanFor(votes); err != nil {
+	if _, err := ss.Start(prompt); err != nil {
 		t.Fatal(err)
 	}
 	return ss
@@ -398,7 +248,7 @@ func newSelSession(t *testing.T, m *Model, sel *Selection, prompt []int) *Sessio
 
 // TestVotesOverPool: a prompt's top-α votes counted over the pool's
 // threads (tokens split between workers, counts summed) are the votes
-// counted on one thread, for the paper's and the signed method.
+// counted on one thread.
 func TestVotesOverPool(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	const T, ranks = 37, 500
@@ -408,31 +258,28 @@ func TestVotesOverPool(t *testing.T) {
 	}
 	pool := kernels.NewPool(3)
 	defer pool.Close()
-	for _, method := range []string{"paper", "signed"} {
-		serial := &Votes{cs: LayerCounts{{Vote: 100}}, method: method, counts: [][]float64{make([]float64, ranks)}, scratch: make([]uint32, 2*ranks)}
-		serial.Add(0, act, ranks)
-		par := &Votes{cs: LayerCounts{{Vote: 100}}, method: method, counts: [][]float64{make([]float64, ranks)}, scratch: make([]uint32, 2*ranks), pool: pool}
-		par.Add(0, act, ranks)
-		par.Add(0, act[:5*ranks], ranks) // a short prompt takes the serial path
-		serial.Add(0, act[:5*ranks], ranks)
-		if !slices.Equal(serial.counts[0], par.counts[0]) {
-			t.Fatalf("%s: votes over the pool differ from one thread's", method)
-		}
-		var total float64
-		for _, n := range par.counts[0] {
-			total += n
-		}
-		if total != float64((T+5)*100) {
-			t.Fatalf("%s: %v votes cast, want %d", method, total, (T+5)*100)
-		}
+	serial := &Votes{cs: LayerCounts{{Vote: 100}}, counts: [][]float64{make([]float64, ranks)}, scratch: make([]uint32, 2*ranks)}
+	serial.Add(0, act, ranks)
+	par := &Votes{cs: LayerCounts{{Vote: 100}}, counts: [][]float64{make([]float64, ranks)}, scratch: make([]uint32, 2*ranks), pool: pool}
+	par.Add(0, act, ranks)
+	par.Add(0, act[:5*ranks], ranks) // a short prompt takes the serial path
+	serial.Add(0, act[:5*ranks], ranks)
+	if !slices.Equal(serial.counts[0], par.counts[0]) {
+		t.Fatalf("votes over the pool differ from one thread's")
+	}
+	var total float64
+	for _, n := range par.counts[0] {
+		total += n
+	}
+	if total != float64((T+5)*100) {
+		t.Fatalf("%v votes cast, want %d", total, (T+5)*100)
 	}
 }
 
-// TestChooseAroundMatchesStableSort: the threshold selection against its
-// definition (the ranks outside the static set stably sorted by count,
-// the first nd taken), over random counts with many ties and random static
-// sets.
-func TestChooseAroundMatchesStableSort(t *testing.T) {
+// TestChooseRanksMatchesStableSort: the threshold selection against its
+// definition (the ranks after the static prefix stably sorted by count, the
+// first nf − nb taken), over random counts with many ties.
+func TestChooseRanksMatchesStableSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	for it := 0; it < 2000; it++ {
 		nl := 1 + rng.IntN(40)
@@ -440,11 +287,10 @@ func TestChooseAroundMatchesStableSort(t *testing.T) {
 		for i := range counts {
 			counts[i] = float64(rng.IntN(4)) // many ties
 		}
+		nb := rng.IntN(nl + 1)
 		var static []int
-		for r := 0; r < nl; r++ {
-			if rng.IntN(3) == 0 {
-				static = append(static, r)
-			}
+		for r := 0; r < nb; r++ {
+			static = append(static, r)
 		}
 		nd := rng.IntN(nl+2) - 1
 		var sec []int
@@ -456,130 +302,20 @@ func TestChooseAroundMatchesStableSort(t *testing.T) {
 		slices.SortStableFunc(sec, func(a, b int) int { return cmp.Compare(counts[b], counts[a]) })
 		want := append(slices.Clone(static), sec[:max(0, min(nd, len(sec)))]...)
 		slices.Sort(want)
-		if got := chooseAround(counts, static, nd, nl); !slices.Equal(got, want) {
+		if got := chooseRanks(counts, nb, nb+nd, nl); !slices.Equal(got, want) {
 			t.Fatalf("counts %v static %v nd %d: %v, want %v", counts, static, nd, got, want)
 		}
 	}
 }
 
-// TestGateSelection: the "gate" method at γ 0.7 φ 0.4 plans every sparse
-// layer as all 537 loaded ranks with Gate = ⌊(3·307 − 537)/2⌋ = 192, casts
-// no prompt votes, and a decode step computes exactly 192 records a layer
-// (act nonzero), giving the logits of the FFN over exactly those ranks
-// (the same step with a plan of the ranks it chose, gathered); at
-// φ = γ it is the dense path. The choice itself is kernels'
-// TestFFNGatedMatchesReference.
-func TestGateSelection(t *testing.T) {
-	exactPath(t)
-	path := packOf(t, "../testdata/tinyllama", convert.Options{BaseFraction: 0.3})
-	m := loadModel(t, path, 0.7)
-	prompt := []int{4094, 476, 25, 1312, 317, 3676, 271, 2025, 520, 334, 1892, 276, 306, 592, 349, 477, 25}
-	// "gate": 192 chosen of all 537 loaded; "hybrid": the first 96 (δN = 230,
-	// cut to half of the 192) and 96 chosen of the other 441 — the same
-	// bytes, (537 + 2·192)/3 records' worth.
-	for _, c := range []struct {
-		method         string
-		static, gate   int
-		activePerLayer int
-	}{{"gate", 0, 192, (537 + 2*192 + 1) / 3}, {"hybrid", 96, 96, 96 + (537-96+2*96+1)/3}} {
-		sel := &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: c.method}
-		if k := sel.Counts(768, 537); k.Gate != c.gate || (c.method == "hybrid" && k.Base != c.static) {
-			t.Fatalf("%s: counts %+v, want Gate %d (static %d)", c.method, k, c.gate, c.static)
-		}
-		ss := newSelSession(t, m, sel, prompt)
-		if ss.votes != nil {
-			t.Fatalf("the %s method counted prompt votes", c.method)
-		}
-		for l, lp := range ss.Plan {
-			if lp == nil || lp.Gate != c.gate || lp.Static != c.static || lp.Records.Len() != 537 {
-				t.Fatalf("%s layer %d: plan %+v, want all 537 loaded, Gate %d, Static %d", c.method, l, lp, c.gate, c.static)
-			}
-		}
-		if got, want := ss.Plan.Active(m), 6*c.activePerLayer; got != want {
-			t.Fatalf("%s: active records %d, want %d", c.method, got, want)
-		}
-		// One decode step by the gate, recording what it computed, then the
-		// same step from the same cache with those ranks gathered.
-		chosen := make([][]int, 6)
-		onAct := func(l int, act []float32, n int) {
-			if n != 537 {
-				t.Fatalf("layer %d: act over %d records, want 537", l, n)
-			}
-			for r, h := range act {
-				if h != 0 {
-					chosen[l] = append(chosen[l], r)
-				}
-			}
-		}
-		tok := 306
-		gated, err := ss.S.ForwardBatch([]int{tok}, ss.Pos, Pass{Plan: ss.Plan, OnAct: onAct})
-		if err != nil {
-			t.Fatal(err)
-		}
-		gated = slices.Clone(gated)
-		plan := make(Plan, 6)
-		for l := range plan {
-			if len(chosen[l]) != c.static+c.gate {
-				t.Fatalf("%s layer %d computed %d records, want %d", c.method, l, len(chosen[l]), c.static+c.gate)
-			}
-			for r := range c.static {
-				if chosen[l][r] != r {
-					t.Fatalf("%s layer %d: static rank %d not computed", c.method, l, r)
-				}
-			}
-			recs, err := ss.S.ex.Gather(m.Layers[l].FFN, chosen[l], 0, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			plan[l] = &LayerPlan{Ranks: chosen[l], Records: recs}
-		}
-		ref, err := ss.S.ForwardBatch([]int{tok}, ss.Pos, Pass{Plan: plan})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range ref {
-			if d := math.Abs(float64(ref[i] - gated[i])); d > 1e-4*(1+math.Abs(float64(ref[i]))) {
-				t.Fatalf("%s logit %d: gated %g, over its ranks gathered %g", c.method, i, gated[i], ref[i])
-			}
-		}
-	}
-	// A smaller δ leaves the hybrid more to choose: δN = 40 static, 152 chosen.
-	if k := (&Selection{Phi: 0.4, Alpha: 0.2, Base: 40.0 / 768, Method: "hybrid"}).Counts(768, 537); k.Base != 40 || k.Gate != 152 {
-		t.Fatalf("hybrid at δN = 40: counts %+v, want Base 40, Gate 152", k)
-	}
-	// φ ≥ γ: nothing to choose.
-	a, _ := greedySession(t, m, nil, prompt, 12)
-	b, ss2 := greedySession(t, m, &Selection{Phi: 0.7, Alpha: 0.2, Base: 0.3, Method: "gate"}, prompt, 12)
-	if !slices.Equal(a, b) || ss2.Plan != nil {
-		t.Fatal("gate at φ = γ differs from computing all loaded neurons")
-	}
-	// φ ≤ γ/3 leaves nothing to compute; re-selection and budgets do not apply.
-	for _, bad := range []Selection{
-		{Phi: 0.2, Alpha: 0.2, Base: 0.3, Method: "gate"},
-		{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: "gate", Reselect: 4},
-		{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: "gate", Budget: "layer"},
-		{Phi: 0.2, Alpha: 0.2, Base: 0.3, Method: "hybrid"},
-		{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: "hybrid", Reselect: 4},
-	} {
-		if err := bad.Validate(768, 537); err == nil {
-			t.Errorf("%+v accepted", bad)
-		}
-	}
-	// φ below δ is fine: the gate has no static neurons.
-	if err := (&Selection{Phi: 0.25, Alpha: 0.2, Base: 0.3, Method: "gate"}).Validate(768, 537); err != nil {
-		t.Errorf("gate at φ 0.25 < δ refused: %v", err)
-	}
-}
-
 // TestRunsAreReproducible: the same prompt decoded twice gives the same
-// logits to the bit, for the dense path, the paper's plan and the hybrid
-// (the FFN's per-worker sums are dealt by Pool.RunStatic; with chunks
+// logits to the bit, for the dense path and the paper's plan (the FFN's per-worker sums are dealt by Pool.RunStatic; with chunks
 // claimed as workers came free, every step differed in its last bits from
 // one run to the next).
 func TestRunsAreReproducible(t *testing.T) {
 	m := loadModel(t, packOf(t, "../testdata/tinyllama", convert.Options{DType: "q4_0", BaseFraction: 0.3}), 0.7)
 	prompt := []int{4094, 784, 25, 1994, 1345, 283, 260, 2265, 1546, 877, 386, 3699, 924, 780, 25}
-	for _, sel := range []*Selection{nil, {Phi: 0.4, Alpha: 0.2, Base: 0.3, Compact: true}, {Phi: 0.4, Method: "hybrid"}} {
+	for _, sel := range []*Selection{nil, {Phi: 0.4, Alpha: 0.2, Base: 0.3, Compact: true}} {
 		var first [][]float32
 		for run := 0; run < 8; run++ {
 			pool := kernels.NewPool(2)
@@ -589,17 +325,13 @@ func TestRunsAreReproducible(t *testing.T) {
 			}
 			ss.Sel = sel
 			var steps [][]float32
-			logits, votes, err := ss.Prefill(prompt)
+			logits, err := ss.Start(prompt)
 			if err != nil {
 				t.Fatal(err)
 			}
 			steps = append(steps, slices.Clone(logits))
-			plan, err := ss.PlanFor(votes)
-			if err != nil {
-				t.Fatal(err)
-			}
 			for i := 0; i < 6; i++ {
-				l, err := ss.Decode(100+i, plan)
+				l, err := ss.Next(100 + i)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -621,7 +353,7 @@ func TestRunsAreReproducible(t *testing.T) {
 	}
 }
 
-// TestPrefillInBatches: a prompt run in batches (Session.Prefill's
+// TestPrefillInBatches: a prompt run in batches (Session.Start's
 // micro-batches, here of 16 tokens, the last one short) gives the logits,
 // the votes' decode plan and the greedy tokens of the same prompt in one
 // batch.
@@ -641,7 +373,7 @@ func TestPrefillInBatches(t *testing.T) {
 			t.Fatal(err)
 		}
 		ss.Sel, ss.batch = &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3}, batch
-		logits, votes, err := ss.Prefill(prompt)
+		logits, err := ss.Start(prompt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -649,14 +381,11 @@ func TestPrefillInBatches(t *testing.T) {
 		if ss.S.logitRows != 1 {
 			t.Errorf("a prompt's logits buffer holds %d rows, want its last token's only", ss.S.logitRows)
 		}
-		if ss.Plan, err = ss.PlanFor(votes); err != nil {
-			t.Fatal(err)
-		}
 		var ids []int
 		tok := Argmax(logits)
 		for i := 0; i < 16; i++ {
 			ids = append(ids, tok)
-			l, err := ss.Decode(tok, ss.Plan)
+			l, err := ss.Next(tok)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -35,7 +35,8 @@ func TestMakeRoom(t *testing.T) {
 	}
 	kept := slices.Clone(a.History[:a.Pos])
 	next := a.Pending()[0]
-	got, err := a.Decode(next, nil)
+	a.Plan = nil
+	got, err := a.Next(next)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,10 +44,10 @@ func TestMakeRoom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := b.Prefill(kept); err != nil {
+	if _, err := b.Start(kept); err != nil {
 		t.Fatal(err)
 	}
-	want, err := b.Decode(next, nil)
+	want, err := b.Next(next)
 	if err != nil {
 		t.Fatal(err)
 	}

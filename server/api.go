@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -35,10 +34,9 @@ type params struct {
 	N         *int  `json:"n"`
 	IgnoreEOS *bool `json:"ignore_eos"`
 	// Extensions: this request's SelectInfer φ and α (γ is the server's),
-	// and how it chooses its neurons (sirun's --select: auto, paper, mass,
-	// l2, signed, gate, hybrid or router).
+	// and how it chooses its neurons (sirun's --select: auto, paper or
+	// router).
 	Phi    *float64 `json:"phi"`
-	Alpha  *float64 `json:"alpha"`
 	Select *string  `json:"select"`
 }
 
@@ -75,7 +73,6 @@ func (p *params) request(ctx int) (Request, error) {
 		in("frequency_penalty", p.FrequencyPenalty, -2, 2, false),
 		in("repeat_penalty", p.RepeatPenalty, 0, 10, true),
 		in("phi", p.Phi, 0, 1, true),
-		in("alpha", p.Alpha, 0, 1, true),
 	} {
 		if err != nil {
 			return r, err
@@ -92,12 +89,12 @@ func (p *params) request(ctx int) (Request, error) {
 	set(&r.Sampling.FrequencyPenalty, p.FrequencyPenalty)
 	set(&r.Sampling.RepeatPenalty, p.RepeatPenalty)
 	set(&r.Phi, p.Phi)
-	set(&r.Alpha, p.Alpha)
 	if p.Select != nil {
-		if !slices.Contains(runner.Methods, *p.Select) {
+		m, err := runner.ParseMethod(*p.Select)
+		if err != nil {
 			return r, fieldErr("select", "select must be one of %s, got %q", strings.Join(runner.Methods, ", "), clip(*p.Select, 40))
 		}
-		r.Select = *p.Select
+		r.Select = m
 	}
 	if p.TopK != nil {
 		if *p.TopK < 0 {

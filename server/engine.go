@@ -60,15 +60,6 @@ func (e *Engine) Ctx() int { return e.opt.Ctx }
 // Template is the chat template, or nil.
 func (e *Engine) Template() *chat.Template { return e.opt.Template }
 
-// DefaultSelection returns φ and α of the default selection (1, 0 when the
-// engine computes every loaded neuron).
-func (e *Engine) DefaultSelection() (phi, alpha float64) {
-	if e.opt.Selection == nil {
-		return 1, 0
-	}
-	return e.opt.Selection.Phi, e.opt.Selection.Alpha
-}
-
 // LoadedRecords is the number of FFN records loaded, all layers.
 func (e *Engine) LoadedRecords() int {
 	n := 0
@@ -134,10 +125,10 @@ type Request struct {
 	Sampling  Sampling
 	Stop      []string // stop strings; the text ends before the first one
 	IgnoreEOS bool
-	// Phi, Alpha and Select override the engine's selection for this
-	// request (0 and "": the default).
-	Phi, Alpha float64
-	Select     string
+	// Phi and Select override the engine's selection for this request (0
+	// and MethodAuto: the default).
+	Phi    float64
+	Select runner.Method
 	// OnText receives the generated text as it becomes final (whole UTF-8
 	// characters, never a part of a stop string).
 	OnText func(string)
@@ -158,7 +149,7 @@ type Result struct {
 // selection returns the selection of a request, nil for all loaded neurons.
 func (s *Slot) selection(r *Request) (*runner.Selection, error) {
 	def := s.e.opt.Selection
-	if r.Phi == 0 && r.Alpha == 0 && r.Select == "" {
+	if r.Phi == 0 && r.Select == runner.MethodAuto {
 		return def, nil
 	}
 	sel := runner.Selection{Phi: 1, Alpha: 0.2, Compact: true}
@@ -170,10 +161,7 @@ func (s *Slot) selection(r *Request) (*runner.Selection, error) {
 	if r.Phi != 0 {
 		sel.Phi = r.Phi
 	}
-	if r.Alpha != 0 {
-		sel.Alpha = r.Alpha
-	}
-	if r.Select != "" {
+	if r.Select != runner.MethodAuto {
 		sel.Method = r.Select
 	}
 	m := s.e.opt.Model
@@ -226,18 +214,12 @@ func (s *Slot) Generate(ctx context.Context, r Request) (*Result, error) {
 
 	start := time.Now()
 	ss.Sel = sel
-	logits, votes, err := ss.Prefill(feed)
+	logits, err := ss.Start(feed) // prefill, then this request's decode set
 	if err != nil {
 		s.Reset()
 		return nil, err
 	}
-	plan, err := ss.PlanFor(votes) // this request's decode set
-	if err != nil {
-		s.Reset()
-		return nil, err
-	}
-	ss.Plan = plan
-	res.ActiveRecords = plan.Active(ss.M)
+	res.ActiveRecords = ss.Plan.Active(ss.M)
 	res.Prefill = time.Since(start)
 	decodeStart := time.Now()
 
@@ -291,7 +273,7 @@ func (s *Slot) Generate(ctx context.Context, r Request) (*Result, error) {
 		if ss.Pos >= ss.S.Ctx {
 			break // "length": the context is full
 		}
-		if logits, err = ss.Decode(tok, plan); err != nil {
+		if logits, err = ss.Next(tok); err != nil {
 			s.Reset()
 			return nil, err
 		}

@@ -259,14 +259,6 @@ func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {
 	kernels.FFNRecords(e.pool, o, r.blocks, r.dt, r.hidden, F32(x), act)
 }
 
-// FFNGated implements backend.Gater.
-func (e *Exec) FFNGated(out, x backend.Buf, recs backend.Records, static, k int, act []float32) {
-	r := recs.(*records)
-	o := F32(out)
-	clear(o)
-	kernels.FFNGated(e.pool, o, r.blocks, r.dt, r.hidden, F32(x), static, k, act)
-}
-
 // Gather turns a decode set into record blocks: runs of consecutive ranks in
 // one block of all (a band) become one block; with compact, every record
 // outside the static prefix is copied into one buffer (decode then reads two

@@ -149,8 +149,6 @@ const std::unordered_map<std::string, Kernel>& table() {
 		{"sip_attention", kernel(sip_attention)},
 		{"sip_vote", kernel(sip_vote)},
 		{"sip_kv_append", kernel(sip_kv_append)},
-		{"sip_ffn_gate", kernel(sip_ffn_gate)},
-		{"sip_ffn_up", kernel(sip_ffn_up)},
 	};
 	return t;
 }

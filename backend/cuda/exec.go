@@ -9,7 +9,6 @@ import (
 
 	"github.com/sipack/sipack/backend"
 	"github.com/sipack/sipack/backend/cudaplan"
-	"github.com/sipack/sipack/kernels"
 )
 
 // buf is a float32 activation buffer in device memory, or a view of one
@@ -66,15 +65,6 @@ type Exec struct {
 	captures int     // graphs captured
 	partial  *devMem // (splits, H) partial sums of the decode down projection
 
-	// The gated FFN's scratch: the gate dots, the table of the records a
-	// token computes, their gate dots, and the host's copies.
-	gates, gtable, gsel *devMem
-	hostG               []float32
-	hostKeys            []uint32
-	hostSel             []int32
-	hostTable           []uint64
-	hostGS              []float32
-
 	invFreq *devMem  // (headDim/2) float32 RoPE frequencies
 	ropeKey *float64 // the slice they came from
 	ropeLen int      // and its length
@@ -83,7 +73,6 @@ type Exec struct {
 var (
 	_ backend.Exec  = (*Exec)(nil)
 	_ backend.Voter = (*Exec)(nil)
-	_ backend.Gater = (*Exec)(nil)
 )
 
 func (e *Exec) fail(err error) {
@@ -466,104 +455,6 @@ func (e *Exec) downDecode(out backend.Buf, r *records, table, h uint64, n int) {
 	e.launch(dn.Reduce)
 }
 
-// FFNGated is the decode FFN with the neurons chosen per token by their
-// gates (backend.Gater): the gate dots of the records after the first
-// static ones on the device (sip_ffn_gate), the choice on the host (the
-// k of largest |silu(g)|, as the CPU backend makes it: kernels.TopKeys),
-// then one table of the static records and the chosen ones, h by
-// sip_ffn_gateup for the static and sip_ffn_up for the chosen (their gate
-// dots uploaded, their gate rows not read again), and the down projection
-// over the table as FFN's. One token; a batch computes every record (FFN).
-func (e *Exec) FFNGated(out, x backend.Buf, recs backend.Records, static, k int, act []float32) {
-	r := recs.(*records)
-	e.keep = append(e.keep, r.mem) // its table, until Read
-	H, n := r.hidden, r.Len()
-	if x.Len() != H {
-		e.fail(fmt.Errorf("cuda backend: the gated FFN takes one token, got %d values for hidden size %d", x.Len(), H))
-		return
-	}
-	static = max(0, min(static, n))
-	k = max(0, min(k, n-static))
-	rest := n - static
-	vec := b2i(r.vec && cudaplan.Vec(r.dt, H, dp(x)))
-	defer e.d.enter()()
-	e.flush() // the choice needs the gate dots on the host
-	e.actT, e.actN = 1, 0
-	if rest > 0 {
-		if e.gates = e.grow(e.gates, 4*rest); e.gates == nil {
-			return
-		}
-		e.args.Reset(cudaplan.KFFNGate).Ptr(e.gates.p).Ptr(r.table + 8*uint64(static)).Ptr(e.ptr(x)).Int(rest).Int(H).Int(int(r.dt)).Int(vec)
-		e.launch(cudaplan.FFNGate(rest))
-		e.hostG = growF(e.hostG, rest)
-		if e.err == nil {
-			if err := e.d.drv.dtoh(unsafe.Pointer(&e.hostG[0]), e.gates.p, 4*rest); err != nil {
-				e.fail(fmt.Errorf("cuda: reading gate dots: %w", err))
-			}
-		}
-		if e.err != nil {
-			return
-		}
-	}
-	if cap(e.hostKeys) < 2*rest {
-		e.hostKeys = make([]uint32, 2*rest)
-	}
-	keys := e.hostKeys[:rest]
-	kernels.GateKeys(keys, e.hostG[:rest])
-	e.hostSel = kernels.TopKeys(keys, e.hostKeys[rest:2*rest], k, e.hostSel[:0])
-	m := static + len(e.hostSel)
-	e.hostTable = append(append(e.hostTable[:0], r.host[:static]...), make([]uint64, len(e.hostSel))...)
-	e.hostGS = e.hostGS[:0]
-	for i, j := range e.hostSel {
-		e.hostTable[static+i] = r.host[static+int(j)]
-		e.hostGS = append(e.hostGS, e.hostG[j])
-	}
-	if m == 0 {
-		if err := e.d.drv.memset0(e.ptr(out), 4*H); err != nil {
-			e.fail(fmt.Errorf("cuda: clearing the FFN output: %w", err))
-		}
-		if act != nil {
-			clear(act[:n])
-		}
-		return
-	}
-	table := e.upload(&e.gtable, unsafe.Pointer(&e.hostTable[0]), 8*m)
-	if e.act = e.grow(e.act, 4*m); e.act == nil || e.err != nil {
-		return
-	}
-	h := e.act.p
-	if static > 0 {
-		e.args.Reset(cudaplan.KFFNGateUp).Ptr(h).Ptr(table).Ptr(e.ptr(x)).Int(static).Int(H).Int(r.rowBytes).Int(int(r.dt)).Int(vec)
-		e.launch(cudaplan.FFNGateUp(static, 1))
-	}
-	if len(e.hostSel) > 0 {
-		gs := e.upload(&e.gsel, unsafe.Pointer(&e.hostGS[0]), 4*len(e.hostGS))
-		e.args.Reset(cudaplan.KFFNUp).Ptr(h + 4*uint64(static)).Ptr(table + 8*uint64(static)).Ptr(gs).Ptr(e.ptr(x)).
-			Int(len(e.hostSel)).Int(H).Int(r.rowBytes).Int(int(r.dt)).Int(vec)
-		e.launch(cudaplan.FFNUp(len(e.hostSel)))
-	}
-	e.downDecode(out, r, table, h, m)
-	if act != nil && e.err == nil {
-		got := make([]float32, m)
-		if err := e.d.drv.dtoh(unsafe.Pointer(&got[0]), h, 4*m); err != nil {
-			e.fail(fmt.Errorf("cuda: reading FFN activations: %w", err))
-			return
-		}
-		clear(act[:n])
-		copy(act, got[:static])
-		for i, j := range e.hostSel {
-			act[static+int(j)] = got[static+i]
-		}
-	}
-}
-
-func growF(b []float32, n int) []float32 {
-	if cap(b) < n {
-		return make([]float32, n)
-	}
-	return b[:n]
-}
-
 // Vote counts the last FFN's votes on the device (sip_vote: a radix
 // select of the k-th largest |h| per token), so only the counts cross to
 // the host.
@@ -617,11 +508,10 @@ func (e *Exec) Close() {
 	}
 	done()
 	e.release()
-	for _, m := range []*devMem{e.tokens, e.act, e.partial, e.invFreq, e.counts, e.posBuf, e.gates, e.gtable, e.gsel} {
+	for _, m := range []*devMem{e.tokens, e.act, e.partial, e.invFreq, e.counts, e.posBuf} {
 		if m != nil {
 			m.free()
 		}
 	}
 	e.tokens, e.act, e.partial, e.invFreq, e.counts, e.posBuf = nil, nil, nil, nil, nil, nil
-	e.gates, e.gtable, e.gsel = nil, nil, nil
 }

@@ -52,8 +52,6 @@ const (
 	KAttention      = "sip_attention"
 	KVote           = "sip_vote"
 	KKVAppend       = "sip_kv_append"
-	KFFNGate        = "sip_ffn_gate"
-	KFFNUp          = "sip_ffn_up"
 )
 
 // Signatures lists every kernel's parameters: p a device pointer, i an
@@ -74,8 +72,6 @@ var Signatures = map[string]string{
 	KAttention:      "pppppiiiif",
 	KVote:           "ppii",
 	KKVAppend:       "ppppiip",
-	KFFNGate:        "pppiiii",
-	KFFNUp:          "ppppiiiii",
 }
 
 // Dim3 is a grid or block size.
@@ -135,11 +131,6 @@ func FFNGateUp(n, T int) Launch {
 	}
 	return launch(KFFNGateUpTiled, ceilDiv(n, TileM), ceilDiv(T, TileN), GemmThreads)
 }
-
-// FFNGate and FFNUp: the gated FFN's gate dots and its chosen records' up
-// dots, one token, a warp per record.
-func FFNGate(n int) Launch { return launch(KFFNGate, ceilDiv(n, Warps), 1, 32*Warps) }
-func FFNUp(n int) Launch   { return launch(KFFNUp, ceilDiv(n, Warps), 1, 32*Warps) }
 
 // Attention: one block per (head, token).
 func Attention(heads, T int) Launch { return launch(KAttention, heads, T, AttThreads) }

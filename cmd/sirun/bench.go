@@ -33,7 +33,7 @@ var benchCmd = &cli.Command{
 		&cli.IntFlag{Name: "prefill", Value: 256, Usage: "prompt tokens of the prefill figure (with --quick and not given: 64)"},
 		&cli.IntFlag{Name: "depth", Value: 0, Usage: "time every decode figure after a prompt of this many tokens (0: 16), to measure decode deep in a context as llama-bench -d does"},
 		&cli.BoolFlag{Name: "ops", Usage: "instead of the figures, print where a decode step's time goes: each operation's ms/token, dense and at γ 0.7 φ 0.4"},
-		&cli.StringFlag{Name: "select", Value: "auto", Usage: "how the sparse figures choose their neurons (as sirun's --select: auto — router where the pack has routers, else paper —, paper, mass, l2, signed, gate, hybrid or router); a comma list (paper,hybrid) measures each in every round and gives each against the first, round by round; METHOD/BUDGET sets sirun's --budget too (paper,paper/uniform: a pack's layer budgets against none)"},
+		&cli.StringFlag{Name: "select", Value: "auto", Usage: "selections to measure, comma-separated (router,paper: each in every round, against the first)"},
 		&cli.StringFlag{Name: "load", Value: "mmap", Usage: "how each pack is loaded: mmap (as sirun by default) or no-mmap (as sirun --no-mmap); mmap,no-mmap measures both in the same rounds, as two reports a pack"},
 		&cli.BoolFlag{Name: "quick", Usage: "dense and γ 0.7 × φ 0.4 only, shorter prefill unless --prefill is given"},
 		&cli.StringFlag{Name: "cpuprofile", Usage: "write a Go CPU profile of the whole benchmark to `FILE` (go tool pprof)"},
@@ -54,12 +54,13 @@ var benchCmd = &cli.Command{
 		}
 		opt := bench.Options{Threads: c.Int("threads"), Tokens: c.Int("tokens"), Rounds: c.Int("rounds"),
 			Prefill: c.Int("prefill"), Depth: c.Int("depth"), Quick: c.Bool("quick"), Log: os.Stderr}
-		for _, m := range strings.Split(c.String("select"), ",") {
-			if _, _, err := runner.ParseMethod(m); err != nil {
-				return fmt.Errorf("--select must be one or more of %v (each optionally /%s), comma-separated, got %q: %w", runner.Methods, strings.Join(runner.Budgets, "|"), c.String("select"), err)
+		for _, name := range strings.Split(c.String("select"), ",") {
+			m, err := runner.ParseMethod(name)
+			if err != nil {
+				return fmt.Errorf("--select: %w", err)
 			}
 			if slices.Contains(opt.Select, m) {
-				return fmt.Errorf("--select names %q twice", m)
+				return fmt.Errorf("--select names %q twice", name)
 			}
 			opt.Select = append(opt.Select, m)
 		}

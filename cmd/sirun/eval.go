@@ -25,19 +25,13 @@ import (
 
 // selectionFlags are the SelectInfer knobs shared by generate and eval.
 var selectionFlags = []cli.Flag{
-	&cli.Float64Flag{Name: "gamma", Usage: "fraction γ of each sparse layer's ranked neurons to load, in (0, 1] (default: all the pack holds: 1, or a sliced pack's prefix)"},
-	&cli.Float64Flag{Name: "phi", Value: 1.0, Usage: "fraction φ of neurons computed per decode token (δ ≤ φ ≤ γ; 1 or γ: all loaded)"},
-	&cli.Float64Flag{Name: "alpha", Value: 0.2, Usage: "fraction α of loaded neurons each prompt token votes for"},
-	&cli.Float64Flag{Name: "base", Usage: "static fraction δ (default: the pack's, as converted)"},
-	&cli.BoolFlag{Name: "gather", Usage: "gather dynamic neurons in place instead of compacting them per prompt"},
-	&cli.StringFlag{Name: "select", Value: "auto", Usage: "how the decode's neurons are chosen: auto (router where the pack has routers, else paper), paper (top-α vote counts, as SelectInfer), mass (|h| normalised per token), l2 (GRIFFIN's per-token-normalised L2), signed (CoreInfer: top-α by h itself, vote counts), gate (no votes: each decode token computes the neurons its gate rows pick, within the same bytes per token as φ; needs φ > γ/3), or hybrid (gate after a static base: the first δN ranks computed whole, at most half of the gate's neurons, the gate choosing the rest among the other loaded ranks; the same bytes, fewer of them scattered), or router (no votes: each decode token computes, after a static part of at most a quarter of φN, the groups of consecutive ranks the pack's router scores highest from its FFN input; packs routed by sipack route)"},
-	&cli.StringFlag{Name: "budget", Value: "auto", Usage: "how δ and φ spread over the sparse layers (what each loads is the pack's): auto (the pack's layer budgets where it has them, else uniform), pack (the pack's layer budgets: each layer's share by the sensitivity its profile calibrated, at the same total), uniform (δN and φN in every layer, as SelectInfer) or layer (the static neurons by each layer's task-profile concentration; packs without layer budgets)"},
-	&cli.IntFlag{Name: "reselect", Usage: "re-select the dynamic neurons every N decoded tokens, from a step over every loaded neuron (0: never, as SelectInfer)"},
-	&cli.Float64Flag{Name: "reselect-weight", Value: 1, Usage: "votes a re-selection token casts, against a prompt token's 1"},
-	&cli.StringFlag{Name: "mem-budget", Usage: "pick the largest γ whose whole process fits in this much memory (e.g. 1.5GiB): mapped weights, KV cache, buffers, tokenizer, Go runtime and code"},
-	&cli.BoolFlag{Name: "verify", Usage: "check the loaded bytes against their BLAKE3 hashes even if this file passed before (every pack is checked on its first run)"},
-	&cli.BoolFlag{Name: "no-mmap", Usage: "read the loaded prefix into the process's memory instead of mapping it (as llama.cpp's --no-mmap): slower to start, never evicted; on some machines it decodes faster (docs/bench.md)"},
-	&cli.BoolFlag{Name: "mlock", Usage: "lock the loaded prefix in memory so the system never evicts it (as llama.cpp's --mlock; a refused lock is a warning)"},
+	&cli.Float64Flag{Name: "gamma", Usage: "fraction γ of each layer's ranked FFN neurons to load, in (0, 1]", DefaultText: "all the pack holds"},
+	&cli.Float64Flag{Name: "phi", Value: 1.0, Usage: "fraction φ of FFN neurons computed per decode token (1: all loaded)"},
+	&cli.StringFlag{Name: "select", Value: "auto", Usage: "how a decode token's neurons are chosen: auto (router if the pack has routers, else paper), router or paper"},
+	&cli.StringFlag{Name: "mem-budget", Usage: "load the largest γ whose whole process fits in `SIZE` (e.g. 1.5GiB)"},
+	&cli.BoolFlag{Name: "verify", Usage: "check the loaded bytes' hashes even if this pack passed before"},
+	&cli.BoolFlag{Name: "no-mmap", Usage: "read the loaded prefix into memory instead of mapping it"},
+	&cli.BoolFlag{Name: "mlock", Usage: "lock the loaded prefix in memory"},
 }
 
 // openSelected opens a pack at the γ the flags ask for (or the budget
@@ -91,12 +85,12 @@ func openSelected(c *cli.Context, path string, ctx, seqs int) (*format.Pack, *ru
 		pack.Close()
 		return nil, nil, nil, err
 	}
-	base := float32Decimal(pack.Index.BaseFraction)
-	if c.IsSet("base") {
-		base = c.Float64("base")
+	method, err := runner.ParseMethod(c.String("select"))
+	if err != nil {
+		pack.Close()
+		return nil, nil, nil, fmt.Errorf("--select: %w", err)
 	}
-	sel := &runner.Selection{Phi: c.Float64("phi"), Alpha: c.Float64("alpha"), Base: base, Compact: !c.Bool("gather"), Method: c.String("select"), Budget: c.String("budget"),
-		Reselect: c.Int("reselect"), ReselectWeight: c.Float64("reselect-weight")}
+	sel := &runner.Selection{Phi: c.Float64("phi"), Alpha: 0.2, Base: float32Decimal(pack.Index.BaseFraction), Compact: true, Method: method}
 	sel = sel.For(m) // auto: the router where the pack has routers
 	N := pack.Index.Config.IntermediateSize
 	if err := sel.Validate(N, pack.LoadedRanks); err != nil {
@@ -153,7 +147,7 @@ func float32Decimal(f float32) float64 {
 func budgetNeeds(c *cli.Context, path string, ctx, seqs int) (runner.MemoryNeeds, error) {
 	needs := runner.MemoryNeeds{Ctx: ctx, Sequences: seqs, Threads: c.Int("threads")}
 	phi := c.Float64("phi")
-	if phi >= 1 || c.Bool("gather") {
+	if phi >= 1 {
 		return needs, nil
 	}
 	h, err := format.Open(path, format.OpenOptions{HeaderOnly: true})
@@ -162,9 +156,6 @@ func budgetNeeds(c *cli.Context, path string, ctx, seqs int) (runner.MemoryNeeds
 	}
 	defer h.Close()
 	base := float32Decimal(h.Index.BaseFraction)
-	if c.IsSet("base") {
-		base = c.Float64("base")
-	}
 	N := h.Index.Config.IntermediateSize
 	needs.Compact = max(0, format.Count(phi, N)-format.Count(base, N))
 	needs.MinRanks = format.Count(phi, N)
@@ -180,22 +171,24 @@ var evalCmd = &cli.Command{
 		"Generation is greedy, stops at the first token containing one of the manifest's stop\n" +
 		"strings (a newline for the built-in tasks) or EOS.",
 	Flags: append([]cli.Flag{
-		&cli.StringFlag{Name: "task", Usage: "task name or manifest `FILE`"},
+		modelFlag,
+		&cli.StringFlag{Name: "task", Usage: "the task to score: `NAME|FILE` (a built-in task or a manifest)"},
 		&cli.StringFlag{Name: "data", Usage: "eval JSONL `FILE` instead of the task's own"},
 		&cli.IntFlag{Name: "limit", Usage: "first N rows only"},
-		&cli.IntFlag{Name: "half", Usage: "1: the even rows only (a tuning half), 2: the odd rows (held out)"},
-		&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: runtime.NumCPU(), Usage: "rows evaluated in parallel, one thread each"},
+		&cli.IntFlag{Name: "half", Usage: "1: the even rows only (for tuning), 2: the odd rows (held out)"},
+		&cli.IntFlag{Name: "parallel", Aliases: []string{"np"}, Value: runtime.NumCPU(), Usage: "rows evaluated at once, one thread each"},
 		&cli.StringSliceFlag{Name: "manifests", Usage: "extra `DIR`s of task manifests"},
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
 		&cli.StringFlag{Name: "hyps", Usage: "write the hypotheses to this JSONL `FILE`"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress"},
-		&cli.StringFlag{Name: "baseline", Usage: "also run the eval on `PACK` (it may be the same file) with every neuron it holds computed, and print the score as a fraction of that one"},
-		&cli.BoolFlag{Name: "baseline-selected", Usage: "run --baseline with the same γ, φ and selection flags instead of every neuron: two packs compared at the same settings (e.g. one converted with --layer-budget uniform)"},
-		&cli.IntFlag{Name: "bootstrap", Usage: "print the 95 % interval of the score (and of the fraction of --baseline, paired: both on the same resampled rows) from `N` resamples of the rows, e.g. 1000"},
+		&cli.StringFlag{Name: "baseline", Usage: "also score `PACK` with every neuron computed, and give the score as a fraction of it"},
+		&cli.BoolFlag{Name: "baseline-selected", Usage: "score --baseline at the same γ, φ and selection instead"},
+		&cli.IntFlag{Name: "bootstrap", Usage: "give 95 % intervals from `N` paired resamples of the rows (e.g. 1000)"},
 	}, selectionFlags...),
 	Action: func(c *cli.Context) error {
-		if c.NArg() != 1 {
-			return fmt.Errorf("eval needs exactly one PACK argument, got %d", c.NArg())
+		path, err := packArg(c)
+		if err != nil {
+			return err
 		}
 		if !c.IsSet("task") {
 			return fmt.Errorf("eval needs --task (one of %v, or a manifest file)", manifests.Builtin())
@@ -204,7 +197,7 @@ var evalCmd = &cli.Command{
 		if err != nil {
 			return err
 		}
-		if err := cliutil.CheckThreads("--jobs", c.Int("jobs")); err != nil {
+		if err := cliutil.CheckThreads("--parallel", c.Int("parallel")); err != nil {
 			return err
 		}
 		if c.Int("limit") < 0 {
@@ -214,14 +207,14 @@ var evalCmd = &cli.Command{
 			return fmt.Errorf("--baseline-selected needs --baseline PACK")
 		}
 		if f := c.String("hyps"); f != "" {
-			if err := cliutil.CheckOutput(f, true, c.Args().First()); err != nil { // before the eval, not after
+			if err := cliutil.CheckOutput(f, true, path); err != nil { // before the eval, not after
 				return fmt.Errorf("--hyps: %w", err)
 			}
 		}
 		if c.Int("bootstrap") < 0 {
 			return fmt.Errorf("--bootstrap must be ≥ 0, got %d", c.Int("bootstrap"))
 		}
-		pack, m, sel, err := openSelected(c, c.Args().First(), 0, c.Int("jobs"))
+		pack, m, sel, err := openSelected(c, path, 0, c.Int("parallel"))
 		if err != nil {
 			return err
 		}
@@ -233,7 +226,7 @@ var evalCmd = &cli.Command{
 			bar = cliutil.NewProgress("eval "+man.Name, 0, false)
 		}
 		opt := eval.Options{
-			Data: c.String("data"), Limit: c.Int("limit"), Half: c.Int("half"), Jobs: c.Int("jobs"), Sel: sel,
+			Data: c.String("data"), Limit: c.Int("limit"), Half: c.Int("half"), Jobs: c.Int("parallel"), Sel: sel,
 			Progress: func(done, total int) { bar.SetTotal(int64(total)); bar.Add(1) },
 		}
 		res, err := eval.Run(ctx, m, man, opt)
@@ -270,7 +263,7 @@ var evalCmd = &cli.Command{
 			"pack": pack.Path, "task": res.Task, "metric": res.Metric, "score": res.Score, "extra": res.Extra,
 			"n": res.N, "gamma": float64(pack.LoadedRanks) / float64(pack.Index.Config.IntermediateSize), "phi": phi,
 			"order": pack.Index.Provenance.Order, "profile_task": pack.Index.Provenance.Task,
-			"tokens": res.Tokens, "seconds": res.Seconds, "tok_per_s": res.TokPerS, "jobs": c.Int("jobs"),
+			"tokens": res.Tokens, "seconds": res.Seconds, "tok_per_s": res.TokPerS, "parallel": c.Int("parallel"),
 			"peak_rss_bytes": bench.PeakRSS(),
 		}
 		if c.Int("bootstrap") > 0 {
@@ -317,7 +310,7 @@ var evalCmd = &cli.Command{
 		for _, k := range keys {
 			fmt.Printf("  %-22s %.4g\n", k, res.Extra[k])
 		}
-		fmt.Printf("  %d tokens in %.1f s: %.1f tok/s per job (%d jobs), peak RSS %s\n", res.Tokens, res.Seconds, res.TokPerS, c.Int("jobs"), cliutil.HumanBytes(bench.PeakRSS()))
+		fmt.Printf("  %d tokens in %.1f s: %.1f tok/s per sequence (%d at once), peak RSS %s\n", res.Tokens, res.Seconds, res.TokPerS, c.Int("parallel"), cliutil.HumanBytes(bench.PeakRSS()))
 		return nil
 	},
 }
@@ -330,7 +323,7 @@ func evalBaseline(ctx context.Context, c *cli.Context, path string, man *manifes
 	var bm *runner.Model
 	var err error
 	if c.Bool("baseline-selected") {
-		if bp, bm, opt.Sel, err = openSelected(c, path, 0, c.Int("jobs")); err != nil {
+		if bp, bm, opt.Sel, err = openSelected(c, path, 0, c.Int("parallel")); err != nil {
 			return nil, fmt.Errorf("baseline %s: %w", path, err)
 		}
 	} else {

@@ -23,24 +23,46 @@ import (
 )
 
 var generateFlags = []cli.Flag{
-	&cli.StringFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "prompt `TEXT` (escapes such as \\n are processed, here and in -i turns, unless --no-escape)"},
+	modelFlag,
+	&cli.StringFlag{Name: "prompt", Aliases: []string{"p"}, Usage: "prompt `TEXT` (escapes such as \\n are processed unless --no-escape)"},
 	&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "read the prompt from `FILE`"},
-	&cli.StringFlag{Name: "prompt-ids", Usage: "prompt as token ids, a JSON array such as '[4094,3709]' (no bos is added)"},
+	&cli.StringFlag{Name: "prompt-ids", Usage: "prompt as a JSON array of token ids, such as '[4094,3709]'"},
 	&cli.IntFlag{Name: "n-predict", Aliases: []string{"n"}, Value: defaultPredict, Usage: "tokens to generate at most"},
 	&cli.Float64Flag{Name: "temperature", Aliases: []string{"temp"}, Value: runner.DefaultSampler().Temperature, Usage: "sampling temperature; 0 is greedy"},
 	&cli.IntFlag{Name: "top-k", Value: runner.DefaultSampler().TopK, Usage: "keep the k most likely tokens (0: all)"},
-	&cli.Float64Flag{Name: "top-p", Value: runner.DefaultSampler().TopP, Usage: "keep the smallest set of tokens whose probability reaches p (1: all)"},
+	&cli.Float64Flag{Name: "top-p", Value: runner.DefaultSampler().TopP, Usage: "keep the most likely tokens up to probability p (1: all)"},
 	&cli.Float64Flag{Name: "repeat-penalty", Value: runner.DefaultSampler().RepetitionPenalty, Usage: "penalty for recently seen tokens (1: off)"},
-	&cli.IntFlag{Name: "repeat-last-n", Value: runner.DefaultSampler().RepeatLastN, Usage: "how many recent tokens the repeat penalty looks at (0: all)"},
-	&cli.Int64Flag{Name: "seed", Value: -1, Usage: "random seed (-1: from the clock; printed in the summary)"},
+	&cli.IntFlag{Name: "repeat-last-n", Value: runner.DefaultSampler().RepeatLastN, Usage: "recent tokens the repeat penalty looks at (0: all)"},
+	&cli.Int64Flag{Name: "seed", Value: -1, Usage: "random seed (-1: from the clock)"},
 	&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: defaultThreads(), Usage: "worker threads"},
-	&cli.IntFlag{Name: "ctx", Aliases: []string{"c"}, Usage: "context length in tokens (default: the model's, at most 4096)"},
-	&cli.BoolFlag{Name: "interactive", Aliases: []string{"i"}, Usage: "after the prompt, read further turns from stdin, one per line, sent as typed (no newline added; escapes processed); one summary at the end"},
-	&cli.BoolFlag{Name: "output-ids", Usage: "print the generated token ids as one JSON array instead of text"},
+	ctxFlag,
+	&cli.BoolFlag{Name: "interactive", Aliases: []string{"i"}, Usage: "after the prompt, read more turns from stdin, a line each"},
+	&cli.BoolFlag{Name: "output-ids", Usage: "print the generated token ids as a JSON array instead of text"},
 	&cli.BoolFlag{Name: "ignore-eos", Usage: "do not stop at the end-of-sequence token"},
 	&cli.BoolFlag{Name: "no-escape", Usage: "take -p literally"},
 	&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary on stderr"},
-	&cli.StringFlag{Name: "device", Value: "cpu", Usage: "run on `DEVICE`: cpu, cuda or cuda:N (cuda: the CUDA build, make build-cuda)"},
+	&cli.StringFlag{Name: "device", Value: "cpu", Usage: "run on `DEVICE`: cpu, cuda or cuda:N (the CUDA build)"},
+}
+
+// modelFlag names the pack, as llama.cpp's -m does, where a command takes
+// one (the positional PACK works as well).
+var modelFlag = &cli.StringFlag{Name: "model", Aliases: []string{"m"}, Usage: "the `PACK` to run (or give it as the argument)", TakesFile: true}
+
+// ctxFlag is the context length, as llama.cpp names it.
+var ctxFlag = &cli.IntFlag{Name: "ctx-size", Aliases: []string{"c", "ctx"}, Usage: "context length in tokens", DefaultText: "the model's, at most 4096"}
+
+// packArg is the pack a command runs: -m/--model or its one argument.
+func packArg(c *cli.Context) (string, error) {
+	m := c.String("model")
+	switch {
+	case m != "" && c.NArg() == 0:
+		return m, nil
+	case m == "" && c.NArg() == 1:
+		return c.Args().First(), nil
+	case m != "":
+		return "", fmt.Errorf("give the pack once, as -m or as the argument (got -m %s and %q)", m, c.Args().First())
+	}
+	return "", fmt.Errorf("%s needs one PACK (or -m PACK), got %d arguments", c.Command.FullName(), c.NArg())
 }
 
 func init() { generateFlags = append(generateFlags, selectionFlags...) }
@@ -55,7 +77,7 @@ func main() {
 	app := &cli.App{
 		Name:      "sirun",
 		Usage:     "run a .sip pack: load a γ prefix of its ranked FFN neurons and generate text",
-		UsageText: "sirun [generate] [options] PACK -p PROMPT",
+		UsageText: "sirun [generate] [options] PACK -p PROMPT   (or -m PACK)",
 		Flags:     generateFlags,
 		Action:    generate,
 		Commands: []*cli.Command{{
@@ -69,6 +91,7 @@ func main() {
 			}
 		},
 	}
+	cliutil.Setup(app)
 	if err := app.Run(cliutil.Intersperse(app, os.Args)); err != nil {
 		cliutil.Fail(os.Stderr, "sirun", err)
 		os.Exit(1)
@@ -82,13 +105,13 @@ func unescape(s string) string {
 }
 
 func generate(c *cli.Context) error {
-	if c.NArg() != 1 {
-		if c.NArg() == 0 {
-			cli.ShowAppHelp(c)
-		}
-		return fmt.Errorf("need exactly one PACK argument, got %d", c.NArg())
+	if c.NArg() == 0 && !c.IsSet("model") {
+		cli.ShowAppHelp(c)
 	}
-	path := c.Args().First()
+	path, err := packArg(c)
+	if err != nil {
+		return err
+	}
 	n := c.Int("n-predict")
 	if n < 0 {
 		return fmt.Errorf("-n must be ≥ 0, got %d", n)
@@ -121,9 +144,9 @@ func generate(c *cli.Context) error {
 	}
 
 	loadStart := time.Now()
-	ctx := c.Int("ctx")
-	if c.IsSet("ctx") && ctx < 1 {
-		return fmt.Errorf("--ctx must be ≥ 1, got %d", ctx)
+	ctx := c.Int("ctx-size")
+	if c.IsSet("ctx-size") && ctx < 1 {
+		return fmt.Errorf("--ctx-size must be ≥ 1, got %d", ctx)
 	}
 	pack, m, sel, err := openSelected(c, path, ctx, 1)
 	if err != nil {
@@ -134,11 +157,11 @@ func generate(c *cli.Context) error {
 		return err
 	}
 	defer m.Dev.Close()
-	if !c.IsSet("ctx") {
+	if !c.IsSet("ctx-size") {
 		ctx = min(m.Config.MaxPositionEmbeddings, 4096)
 	}
 	if ctx > m.Config.MaxPositionEmbeddings {
-		return fmt.Errorf("--ctx must be in [1, %d] for this model, got %d", m.Config.MaxPositionEmbeddings, ctx)
+		return fmt.Errorf("--ctx-size must be in [1, %d] for this model, got %d", m.Config.MaxPositionEmbeddings, ctx)
 	}
 
 	var prompt []int
@@ -316,36 +339,20 @@ func printSummary(w io.Writer, st *runner.Stats, load time.Duration, p *format.P
 		loaded += L.Ranks
 		all += p.Index.Config.IntermediateSize
 	}
-	if s.Sel != nil && s.Sel.Gated() {
-		gated, static := 0, 0
-		for _, lp := range s.Plan {
-			if lp != nil {
-				gated += lp.Gate
-				static += lp.Static
+	fmt.Fprintf(w, "sirun: ffn        φ = %.2f of %d neurons = %d computed per decode token, of %d loaded (γ = %.2f)\n",
+		float64(st.ActiveRecords)/float64(max(1, all)), all, st.ActiveRecords, loaded, float64(loaded)/float64(max(1, all)))
+	if p.HasBudgets() {
+		var per []string
+		for l, L := range s.M.Layers {
+			if !L.Sparse {
+				continue
 			}
+			per = append(per, fmt.Sprintf("%d/%d", s.Plan.LayerActive(s.M, l), L.Ranks))
 		}
-		whole := fmt.Sprintf("the gate rows of all %d loaded (γ = %.2f) and %d whole", loaded, float64(loaded)/float64(max(1, all)), gated)
-		if static > 0 {
-			whole = fmt.Sprintf("%d static, the gate rows of the other %d loaded (γ = %.2f) and %d of them whole", static, loaded-static, float64(loaded)/float64(max(1, all)), gated)
-		}
-		fmt.Fprintf(w, "sirun: ffn        φ = %.2f of %d neurons: the bytes of %d records per decode token, %s\n",
-			float64(st.ActiveRecords)/float64(max(1, all)), all, st.ActiveRecords, whole)
-	} else {
-		fmt.Fprintf(w, "sirun: ffn        φ = %.2f of %d neurons = %d computed per decode token, of %d loaded (γ = %.2f)\n",
-			float64(st.ActiveRecords)/float64(max(1, all)), all, st.ActiveRecords, loaded, float64(loaded)/float64(max(1, all)))
-		if p.HasBudgets() {
-			var per []string
-			for l, L := range s.M.Layers {
-				if !L.Sparse {
-					continue
-				}
-				per = append(per, fmt.Sprintf("%d/%d", s.Plan.LayerActive(s.M, l), L.Ranks))
-			}
-			fmt.Fprintf(w, "sirun: budgets    the pack's layer budgets share them out, computed/loaded per sparse layer: %s\n", strings.Join(per, " "))
-		}
-		if s.Sel != nil && s.Sel.Method == "router" {
-			fmt.Fprintf(w, "sirun: router     each decode token computes a static part, then the groups of %d ranks the pack's router scores highest (--select paper: the prompt's votes)\n", s.M.RouterGroup)
-		}
+		fmt.Fprintf(w, "sirun: budgets    the pack's layer budgets share them out, computed/loaded per sparse layer: %s\n", strings.Join(per, " "))
+	}
+	if s.Sel != nil && s.Sel.Method == runner.MethodRouter {
+		fmt.Fprintf(w, "sirun: router     each decode token computes a static part, then the groups of %d ranks the pack's router scores highest (--select paper: the prompt's votes)\n", s.M.RouterGroup)
 	}
 	sampling := fmt.Sprintf("seed %d", seed)
 	if greedy {

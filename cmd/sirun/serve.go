@@ -25,7 +25,8 @@ import (
 
 // engineFlags are shared by chat and serve.
 var engineFlags = append([]cli.Flag{
-	&cli.IntFlag{Name: "ctx", Aliases: []string{"c"}, Usage: "context length in tokens per conversation (default: the model's, at most 4096)"},
+	modelFlag,
+	ctxFlag,
 	&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: defaultThreads(), Usage: "worker threads in all"},
 	&cli.StringFlag{Name: "chat-template", Usage: "use this chat template (a tokenizer_config.json or a Jinja `FILE`) instead of the pack's"},
 	&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no log or summary on stderr"},
@@ -34,21 +35,22 @@ var engineFlags = append([]cli.Flag{
 // openEngine opens the pack at the flags' γ and makes an engine whose slots
 // each get threads/slots workers.
 func openEngine(c *cli.Context, slots int) (*server.Engine, *format.Pack, error) {
-	if c.NArg() != 1 {
-		return nil, nil, fmt.Errorf("%s needs exactly one PACK argument, got %d", c.Command.Name, c.NArg())
+	path, err := packArg(c)
+	if err != nil {
+		return nil, nil, err
 	}
 	if err := cliutil.CheckThreads("--threads", c.Int("threads")); err != nil {
 		return nil, nil, err
 	}
-	ctx := c.Int("ctx")
-	if c.IsSet("ctx") && ctx < 1 {
-		return nil, nil, fmt.Errorf("--ctx must be ≥ 1, got %d", ctx)
+	ctx := c.Int("ctx-size")
+	if c.IsSet("ctx-size") && ctx < 1 {
+		return nil, nil, fmt.Errorf("--ctx-size must be ≥ 1, got %d", ctx)
 	}
-	pack, m, sel, err := openSelected(c, c.Args().First(), ctx, slots)
+	pack, m, sel, err := openSelected(c, path, ctx, slots)
 	if err != nil {
 		return nil, nil, err
 	}
-	if !c.IsSet("ctx") {
+	if !c.IsSet("ctx-size") {
 		ctx = min(m.Config.MaxPositionEmbeddings, 4096)
 	}
 	var cfg *chat.Config
@@ -88,13 +90,13 @@ var serveCmd = &cli.Command{
 	Name:      "serve",
 	Usage:     "serve the pack over an OpenAI-compatible HTTP API (/v1/chat/completions, /v1/completions, /v1/models, /health)",
 	ArgsUsage: "PACK",
-	Description: "γ is fixed when the pack is loaded; every request's prompt votes its own decode set with\n" +
-		"--phi and --alpha (a request may override them with the extension fields \"phi\" and \"alpha\").\n" +
+	Description: "γ is fixed when the pack is loaded; every request computes --phi of the neurons per token,\n" +
+		"chosen by --select (a request may override them with the extension fields \"phi\" and \"select\").\n" +
 		"SIGINT or SIGTERM stop accepting requests, finish those in flight, then exit.",
 	Flags: append([]cli.Flag{
 		&cli.StringFlag{Name: "host", Value: "127.0.0.1", Usage: "address to listen on (non-loopback needs --api-key)"},
 		&cli.IntFlag{Name: "port", Value: 8080, Usage: "port to listen on (0: any free port)"},
-		&cli.IntFlag{Name: "parallel", Aliases: []string{"np"}, Value: 1, Usage: "slots: requests generated at once, each with its own KV cache and selection"},
+		&cli.IntFlag{Name: "parallel", Aliases: []string{"np"}, Value: 1, Usage: "requests generated at once, each with its own KV cache"},
 		&cli.IntFlag{Name: "queue", Value: 64, Usage: "requests that may wait for a slot; more get 503"},
 		&cli.StringFlag{Name: "api-key", Usage: "require Authorization: Bearer `KEY` (default: $SIRUN_API_KEY)", EnvVars: []string{"SIRUN_API_KEY"}},
 		&cli.StringFlag{Name: "alias", Usage: "model id to report (default: the pack's file name without .sip); requests may also give the file name"},
@@ -122,7 +124,7 @@ var serveCmd = &cli.Command{
 		defer pack.Close()
 		// The pack's file name, with or without .sip, names the model as
 		// well as its id does: a request that gives it is served, not 404.
-		file := filepath.Base(c.Args().First())
+		file := filepath.Base(pack.Path)
 		aliases := []string{file, strings.TrimSuffix(file, ".sip")}
 		name := c.String("alias")
 		if name == "" {
@@ -185,7 +187,7 @@ var chatCmd = &cli.Command{
 		}
 		defer pack.Close()
 		if e.Template() == nil {
-			return fmt.Errorf("%s: %w", c.Args().First(), chat.ErrNoTemplate)
+			return fmt.Errorf("%s: %w", pack.Path, chat.ErrNoTemplate)
 		}
 		slot, err := e.NewSlot()
 		if err != nil {

@@ -112,7 +112,7 @@ func TestInteractiveOnABaseModel(t *testing.T) {
 func TestThreadsCapAndPhiLine(t *testing.T) {
 	for _, args := range [][]string{
 		{pack, "-p", "x", "--threads", "10000"},
-		{"eval", "--task", "translate", pack, "--jobs", "10000"},
+		{"eval", "--task", "translate", pack, "--parallel", "10000"},
 		{"perplexity", pack, "../../testdata/tinyllama/heldout/ppl_en_ruth_web.txt", "--threads", "10000"},
 		{"bench", pack, "--threads", "10000"},
 	} {
@@ -124,21 +124,6 @@ func TestThreadsCapAndPhiLine(t *testing.T) {
 	_, errOut, code := run(t, "", pack, "-p", "In the beginning", "-n", "4", "--temp", "0", "--gamma", "0.7", "--phi", "0.4")
 	if code != 0 || !strings.Contains(errOut, "φ = 0.40 of 4608 neurons = 1842 computed per decode token, of 3222 loaded") {
 		t.Errorf("φ line (%d):\n%s", code, errOut)
-	}
-	// --select gate: φ is the bytes; the line says how many records are whole.
-	_, errOut, code = run(t, "", pack, "-p", "In the beginning", "-n", "4", "--temp", "0", "--gamma", "0.7", "--phi", "0.3", "--select", "gate")
-	if code != 0 || !strings.Contains(errOut, "φ = 0.30 of 4608 neurons: the bytes of 1380 records per decode token, the gate rows of all 3222 loaded (γ = 0.70) and 456 whole") {
-		t.Errorf("gate φ line (%d):\n%s", code, errOut)
-	}
-	// --select hybrid: the same bytes, half the gate's neurons static.
-	_, errOut, code = run(t, "", pack, "-p", "In the beginning", "-n", "4", "--temp", "0", "--gamma", "0.7", "--phi", "0.3", "--select", "hybrid", "--base", "0.3")
-	if code != 0 || !strings.Contains(errOut, "φ = 0.30 of 4608 neurons: the bytes of 1380 records per decode token, 228 static, the gate rows of the other 2994 loaded (γ = 0.70) and 228 of them whole") {
-		t.Errorf("hybrid φ line (%d):\n%s", code, errOut)
-	}
-	// φ ≤ γ/3 leaves the gate nothing: refused with the reason, nothing run.
-	out, errOut, code := run(t, "", pack, "-p", "x", "--gamma", "0.9", "--phi", "0.3", "--select", "gate")
-	if code == 0 || out != "" || !strings.Contains(errOut, "use --phi > γ/3") {
-		t.Errorf("gate at φ ≤ γ/3: exit %d, out %q, err %q", code, out, errOut)
 	}
 	// δ stored in the pack as float32 0.3 prints as 0.3.
 	ranked := filepath.Join(t.TempDir(), "d.sip")

@@ -332,37 +332,6 @@ extern "C" __global__ void sip_ffn_gateup(float* h, const unsigned long long* re
     if (lane == 0) h[(size_t)t * n + j] = silu(g) * u;
 }
 
-// sip_ffn_gate: g[j] = gate_j·x for the n records of the table (the gated
-// FFN's first pass: one token, one warp per record). grid ⌈n/8⌉, block 256.
-extern "C" __global__ void sip_ffn_gate(float* g, const unsigned long long* recs, const float* x, int n, int H, int dt, int vec) {
-    int lane = threadIdx.x & 31;
-    int j = blockIdx.x * SIP_WARPS + (threadIdx.x >> 5);
-    if (j >= n) return;
-    const uint8_t* rec = (const uint8_t*)recs[j];
-    float v = 0.f;
-#define D(DT) v = dot_lane<DT>(rec, x, H, lane, vec)
-    SIP_DISPATCH(dt, D)
-#undef D
-    v = warp_sum(v);
-    if (lane == 0) g[j] = v;
-}
-
-// sip_ffn_up: h[j] = silu(gs[j])·(u_j·x) for the n records of the table,
-// their gate dots gs known (the gated FFN's chosen records: their gate
-// rows are not read again). grid ⌈n/8⌉, block 256.
-extern "C" __global__ void sip_ffn_up(float* h, const unsigned long long* recs, const float* gs, const float* x, int n, int H, int rowBytes, int dt, int vec) {
-    int lane = threadIdx.x & 31;
-    int j = blockIdx.x * SIP_WARPS + (threadIdx.x >> 5);
-    if (j >= n) return;
-    const uint8_t* rec = (const uint8_t*)recs[j];
-    float u = 0.f;
-#define D(DT) u = dot_lane<DT>(rec + rowBytes, x, H, lane, vec)
-    SIP_DISPATCH(dt, D)
-#undef D
-    u = warp_sum(u);
-    if (lane == 0) h[j] = silu(gs[j]) * u;
-}
-
 template <int DT>
 __device__ void ffn_gateup_tiled(Tiles& sm, float* h, const unsigned long long* recs, const float* x, int n, int H, int rowBytes, int T) {
     int j0 = blockIdx.x * SIP_TILE_M, t0 = blockIdx.y * SIP_TILE_N;

@@ -93,7 +93,7 @@ func RemoveStaleTemps(w io.Writer, name, out string) {
 // start that many spinning workers.
 const MaxThreadsPerCPU = 4
 
-// CheckThreads validates a --threads (or --jobs) value.
+// CheckThreads validates a --threads (or --parallel) value.
 func CheckThreads(flag string, n int) error {
 	limit := MaxThreadsPerCPU * runtime.NumCPU()
 	switch {
