@@ -8,11 +8,10 @@ import "io"
 // Linux (6.x; ext4 since 6.16, xfs) caches a buffered write in folios no
 // larger than the write and aligned to it in the file. A pack written in
 // chunks of 2 MiB at multiples of 2 MiB sits in the page cache as 2 MiB
-// folios, which a mapping of the pack (sirun's load) maps with huge pages;
-// written through a 1 MiB bufio it sat in small folios, and its dense
-// tensors decoded 2.4-2.9× slower with one thread (the whole step 1.6×)
-// until the cache was dropped and the file read back (docs/bench.md,
-// seventeenth session).
+// folios, which a mapping of the pack (sirun's load) maps with huge pages.
+// A pack in small folios (written in smaller pieces) decodes its dense
+// tensors 2.4-2.9× slower with one thread (the whole step 1.6×) until the
+// cache drops it (docs/performance.md, "Loading").
 const WriteChunk = 2 << 20
 
 // chunkWriter buffers a file written from offset 0 and hands it to w in

@@ -68,12 +68,11 @@ func Unmap(b []byte) error {
 // (llama.cpp's --no-mmap): the pages are the process's, not the page
 // cache's, so they cannot be evicted and re-read under memory pressure as
 // a mapping's can, and the load reads every byte before it returns. On
-// Linux the memory is advised for transparent huge pages: on this
-// project's test VM it decoded 0.93-1.28× the mapped pack's speed with one
-// thread, 0.98-1.11× with two (docs/bench.md, sixteenth session) — the
-// spread was the page cache's folios: a mapping is in huge pages only
-// where the cache holds the file in 2 MiB folios (HugeMapped), which the
-// packs timed then did not all do. Release it with FreeAnon.
+// Linux the memory is advised for transparent huge pages. Which decodes
+// faster, this or a mapping, depends on the machine's memory state: a
+// mapping is in huge pages only where the page cache holds the file in
+// 2 MiB folios (HugeMapped); see docs/performance.md, "Loading". Release
+// it with FreeAnon.
 func ReadFileAnon(f *os.File, length int64) ([]byte, error) {
 	if length == 0 {
 		return []byte{}, nil

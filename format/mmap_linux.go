@@ -15,12 +15,11 @@ import (
 // huge pages). With populate the kernel maps every page up front
 // (MADV_POPULATE_READ, reading what the page cache lacks, its errors
 // returned; kernels before 5.14 lack it — EINVAL — and map again with
-// MAP_POPULATE): a 256-token prompt of a 1B
-// bf16 pack in a fresh process spent 0.35-0.4 s of system time faulting
-// the mapping in (docs/bench.md, thirteenth session). A cold 1B q4_0 pack
-// mapped this way lay 99.7 % in huge pages, by MAP_POPULATE alone 93.7 %
-// (seventeenth session). Without populate MADV_WILLNEED starts the
-// read-ahead. The advice is advice only: its errors are ignored.
+// MAP_POPULATE), so a prompt does not pay the faults (0.35-0.4 s of system
+// time in a 256-token prompt of a 1B bf16 pack in a fresh process) and a
+// cold pack lies in huge pages (a 1B q4_0 pack 99.7 %, by MAP_POPULATE
+// alone 93.7 %). Without populate MADV_WILLNEED starts the read-ahead.
+// The advice is advice only: its errors are ignored.
 func mapFile(f *os.File, length int, populate bool) ([]byte, error) {
 	b, err := unix.Mmap(int(f.Fd()), 0, length, unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {

@@ -96,23 +96,13 @@ func LayoutOf(major uint16) Layout {
 // time loads and stores y for every row, and the stores hold back the
 // loads; tiled, the down rows are added 64 outputs at a time in registers
 // from one stream (Ops.AxpyTiles), with the decode's chunks of whole
-// blocks. Whole decode steps of the 1B shape, the layouts in the same
-// rounds (docs/bench.md): Q8_0 against pairs dense 1.145× (1 thread) and
-// 1.19× (2), γ0.7 φ0.4 1.02× and 1.10×; Q4_0 1.03× and 1.06×, 1.03× and
-// 1.05× (sixteenth session); with every pack in 2 MiB pages, against three
-// runs, F16 dense 1.17× (1 and 2 threads), γ0.7 φ0.4 1.18-1.19×, BF16
-// dense 1.03× and 1.025×, γ0.7 φ0.4 1.00× and 1.025×, its prefill 0.95×
-// and 0.91× (the prefill gathers the down rows; F16's 0.98-0.99×;
-// seventeenth session — the sixteenth's F16 0.91× had the fresh tiled
-// pack's dense tensors in small folios). F32 is not measured and keeps
-// pairs. Q4_0 went back to pairs in the nineteenth session: with the
-// integer path's kernels as they are now, its tiled FFN read the gate and
-// up runs a row at a time slower than pairs read gate rows and up | down
-// pairs (a dense 1-thread step's FFN 27.1-27.4 against 22.7-23.0 ms);
-// compare.sh against llama.cpp, the packs alternated, q4_0 dense 1 thread
-// 0.97/0.97× tiled against 1.06/1.12× pairs, 2 threads 1.08/1.07× against
-// 1.12/1.21×, prefill within 3 % either way, and the gated selections'
-// scattered records read whole rows again (docs/bench.md).
+// blocks: dense decode with one thread runs 1.17× (F16) and 1.03× (BF16)
+// as fast as in three runs, 1.145× (Q8_0) as fast as in pairs. Q4_0 keeps
+// pairs: with AVX-512 its integer path reads a tiled block's gate and up
+// runs a row at a time, slower than it reads gate rows and up | down pairs
+// (a dense 1-thread step's FFN 27.1-27.4 against 22.7-23.0 ms). F32 is not
+// measured and keeps pairs. The comparisons are in docs/performance.md, "Layouts
+// and kernel settings".
 func LayoutFor(dt DType) Layout {
 	switch dt {
 	case BF16, F16, Q8_0:

@@ -14,8 +14,8 @@ import (
 // other (1 − BudgetFloor)·F of each layer by sensitivity. A floor keeps
 // the allocation from trusting a few noisy calibration points with whole
 // layers: without one, a layer whose curve is flat at the calibration's
-// resolution would get no neurons at all at small F (tuned on the tiny
-// model's tuning half, docs/selection.md, tenth screen).
+// resolution would get no neurons at all at small F (the value is tuned on
+// the tiny model's tuning half).
 const BudgetFloor = 2.0 / 3
 
 // Budgets turns the profile's sensitivity curves (Calibrate) into layer
