@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // deadPID is the id of a process that has exited (reuse within the test
@@ -171,4 +172,29 @@ func TestOpenRefusesSpecialFiles(t *testing.T) {
 		}
 		sp.check(t)
 	}
+}
+
+// TestZombieIsDead: a killed child not yet reaped still answers signal 0,
+// but its temporary file is stale all the same.
+func TestZombieIsDead(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc here")
+	}
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Skip("no sleep command:", err)
+	}
+	pid := cmd.Process.Pid
+	if !alive(pid) {
+		t.Fatal("a running child reported dead")
+	}
+	cmd.Process.Kill()
+	deadline := time.Now().Add(5 * time.Second)
+	for !zombie(pid) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if alive(pid) {
+		t.Fatal("a killed, unreaped child reported alive")
+	}
+	cmd.Wait()
 }
