@@ -139,13 +139,17 @@ func (m *Model) Close() error { return m.Checkpoint.Close() }
 
 // OpenModel reads and checks a model directory: its config, tokenizer and
 // every tensor the architecture needs (all missing names are listed at once).
+// A GGUF file opens the same way (gguf.go).
 func OpenModel(dir string) (*Model, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, err
 	}
 	if !st.IsDir() {
-		return nil, fmt.Errorf("%s is not a model directory", dir)
+		if isGGUF(dir, st) {
+			return openGGUF(dir)
+		}
+		return nil, fmt.Errorf("%s is not a model directory or a .gguf file", dir)
 	}
 	m := &Model{Dir: dir}
 	cfgPath := filepath.Join(dir, "config.json")

@@ -44,7 +44,7 @@ func Open(ctx context.Context, path string) (*Opened, error) {
 	}
 	o := &Opened{}
 	packPath := path
-	if st.IsDir() {
+	if st.IsDir() || convert.IsGGUF(path) { // a model to convert first; else a pack
 		if o.tmp, err = os.MkdirTemp("", "sipack-profile-"); err != nil {
 			return nil, err
 		}
