@@ -183,8 +183,8 @@ func (r *resolver) log(format string, args ...any) {
 }
 
 func (r *resolver) get(spec string) (*Profile, error) {
-	if st, err := os.Stat(spec); err == nil && !st.IsDir() {
-		return Read(spec)
+	if st, err := os.Stat(spec); err == nil && !st.IsDir() && !strings.HasSuffix(spec, ".json") {
+		return Read(spec) // a profile file; a .json file is a task manifest
 	}
 	if strings.HasSuffix(spec, ".prof") {
 		return nil, fmt.Errorf("profile file %s: no such file", spec)

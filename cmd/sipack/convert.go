@@ -20,21 +20,24 @@ import (
 
 var convertCmd = &cli.Command{
 	Name:      "convert",
-	Usage:     "convert a HuggingFace model directory into a .sip pack, FFN neurons in rank order",
-	ArgsUsage: "MODEL_DIR",
-	Description: "With --profile, each sparse layer's neurons are ranked as SelectInfer does: the top\n" +
+	Usage:     "convert a HuggingFace model directory or a GGUF file into a .sip pack, FFN neurons in rank order",
+	ArgsUsage: "MODEL_DIR|MODEL.gguf",
+	Description: "MODEL.gguf is a llama.cpp file of a llama or qwen2 model with a byte-level BPE (gpt2)\n" +
+		"tokenizer; its F32, F16 and BF16 tensors are read as they are, Q8_0, Q4_0, Q4_K, Q5_K and\n" +
+		"Q6_K ones dequantised to float32 (give --dtype for a smaller pack).\n" +
+		"With --profile, each sparse layer's neurons are ranked as SelectInfer does: the top\n" +
 		"--base fraction by the task's score, then the rest by the model-wide (secondary) score,\n" +
 		"and written in that order, so that loading a fraction γ reads one prefix of the file.\n" +
 		"--profile takes a profile file or a task name (profiled on the fly and cached).",
 	Flags: []cli.Flag{
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output pack `FILE` (default: the model directory's name + .sip)"},
 		&cli.BoolFlag{Name: "force", Usage: "replace an existing read-only output file"},
-		&cli.StringFlag{Name: "dtype", Usage: "weight dtype: bf16, f16, f32, q8_0 or q4_0 (default: the checkpoint's)"},
-		&cli.StringFlag{Name: "layout", Usage: "band layout (format SPEC §5): pairs, runs or tiled (default: the dtype's, what decodes the paper's selection fastest with AVX-512: tiled for bf16, f16 and q8_0, pairs for q4_0 and f32; q4_0 tiled decodes about 8 % faster on AVX2-only CPUs; pairs serves the gated methods (--select gate|hybrid); docs/bench.md)"},
+		&cli.StringFlag{Name: "dtype", Usage: "weight dtype: bf16, f16, f32, q8_0 or q4_0 (default: the checkpoint's; f32 for a quantised GGUF)"},
+		&cli.StringFlag{Name: "layout", Usage: "band layout (format/SPEC.md §5): pairs, runs or tiled", DefaultText: "the dtype's fastest: tiled, pairs for q4_0 and f32"},
 		&cli.StringFlag{Name: "dense-dtype", Usage: "dtype of attention, embeddings and lm_head if not --dtype (e.g. --dtype q4_0 --dense-dtype bf16)"},
 		&cli.IntFlag{Name: "band", Usage: "neurons per band B, the γ granularity (0: intermediate_size/32 as a power of two within 64-256)"},
 		&cli.IntSliceFlag{Name: "dense-layers", Usage: "layers whose FFN is kept dense (e.g. --dense-layers 0,5)"},
-		&cli.StringFlag{Name: "profile", Usage: "task profile: a .prof `FILE` or a task name (qa, translate, lm, or a manifest)"},
+		&cli.StringFlag{Name: "profile", Usage: "rank by this task: `NAME|FILE` (a built-in task, a manifest or a .prof file)"},
 		&cli.StringFlag{Name: "profile-format", Value: "sipack", Usage: "format of --profile: sipack, or partinfer ({\"neurons\": [[ids per layer]]})"},
 		&cli.Float64Flag{Name: "base", Value: 0.3, Usage: "fraction δ of each layer's neurons ranked by the task score (base neurons)"},
 		&cli.StringFlag{Name: "score", Value: "activation", Usage: "what ranks a neuron: activation (the paper: Σ|h| over the profile) or output (Σ|h| times the norm of its down-projection column)"},
@@ -45,15 +48,15 @@ var convertCmd = &cli.Command{
 		&cli.IntFlag{Name: "gen-tokens", Value: -1, Usage: "tokens generated per prompt when profiling on the fly (-1: the manifest's, 128)"},
 		&cli.StringFlag{Name: "continue", Value: "greedy", Usage: "what follows each prompt when profiling on the fly: greedy, stop or reference (as sipack profile --continue)"},
 		&cli.IntFlag{Name: "calibrate", Value: profile.DefaultCalibrate, Usage: "prompts a profile made on the fly calibrates its sensitivity curves over (as sipack profile --calibrate)"},
-		&cli.StringFlag{Name: "layer-budget", Value: "auto", Usage: "how the sparse layers share γ, δ and φ: auto (by the task profile's sensitivity curves where it has them — a layer whose FFN the text needs more gets more of every fraction, at the same total — else uniform), sensitivity (require them) or uniform (the same fraction in every layer, as SelectInfer)"},
+		&cli.StringFlag{Name: "layer-budget", Value: "auto", Usage: "how sparse layers share γ, δ and φ: auto (by the profile's sensitivity if it has it), sensitivity or uniform (as the paper)"},
 		&cli.StringSliceFlag{Name: "manifests", Usage: "extra `DIR`s of task manifests"},
 		&cli.StringFlag{Name: "chat-template", Usage: "set or override the chat template: a tokenizer_config.json or a Jinja `FILE`"},
-		&cli.StringFlag{Name: "route", Usage: "then fit per-token group routers on this `TASK`'s train prompts (a name or manifest FILE), as sipack route --task TASK with its defaults, which sirun runs by default"},
+		&cli.StringFlag{Name: "route", Usage: "fit the routers sirun selects with on this `TASK|FILE`'s prompts, or none (default with --profile: the profile's task)"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary"},
 	},
 	Action: func(c *cli.Context) error {
 		if c.NArg() != 1 {
-			return fmt.Errorf("convert needs exactly one MODEL_DIR argument, got %d", c.NArg())
+			return fmt.Errorf("convert needs exactly one MODEL_DIR or MODEL.gguf argument, got %d", c.NArg())
 		}
 		dir := c.Args().First()
 		out := c.String("output")
@@ -67,7 +70,11 @@ var convertCmd = &cli.Command{
 		if sec := c.String("secondary"); sec != "all" && sec != "self" {
 			inputs = append(inputs, strings.Split(sec, ",")...)
 		}
-		if err := cliutil.CheckInputs(append(inputs, c.String("route"))...); err != nil {
+		routeFile := c.String("route")
+		if routeFile == "none" {
+			routeFile = ""
+		}
+		if err := cliutil.CheckInputs(append(inputs, routeFile)...); err != nil {
 			return err
 		}
 		if err := cliutil.CheckOutput(out, c.Bool("force"), inputs...); err != nil {
@@ -80,19 +87,18 @@ var convertCmd = &cli.Command{
 		if b := c.Float64("base"); !(b > 0 && b <= 1) {
 			return fmt.Errorf("--base must be in (0, 1], got %v", b)
 		}
-		// With --route the converted pack is a temporary file next to the
-		// output, which the routed pack replaces; the task is read first,
-		// so that a bad name costs no conversion.
+		// A ranked pack gets routers by default: the router is the best
+		// measured selection (docs/accuracy.md). The converted pack is then
+		// a temporary file next to the output, which the routed pack
+		// replaces; a task named on the command line is read first, so that
+		// a bad name costs no conversion.
 		var route *manifests.Manifest
-		target := out
-		if task := c.String("route"); task != "" {
+		task := c.String("route")
+		if task != "" && task != "none" {
 			var err error
 			if route, err = manifests.Load(task, c.StringSlice("manifests")...); err != nil {
 				return fmt.Errorf("--route: %w", err)
 			}
-			cliutil.RemoveStaleTemps(os.Stderr, "sipack", out+".unrouted")
-			target = tmpfile.Name(out + ".unrouted")
-			defer os.Remove(target)
 		}
 		ctx, stop := cliutil.SignalContext()
 		defer stop()
@@ -102,6 +108,21 @@ var convertCmd = &cli.Command{
 				return fmt.Errorf("interrupted; no pack written to %s", out)
 			}
 			return err
+		}
+		if task == "" && order != nil && order.Provenance.Task != "" {
+			spec := order.Provenance.Task
+			if p := c.String("profile"); strings.HasSuffix(p, ".json") {
+				spec = p // the task's manifest itself
+			}
+			if route, err = manifests.Load(spec, c.StringSlice("manifests")...); err != nil {
+				return fmt.Errorf("routing on the profile's task %q: %w (name it with --route TASK, or --route none)", order.Provenance.Task, err)
+			}
+		}
+		target := out
+		if route != nil {
+			cliutil.RemoveStaleTemps(os.Stderr, "sipack", out+".unrouted")
+			target = tmpfile.Name(out + ".unrouted")
+			defer os.Remove(target)
 		}
 		bar := &cliutil.Progress{}
 		if !c.Bool("quiet") {
@@ -155,6 +176,7 @@ func defaultPackName(dir string) string {
 	if abs, err := filepath.Abs(dir); err == nil {
 		name = filepath.Base(abs)
 	}
+	name = strings.TrimSuffix(name, ".gguf")
 	if name == "." || name == ".." || name == string(filepath.Separator) || name == "" {
 		name = "model"
 	}

@@ -230,7 +230,7 @@ func TestUnwritableOutputsFailFirst(t *testing.T) {
 		out := filepath.Join(parent, "o")
 		for _, args := range [][]string{
 			{"convert", tiny, "-o", out},
-			{"convert", tiny, "--profile", "translate", "--secondary", "self", "--max-prompts", "2", "-o", out},
+			{"convert", tiny, "--route", "none", "--profile", "translate", "--secondary", "self", "--max-prompts", "2", "-o", out},
 			{"slice", "--gamma", "0.5", pack, "-o", out},
 			{"route", "--task", "translate", pack, "-o", out},
 			{"profile", "--task", "translate", tiny, "-o", out, "--max-prompts", "50", "--gen-tokens", "32"},

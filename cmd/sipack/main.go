@@ -34,6 +34,7 @@ func main() {
 		},
 	}
 	cliutil.RequireFlags(app.Commands)
+	cliutil.Setup(app)
 	if err := app.Run(cliutil.Intersperse(app, os.Args)); err != nil {
 		cliutil.Fail(os.Stderr, "sipack", err)
 		os.Exit(1)

@@ -138,7 +138,7 @@ func TestProfileAndRankedConvert(t *testing.T) {
 		t.Fatal("plot is not a PNG")
 	}
 	pack := filepath.Join(dir, "qa.sip")
-	if _, e, code := run(t, "convert", tiny, "--profile", prof, "--secondary", "self", "-o", pack, "-q"); code != 0 {
+	if _, e, code := run(t, "convert", tiny, "--route", "none", "--profile", prof, "--secondary", "self", "-o", pack, "-q"); code != 0 {
 		t.Fatal(e)
 	}
 	out, _, _ = run(t, "inspect", pack)
@@ -149,11 +149,11 @@ func TestProfileAndRankedConvert(t *testing.T) {
 	}
 	// A task name profiles on the fly (with secondary = all tasks) and caches.
 	pack2 := filepath.Join(dir, "tr.sip")
-	_, e, code := run(t, "convert", tiny, "--profile", "translate", "--max-prompts", "2", "--gen-tokens", "2", "-o", pack2)
+	_, e, code := run(t, "convert", tiny, "--route", "none", "--profile", "translate", "--max-prompts", "2", "--gen-tokens", "2", "-o", pack2)
 	if code != 0 || !strings.Contains(e, "cached profile") {
 		t.Fatalf("on-the-fly convert (%d): %s", code, e)
 	}
-	_, e, _ = run(t, "convert", tiny, "--profile", "translate", "--max-prompts", "2", "--gen-tokens", "2", "-o", pack2)
+	_, e, _ = run(t, "convert", tiny, "--route", "none", "--profile", "translate", "--max-prompts", "2", "--gen-tokens", "2", "-o", pack2)
 	if !strings.Contains(e, "using cached profile") {
 		t.Fatalf("second convert did not use the cache: %s", e)
 	}
@@ -175,14 +175,14 @@ func TestProfileAndRankedConvert(t *testing.T) {
 		t.Errorf("a greedy and a stop profile merged (%d): %s", code, e)
 	}
 	packStop := filepath.Join(dir, "qa-stop.sip")
-	if _, e, code := run(t, "convert", tiny, "--profile", profStop, "--secondary", "self", "-o", packStop, "-q"); code != 0 {
+	if _, e, code := run(t, "convert", tiny, "--route", "none", "--profile", profStop, "--secondary", "self", "-o", packStop, "-q"); code != 0 {
 		t.Fatal(e)
 	}
 	if out, _, _ = run(t, "inspect", packStop); !strings.Contains(out, "rank order      profile+stop (task qa") {
 		t.Errorf("inspect of a stop-ranked pack:\n%s", out)
 	}
 	pack4 := filepath.Join(dir, "tr-stop.sip")
-	_, e, code = run(t, "convert", tiny, "--profile", "translate", "--max-prompts", "2", "--gen-tokens", "2", "--continue", "stop", "--secondary", "self", "-o", pack4)
+	_, e, code = run(t, "convert", tiny, "--route", "none", "--profile", "translate", "--max-prompts", "2", "--gen-tokens", "2", "--continue", "stop", "--secondary", "self", "-o", pack4)
 	if code != 0 || !strings.Contains(e, "no cached profile of task translate") || !strings.Contains(e, "up to the task's stop string") {
 		t.Fatalf("on-the-fly convert with --continue stop (%d) did not profile anew: %s", code, e)
 	}
@@ -373,14 +373,14 @@ func TestLayerBudgetCLI(t *testing.T) {
 		t.Fatalf("show of a calibrated profile:\n%s", out)
 	}
 	budget := filepath.Join(dir, "b.sip")
-	if _, e, code := run(t, "convert", tiny, "--profile", prof, "--secondary", "self", "-o", budget, "-q"); code != 0 {
+	if _, e, code := run(t, "convert", tiny, "--route", "none", "--profile", prof, "--secondary", "self", "-o", budget, "-q"); code != 0 {
 		t.Fatal(e)
 	}
 	if out, _, _ := run(t, "inspect", budget); !strings.Contains(out, "layer budgets") {
 		t.Errorf("inspect of a budgeted pack lacks its budgets:\n%s", out)
 	}
 	uniform := filepath.Join(dir, "u.sip")
-	if _, e, code := run(t, "convert", tiny, "--profile", prof, "--secondary", "self", "--layer-budget", "uniform", "-o", uniform, "-q"); code != 0 {
+	if _, e, code := run(t, "convert", tiny, "--route", "none", "--profile", prof, "--secondary", "self", "--layer-budget", "uniform", "-o", uniform, "-q"); code != 0 {
 		t.Fatal(e)
 	}
 	if out, _, _ := run(t, "inspect", uniform); strings.Contains(out, "layer budgets") {
@@ -394,7 +394,7 @@ func TestLayerBudgetCLI(t *testing.T) {
 		t.Errorf("show of an uncalibrated profile:\n%s", out)
 	}
 	auto := filepath.Join(dir, "a.sip")
-	if _, e, code := run(t, "convert", tiny, "--profile", plain, "--secondary", "self", "-o", auto); code != 0 || !strings.Contains(e, "layer budgets: uniform") {
+	if _, e, code := run(t, "convert", tiny, "--route", "none", "--profile", plain, "--secondary", "self", "-o", auto); code != 0 || !strings.Contains(e, "layer budgets: uniform") {
 		t.Errorf("auto with an uncalibrated profile (%d): %s", code, e)
 	}
 	bad := filepath.Join(dir, "bad.sip")
@@ -431,6 +431,29 @@ func TestConvertRoute(t *testing.T) {
 	if got, err := os.ReadFile(both); err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("convert --route wrote %d bytes (%v), not route's %d", len(got), err, len(want))
 	}
+	// A ranked pack is routed on its profile's task unless --route none.
+	prof := filepath.Join(dir, "tr.prof")
+	if _, e, code := run(t, "profile", "--task", "translate", tiny, "-o", prof, "--max-prompts", "4", "--gen-tokens", "4", "--calibrate", "0", "-q"); code != 0 {
+		t.Fatal(e)
+	}
+	ranked, unrouted := filepath.Join(dir, "ranked.sip"), filepath.Join(dir, "unrouted.sip")
+	if _, e, code := run(t, "convert", tiny, "--profile", prof, "--secondary", "self", "-o", ranked); code != 0 || !strings.Contains(e, "wrote "+ranked+": routers of rank 32") {
+		t.Fatalf("convert --profile (%d) did not route: %s", code, e)
+	}
+	if _, e, code := run(t, "convert", tiny, "--profile", prof, "--secondary", "self", "--route", "none", "-o", unrouted); code != 0 || strings.Contains(e, "routers") {
+		t.Fatalf("convert --profile --route none (%d): %s", code, e)
+	}
+	for _, c := range []struct {
+		pack   string
+		routed bool
+	}{{ranked, true}, {unrouted, false}} {
+		if out, e, code := run(t, "inspect", c.pack); code != 0 || strings.Contains(out, "over groups of 8 ranks") != c.routed {
+			t.Fatalf("inspect %s (%d): routers %v wanted:\n%s%s", c.pack, code, c.routed, out, e)
+		}
+	}
+	os.Remove(prof)
+	os.Remove(ranked)
+	os.Remove(unrouted)
 	bad := filepath.Join(dir, "bad.sip")
 	if _, e, code := run(t, "convert", tiny, "-o", bad, "--route", "nope"); code == 0 || !strings.Contains(e, "nope") {
 		t.Fatalf("convert --route nope: exit %d, %q", code, e)

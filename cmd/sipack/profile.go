@@ -33,7 +33,7 @@ var profileCmd = &cli.Command{
 		&cli.StringFlag{Name: "continue", Value: "greedy", Usage: "what follows each prompt: greedy (--gen-tokens greedy tokens, the method's), stop (greedy up to the task's stop string: its answer only) or reference (the row's reference, teacher-forced; at most --gen-tokens)"},
 		&cli.Uint64Flag{Name: "seed", Usage: "seed of the prompt sample"},
 		&cli.IntFlag{Name: "calibrate", Value: profile.DefaultCalibrate, Usage: "also measure what each layer's FFN is worth (its sensitivity curve: the loss with that layer cut to fractions of its neurons) over the first N prompts and what followed them, for sipack convert's layer budgets; 1 + 9·layers teacher-forced passes over them: 22 s for the tiny model, about 1.5 s per 100 tokens a pass for a 1B bf16 model on 2 cores (0: none)"},
-		&cli.IntFlag{Name: "jobs", Aliases: []string{"j"}, Value: runtime.NumCPU(), Usage: "prompts profiled in parallel"},
+		&cli.IntFlag{Name: "parallel", Aliases: []string{"np"}, Value: runtime.NumCPU(), Usage: "prompts profiled at once"},
 		&cli.StringSliceFlag{Name: "manifests", Usage: "extra `DIR`s of task manifests"},
 		&cli.StringFlag{Name: "plot", Usage: "also draw the profile's concentration curves to this PNG `FILE`"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary"},
@@ -58,7 +58,7 @@ var profileCmd = &cli.Command{
 		if out == "" {
 			out = man.Name + ".prof"
 		}
-		if err := cliutil.CheckThreads("--jobs", c.Int("jobs")); err != nil {
+		if err := cliutil.CheckThreads("--parallel", c.Int("parallel")); err != nil {
 			return err
 		}
 		if err := cliutil.CheckOutput(out, c.Bool("force"), c.Args().First(), c.String("data"), c.String("task")); err != nil {
@@ -112,7 +112,7 @@ func runProfile(c *cli.Context, ctx context.Context, o *profile.Opened, man *man
 	if !c.Bool("quiet") {
 		bar = cliutil.NewProgress("profile "+man.Name, 0, false)
 	}
-	opt.Jobs = c.Int("jobs")
+	opt.Jobs = c.Int("parallel")
 	if opt.Jobs == 0 {
 		opt.Jobs = runtime.NumCPU()
 	}

@@ -157,7 +157,7 @@ func routePack(ctx context.Context, in, out string, man *manifests.Manifest, o r
 		fmt.Fprintf(os.Stderr, "wrote %s: routers of rank %d over groups of %d ranks in %d layers (%s, %s), fitted on %d positions of %d texts in %s\n",
 			out, routers[0].Rank, group, len(routers), ro.DType, cliutil.HumanBytes(uint64(bytes)), tokens, len(texts), time.Since(start).Round(time.Second))
 		if p.Layout() == format.Tiled && group < p.Index.BandNeurons {
-			fmt.Fprintf(os.Stderr, "note: %s's down rows are tiled by groups of %d records (version 5), so a routed group's are one run; sirun runs its router by default, and on the 1B shape at the default group (128) a bf16 pack's router decoded at 0.97-1.03 of the paper's selection's speed (medians 0.99-1.00, with and without layer budgets), q8_0's at 1.01-1.02, a q4_0 pack's (pairs) at 0.99-1.00; --select paper runs the paper's (docs/selection.md, fourteenth screen)\n", out, group)
+			fmt.Fprintf(os.Stderr, "note: %s's down rows are tiled by groups of %d records, so a routed group's are one run; sirun runs its router by default (--select paper: the paper's selection)\n", out, group)
 		}
 	}
 	return nil

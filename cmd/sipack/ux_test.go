@@ -145,7 +145,7 @@ func TestFeedbackOffTerminal(t *testing.T) {
 		t.Errorf("convert off a terminal printed no progress (%d):\n%s", code, errOut)
 	}
 	_, errOut, code = runEnv(t, []string{"XDG_CACHE_HOME=" + dir, "HOME=" + dir, "SIPACK_PROGRESS_EVERY=1ns"},
-		"convert", tiny, "--profile", "translate", "--secondary", "self", "--max-prompts", "2", "--gen-tokens", "2", "-o", filepath.Join(dir, "b.sip"))
+		"convert", tiny, "--route", "none", "--profile", "translate", "--secondary", "self", "--max-prompts", "2", "--gen-tokens", "2", "-o", filepath.Join(dir, "b.sip"))
 	if code != 0 || !strings.Contains(errOut, "no cached profile of task translate: profiling it now") || !strings.Contains(errOut, "profile translate: ") {
 		t.Errorf("on-the-fly profile did not say what it does (%d):\n%s", code, errOut)
 	}
@@ -163,7 +163,7 @@ func TestFeedbackOffTerminal(t *testing.T) {
 }
 
 // Item 7: unique temporary names, stale ones removed and reported; a
-// profile merged with itself refused; --jobs capped.
+// profile merged with itself refused; --parallel capped.
 func TestLimits(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "k.sip")
@@ -190,8 +190,8 @@ func TestLimits(t *testing.T) {
 			t.Errorf("merge %v: exit %d, %q", args, code, errOut)
 		}
 	}
-	_, errOut, code = run(t, "profile", "--task", "translate", tiny, "-o", filepath.Join(dir, "j.prof"), "--jobs", "10000")
-	if code == 0 || !strings.Contains(errOut, "--jobs 10000 is more than") {
-		t.Errorf("--jobs 10000: exit %d, %q", code, errOut)
+	_, errOut, code = run(t, "profile", "--task", "translate", tiny, "-o", filepath.Join(dir, "j.prof"), "--parallel", "10000")
+	if code == 0 || !strings.Contains(errOut, "--parallel 10000 is more than") {
+		t.Errorf("--parallel 10000: exit %d, %q", code, errOut)
 	}
 }
