@@ -10,9 +10,13 @@ SYNTH   ?= /tmp/sipack-synth-1b
 
 all: build
 
+# Stripped, path-free binaries stamped with git describe (sipack --version).
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo devel)
+LDFLAGS = -s -w -X github.com/sipack/sipack/cmd/internal/cliutil.version=$(VERSION)
+
 build:
-	$(GO) build -o $(BIN)/sipack ./cmd/sipack
-	$(GO) build -o $(BIN)/sirun ./cmd/sirun
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/sipack ./cmd/sipack
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/sirun ./cmd/sirun
 
 
 vet:
@@ -30,19 +34,10 @@ cross:
 	@for t in $(CROSS); do echo "== GOOS=$${t%/*} GOARCH=$${t#*/} go build ./..."; \
 	  CGO_ENABLED=0 GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build ./... || exit 1; done
 
-# Build, convert testdata's tiny model into a pack, inspect it and generate
-# from it; then the method: profile the translate task, write a pack ranked
-# by it, and translate loading 70 % of the FFN and computing 40 % per token.
+# The dense and the pruned pack of the embedded test model side by side,
+# and the share of dense quality the pruned one keeps held out.
 demo: build
-	$(BIN)/sipack convert testdata/tinyllama -o $(BIN)/tinyllama.sip
-	$(BIN)/sipack inspect $(BIN)/tinyllama.sip
-	$(BIN)/sipack verify $(BIN)/tinyllama.sip
-	$(BIN)/sirun $(BIN)/tinyllama.sip -p 'Spanish: En el principio crió Dios los cielos y la tierra.\nEnglish:' -n 32 --temperature 0
-	$(BIN)/sirun $(BIN)/tinyllama.sip -p 'In the beginning' -n 48 --seed 1
-	$(BIN)/sipack profile --task translate testdata/tinyllama -o $(BIN)/translate.prof --max-prompts 40
-	$(BIN)/sipack convert -q testdata/tinyllama --profile $(BIN)/translate.prof --secondary self -o $(BIN)/tinyllama-translate.sip
-	$(BIN)/sirun $(BIN)/tinyllama-translate.sip --gamma 0.7 --phi 0.4 -p 'Spanish: Y dijo Dios: Sea la luz: y fué la luz.\nEnglish:' -n 32 --temperature 0
-	$(BIN)/sirun eval --task translate $(BIN)/tinyllama-translate.sip --gamma 0.7 --phi 0.4 --limit 100
+	testdata/demo/demo.sh $(BIN) out/demo
 
 
 # Regenerate the FlatBuffers Go code from format/sip.fbs (needs flatc:
@@ -78,13 +73,10 @@ clean:
 	rm -rf $(BIN)
 
 # The accuracy table of docs/accuracy.md: profiles of translate, qa and lm
-# (150 prompts + 128 generated tokens each, each calibrated over 16), packs
-# ranked by each (with layer budgets, the default, and without: the paper's
-# method), a random pack, then every task's eval at γ ∈ {0.5, 0.7, 0.9} × φ ∈ {0.3, 0.4, 0.5},
-# with the paper's selection, the other vote statistics (mass, l2, signed;
-# task order), --select gate and --select hybrid (not at γ0.9 φ0.3, where
-# the gate rows alone take φ's budget), and --select router on each budgeted
-# pack with routers fitted on its task (sipack route).
+# (150 prompts each), for each a ranked pack with layer budgets and routers
+# (convert's default) and one without either (--layer-budget uniform
+# --route none: the paper's method), a random-order pack and a dense one,
+# then every task's eval at γ ∈ {0.5, 0.7, 0.9} × φ ∈ {0.3, 0.4, 0.5}.
 ACC ?= /tmp/sipack-accuracy
 # The eval lines pipe sirun into sed: with pipefail a failed eval stops the
 # target instead of leaving a blank cell.
@@ -97,42 +89,25 @@ accuracy: build
 	done
 	S=$(ACC)/translate.prof,$(ACC)/qa.prof,$(ACC)/lm.prof; \
 	for t in translate qa lm; do \
-	  $(BIN)/sipack convert -q testdata/tinyllama --profile $(ACC)/$$t.prof --secondary $$S -o $(ACC)/$$t.sip || exit 1; \
-	  $(BIN)/sipack convert -q testdata/tinyllama --profile $(ACC)/$$t.prof --secondary $$S --layer-budget uniform -o $(ACC)/$$t-paper.sip || exit 1; \
-	  $(BIN)/sipack route -q --task $$t $(ACC)/$$t.sip -o $(ACC)/$$t-routed.sip --force || exit 1; \
+	  $(BIN)/sipack convert -q testdata/tinyllama --profile $(ACC)/$$t.prof --secondary $$S --route $$t -o $(ACC)/$$t.sip --force || exit 1; \
+	  $(BIN)/sipack convert -q testdata/tinyllama --profile $(ACC)/$$t.prof --secondary $$S --layer-budget uniform --route none -o $(ACC)/$$t-paper.sip --force || exit 1; \
 	done
-	$(BIN)/sipack convert -q testdata/tinyllama --order random --seed 5 -o $(ACC)/random.sip
-	$(BIN)/sipack convert -q testdata/tinyllama -o $(ACC)/dense.sip
+	$(BIN)/sipack convert -q testdata/tinyllama --order random --seed 5 -o $(ACC)/random.sip --force
+	$(BIN)/sipack convert -q testdata/tinyllama -o $(ACC)/dense.sip --force
 	rm -f $(ACC)/results.jsonl
 	for t in translate qa lm qa-ppl; do \
 	  k=$$t; x=; case $$t in qa-ppl) k=qa; x="--manifests docs/tasks --data manifests/data/qa.eval.jsonl";; esac; \
 	  $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/dense.sip | sed 's/^{/{"label":"dense",/' >> $(ACC)/results.jsonl || exit 1; \
 	  case $$k in translate) o=qa;; *) o=translate;; esac; \
 	  for g in 0.5 0.7 0.9; do for p in 0.3 0.4 0.5; do \
-	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$k.sip --gamma $$g --phi $$p | sed 's/^{/{"label":"task",/' >> $(ACC)/results.jsonl || exit 1; \
-	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$k-paper.sip --gamma $$g --phi $$p | sed 's/^{/{"label":"task, paper",/' >> $(ACC)/results.jsonl || exit 1; \
-	    case $$t in translate|qa) \
-	      $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$k.sip --gamma $$g --phi $$p --baseline $(ACC)/dense.sip --bootstrap 1000 | sed 's/^{/{"label":"task",/' >> $(ACC)/results.jsonl || exit 1; \
-	      $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$k-paper.sip --gamma $$g --phi $$p --baseline $(ACC)/dense.sip --bootstrap 1000 | sed 's/^{/{"label":"task, paper",/' >> $(ACC)/results.jsonl || exit 1;; \
-	    esac; \
+	    b=; case $$t in translate|qa) b="--baseline $(ACC)/dense.sip --bootstrap 1000";; esac; \
+	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$k.sip --gamma $$g --phi $$p $$b | sed 's/^{/{"label":"task, router",/' >> $(ACC)/results.jsonl || exit 1; \
+	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$k-paper.sip --gamma $$g --phi $$p $$b | sed 's/^{/{"label":"task, paper",/' >> $(ACC)/results.jsonl || exit 1; \
 	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$o.sip --gamma $$g --phi $$p | sed 's/^{/{"label":"other",/' >> $(ACC)/results.jsonl || exit 1; \
 	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/random.sip --gamma $$g --phi $$p | sed 's/^{/{"label":"random",/' >> $(ACC)/results.jsonl || exit 1; \
-	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$k-routed.sip --gamma $$g --phi $$p --select router | sed 's/^{/{"label":"task, router",/' >> $(ACC)/results.jsonl || exit 1; \
-	    case $$t in translate|qa) \
-	      $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$k-routed.sip --gamma $$g --phi $$p --select router --baseline $(ACC)/dense.sip --bootstrap 1000 | sed 's/^{/{"label":"task, router",/' >> $(ACC)/results.jsonl || exit 1;; \
-	    esac; \
-	    for m in mass l2 signed; do \
-	      $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$k.sip --gamma $$g --phi $$p --select $$m | sed "s/^{/{\"label\":\"task, $$m\",/" >> $(ACC)/results.jsonl || exit 1; \
-	    done; \
-	    case $$g-$$p in 0.9-0.3) continue;; esac; \
-	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$k.sip --gamma $$g --phi $$p --select gate | sed 's/^{/{"label":"task, gate",/' >> $(ACC)/results.jsonl || exit 1; \
-	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/$$k.sip --gamma $$g --phi $$p --select hybrid | sed 's/^{/{"label":"task, hybrid",/' >> $(ACC)/results.jsonl || exit 1; \
-	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/random.sip --gamma $$g --phi $$p --select gate | sed 's/^{/{"label":"random, gate",/' >> $(ACC)/results.jsonl || exit 1; \
-	    $(BIN)/sirun eval -q --json $$x --task $$t $(ACC)/random.sip --gamma $$g --phi $$p --select hybrid | sed 's/^{/{"label":"random, hybrid",/' >> $(ACC)/results.jsonl || exit 1; \
 	  done; done; \
 	done
-	mkdir -p docs
-	$(GO) run ./testdata/accuracy $(ACC)/results.jsonl > docs/accuracy.md.tmp && mv docs/accuracy.md.tmp docs/accuracy.md
+	$(GO) run ./testdata/accuracy $(ACC)/results.jsonl docs/accuracy.md
 	cat docs/accuracy.md
 
 # Accuracy of the quantised packs: translate and lm, each pack ranked by
@@ -177,21 +152,17 @@ bench: bench-packs
 	$(BIN)/sirun bench --threads 2 --json-out $(BIN)/bench-2t.jsonl $(BENCH_DIR)/synth-1b-bf16.sip $(BENCH_DIR)/synth-1b-f16.sip
 	$(BIN)/sipack plot bench -o $(BIN)/bench-2t.png $(BIN)/bench-2t.jsonl
 	$(BIN)/sirun bench --quick --threads 2 --rounds 5 $(BENCH_DIR)/synth-1b-bf16.sip $(BENCH_DIR)/synth-1b-q4_0.sip $(BENCH_DIR)/synth-1b-q8_0.sip
-	$(BIN)/sirun bench --quick --select paper,gate,hybrid --threads 2 --rounds 8 --tokens 16 $(BENCH_DIR)/synth-1b-bf16.sip $(BENCH_DIR)/synth-1b-q4_0.sip
-	# The router (docs/selection.md, twelfth to fourteenth screens): the packs
-	# routed on one prompt (a random model's routers: the same bytes and
-	# kernels; bf16 and q8_0 written as version 5), each against the paper's
-	# selection in the same rounds.
+	# The router against the paper's selection in the same rounds, on the
+	# packs routed on one prompt (a random model's routers: the same bytes
+	# and kernels as a real one's).
 	$(MAKE) routed-packs
-	$(BIN)/sirun bench --quick --select paper,hybrid,router --threads 2 --rounds 8 --tokens 16 $(ROUTED_DIR)/synth-1b-q4_0.sip $(ROUTED_DIR)/synth-1b-bf16.sip $(ROUTED_DIR)/synth-1b-q8_0.sip
-	$(GO) test -run XXX -bench 'GatedOverPaper|TopKeys' -benchtime 100x ./kernels
+	$(BIN)/sirun bench --quick --select paper,router --threads 2 --rounds 8 --tokens 16 $(ROUTED_DIR)/synth-1b-q4_0.sip $(ROUTED_DIR)/synth-1b-bf16.sip $(ROUTED_DIR)/synth-1b-q8_0.sip
 
 # sirun against llama.cpp on the same machine (../shared/llamacpp/compare.sh),
 # with the packs sipack synth writes. The packs and llama.cpp's GGUFs are
 # first put in the same page-cache state (recache): a file just written, or
 # partly evicted and faulted back, or read into small folios, decodes slower
-# than one read whole into 2 MiB folios (docs/bench.md, fifteenth and
-# seventeenth sessions), on either side.
+# than one read whole into 2 MiB folios, on either side (docs/performance.md).
 # GGUFs compare.sh makes on its first run are fresh: run it again.
 compare: bench-packs
 	$(MAKE) recache

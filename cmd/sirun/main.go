@@ -119,28 +119,9 @@ func generate(c *cli.Context) error {
 	if err := cliutil.CheckThreads("--threads", c.Int("threads")); err != nil {
 		return err
 	}
-	seed := c.Int64("seed")
-	if seed < 0 {
-		seed = time.Now().UnixNano() & (1<<62 - 1)
-	}
-	sc := runner.SamplerConfig{
-		Temperature: c.Float64("temperature"), TopK: c.Int("top-k"), TopP: c.Float64("top-p"),
-		RepetitionPenalty: c.Float64("repeat-penalty"), RepeatLastN: c.Int("repeat-last-n"), Seed: uint64(seed),
-	}
-	if err := sc.Validate(); err != nil {
+	sc, seed, err := samplerFlags(c)
+	if err != nil {
 		return err
-	}
-	sources := 0
-	for _, f := range []string{"prompt", "file", "prompt-ids"} {
-		if c.IsSet(f) {
-			sources++
-		}
-	}
-	if sources > 1 {
-		return fmt.Errorf("give the prompt once: -p, -f or --prompt-ids")
-	}
-	if sources == 0 && !c.Bool("interactive") {
-		return fmt.Errorf("no prompt: use -p TEXT, -f FILE, --prompt-ids or --interactive")
 	}
 
 	loadStart := time.Now()
@@ -164,32 +145,9 @@ func generate(c *cli.Context) error {
 		return fmt.Errorf("--ctx-size must be in [1, %d] for this model, got %d", m.Config.MaxPositionEmbeddings, ctx)
 	}
 
-	var prompt []int
-	switch {
-	case c.IsSet("prompt-ids"):
-		if err := json.Unmarshal([]byte(c.String("prompt-ids")), &prompt); err != nil {
-			return fmt.Errorf("--prompt-ids: want a JSON array of integers: %w", err)
-		}
-		for _, id := range prompt {
-			if id < 0 || id >= m.Config.VocabSize {
-				return fmt.Errorf("--prompt-ids: token id %d outside the vocabulary of %d", id, m.Config.VocabSize)
-			}
-		}
-		if len(prompt) == 0 {
-			return fmt.Errorf("--prompt-ids: empty prompt")
-		}
-	case c.IsSet("file"):
-		b, err := tmpfile.ReadFile(c.String("file"))
-		if err != nil {
-			return err
-		}
-		prompt = m.Tokenizer.Encode(string(b), true)
-	case c.IsSet("prompt"):
-		text := c.String("prompt")
-		if !c.Bool("no-escape") {
-			text = unescape(text)
-		}
-		prompt = m.Tokenizer.Encode(text, true)
+	prompt, err := readPrompt(c, m)
+	if err != nil {
+		return err
 	}
 	if len(prompt) > ctx {
 		return fmt.Errorf("prompt is %d tokens, longer than the context of %d (--ctx, at most %d for this model)", len(prompt), ctx, m.Config.MaxPositionEmbeddings)
@@ -306,6 +264,68 @@ func generate(c *cli.Context) error {
 		return fmt.Errorf("%d interactive turns failed", failed)
 	}
 	return nil
+}
+
+// samplerFlags is the sampler the flags ask for, and its seed (-1: the
+// clock's), after checking that exactly one prompt source is given.
+func samplerFlags(c *cli.Context) (runner.SamplerConfig, int64, error) {
+	seed := c.Int64("seed")
+	if seed < 0 {
+		seed = time.Now().UnixNano() & (1<<62 - 1)
+	}
+	sc := runner.SamplerConfig{
+		Temperature: c.Float64("temperature"), TopK: c.Int("top-k"), TopP: c.Float64("top-p"),
+		RepetitionPenalty: c.Float64("repeat-penalty"), RepeatLastN: c.Int("repeat-last-n"), Seed: uint64(seed),
+	}
+	if err := sc.Validate(); err != nil {
+		return sc, seed, err
+	}
+	sources := 0
+	for _, f := range []string{"prompt", "file", "prompt-ids"} {
+		if c.IsSet(f) {
+			sources++
+		}
+	}
+	if sources > 1 {
+		return sc, seed, fmt.Errorf("give the prompt once: -p, -f or --prompt-ids")
+	}
+	if sources == 0 && !c.Bool("interactive") {
+		return sc, seed, fmt.Errorf("no prompt: use -p TEXT, -f FILE, --prompt-ids or --interactive")
+	}
+	return sc, seed, nil
+}
+
+// readPrompt is the prompt of -p, -f or --prompt-ids as token ids (none
+// with -i alone).
+func readPrompt(c *cli.Context, m *runner.Model) ([]int, error) {
+	var prompt []int
+	switch {
+	case c.IsSet("prompt-ids"):
+		if err := json.Unmarshal([]byte(c.String("prompt-ids")), &prompt); err != nil {
+			return nil, fmt.Errorf("--prompt-ids: want a JSON array of integers: %w", err)
+		}
+		for _, id := range prompt {
+			if id < 0 || id >= m.Config.VocabSize {
+				return nil, fmt.Errorf("--prompt-ids: token id %d outside the vocabulary of %d", id, m.Config.VocabSize)
+			}
+		}
+		if len(prompt) == 0 {
+			return nil, fmt.Errorf("--prompt-ids: empty prompt")
+		}
+	case c.IsSet("file"):
+		b, err := tmpfile.ReadFile(c.String("file"))
+		if err != nil {
+			return nil, err
+		}
+		prompt = m.Tokenizer.Encode(string(b), true)
+	case c.IsSet("prompt"):
+		text := c.String("prompt")
+		if !c.Bool("no-escape") {
+			text = unescape(text)
+		}
+		prompt = m.Tokenizer.Encode(text, true)
+	}
+	return prompt, nil
 }
 
 func printSummary(w io.Writer, st *runner.Stats, load time.Duration, p *format.Pack, s *runner.Session, threads int, seed int64, greedy bool) {
