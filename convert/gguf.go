@@ -9,7 +9,6 @@ import (
 	"os"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -154,50 +153,6 @@ func (g *ggufSource) str(key string) (string, error) {
 	return s, nil
 }
 
-// hfTensorName maps a GGUF tensor name of the llama/qwen2 layout to its HF
-// name, or "" for a name that has none.
-func hfTensorName(name string, layers int) string {
-	switch name {
-	case "token_embd.weight":
-		return "model.embed_tokens.weight"
-	case "output_norm.weight":
-		return "model.norm.weight"
-	case "output.weight":
-		return "lm_head.weight"
-	}
-	rest, ok := strings.CutPrefix(name, "blk.")
-	if !ok {
-		return ""
-	}
-	num, key, ok := strings.Cut(rest, ".")
-	l, err := strconv.Atoi(num)
-	if !ok || err != nil || l < 0 || l >= layers || strconv.Itoa(l) != num {
-		return ""
-	}
-	hf, ok := ggufLayerNames[key]
-	if !ok {
-		return ""
-	}
-	return "model.layers." + num + "." + hf
-}
-
-// ggufLayerNames is the HF name of each per-layer GGUF tensor (llama.cpp's
-// tensor_mapping.py, the llama and qwen2 rows).
-var ggufLayerNames = map[string]string{
-	"attn_norm.weight":   "input_layernorm.weight",
-	"attn_q.weight":      "self_attn.q_proj.weight",
-	"attn_k.weight":      "self_attn.k_proj.weight",
-	"attn_v.weight":      "self_attn.v_proj.weight",
-	"attn_q.bias":        "self_attn.q_proj.bias",
-	"attn_k.bias":        "self_attn.k_proj.bias",
-	"attn_v.bias":        "self_attn.v_proj.bias",
-	"attn_output.weight": "self_attn.o_proj.weight",
-	"ffn_norm.weight":    "post_attention_layernorm.weight",
-	"ffn_gate.weight":    "mlp.gate_proj.weight",
-	"ffn_up.weight":      "mlp.up_proj.weight",
-	"ffn_down.weight":    "mlp.down_proj.weight",
-}
-
 // ggufRopeFreqs is the tensor llama.cpp's converter writes for a llama3
 // rope_scaling: per rotary dimension pair, the factor its frequency is
 // divided by.
@@ -230,7 +185,7 @@ func ggufModel(path string, data []byte, ck *Checkpoint) (*Model, error) {
 	// feature (experts, extra norms) the runner would silently leave out.
 	var unknown []string
 	for _, t := range f.Tensors {
-		if hfTensorName(t.Name, layers) == "" && !(t.Name == ggufRopeFreqs && g.arch == "llama") {
+		if gguf.HFName(t.Name, layers) == "" && !(t.Name == ggufRopeFreqs && g.arch == "llama") {
 			unknown = append(unknown, t.Name)
 		}
 	}
@@ -273,7 +228,7 @@ func ggufModel(path string, data []byte, ck *Checkpoint) (*Model, error) {
 		case gguf.BF16:
 			dt = format.BF16
 		}
-		hf := hfTensorName(t.Name, layers)
+		hf := gguf.HFName(t.Name, layers)
 		ck.Tensors[hf] = &Tensor{Name: hf, DType: dt, Shape: t.Shape(), File: path}
 	}
 	if err := m.checkTensors(); err != nil {
@@ -593,7 +548,7 @@ func (g *ggufSource) loadTensors(m *Model) error {
 		if t.Name == ggufRopeFreqs {
 			continue
 		}
-		jobs = append(jobs, job{t, m.Checkpoint.Tensors[hfTensorName(t.Name, m.Config.NumLayers)]})
+		jobs = append(jobs, job{t, m.Checkpoint.Tensors[gguf.HFName(t.Name, m.Config.NumLayers)]})
 	}
 	c := m.Config
 	heads := func(hf string) int {

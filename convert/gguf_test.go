@@ -413,7 +413,7 @@ func TestGGUFQwen2Small(t *testing.T) {
 	mapping := m.Checkpoint.maps[0]
 	gf, _ := gguf.Parse("small.gguf", mapping)
 	for _, name := range []string{"blk.0.attn_q.weight", "blk.1.attn_k.weight", "blk.1.attn_k.bias"} {
-		hf := m.Checkpoint.Tensors[hfTensorName(name, sLayers)]
+		hf := m.Checkpoint.Tensors[gguf.HFName(name, sLayers)]
 		if &hf.Data[0] != &mapping[gf.Tensor(name).Offset] {
 			t.Errorf("%s is not used in place", name)
 		}

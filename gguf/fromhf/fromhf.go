@@ -253,42 +253,6 @@ func addTokenizer(w *gguf.Writer, m *convert.Model, pre string) error {
 	return nil
 }
 
-// ggmlNames is the ggml name of each per-layer HF tensor.
-var ggmlNames = map[string]string{
-	"input_layernorm.weight":          "attn_norm.weight",
-	"self_attn.q_proj.weight":         "attn_q.weight",
-	"self_attn.k_proj.weight":         "attn_k.weight",
-	"self_attn.v_proj.weight":         "attn_v.weight",
-	"self_attn.q_proj.bias":           "attn_q.bias",
-	"self_attn.k_proj.bias":           "attn_k.bias",
-	"self_attn.v_proj.bias":           "attn_v.bias",
-	"self_attn.o_proj.weight":         "attn_output.weight",
-	"post_attention_layernorm.weight": "ffn_norm.weight",
-	"mlp.gate_proj.weight":            "ffn_gate.weight",
-	"mlp.up_proj.weight":              "ffn_up.weight",
-	"mlp.down_proj.weight":            "ffn_down.weight",
-}
-
-func ggmlName(hf string) string {
-	switch hf {
-	case "model.embed_tokens.weight":
-		return "token_embd.weight"
-	case "model.norm.weight":
-		return "output_norm.weight"
-	case "lm_head.weight":
-		return "output.weight"
-	}
-	rest, ok := strings.CutPrefix(hf, "model.layers.")
-	if !ok {
-		return ""
-	}
-	num, key, _ := strings.Cut(rest, ".")
-	if g, ok := ggmlNames[key]; ok {
-		return "blk." + num + "." + g
-	}
-	return ""
-}
-
 // addTensors writes every tensor the model reads, in the checkpoint's name
 // order.
 func addTensors(w *gguf.Writer, m *convert.Model, arch string, typ gguf.Type) error {
@@ -300,7 +264,7 @@ func addTensors(w *gguf.Writer, m *convert.Model, arch string, typ gguf.Type) er
 	sort.Strings(names)
 	for _, hf := range names {
 		t := m.Checkpoint.Tensors[hf]
-		name := ggmlName(hf)
+		name := gguf.GGMLName(hf)
 		if name == "" {
 			return fmt.Errorf("tensor %q has no ggml name here", hf)
 		}
