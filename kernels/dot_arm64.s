@@ -728,7 +728,7 @@ a4q8ndone:
 	RET
 
 // The block types' float-path dots (CPUs without the dot-product extension,
-// or SIPACK_QDOT=float): Σ_i d·q[i]·x[i] a block of 32 at a time — the
+// or WithIntegerPath(false)): Σ_i d·q[i]·x[i] a block of 32 at a time — the
 // signed values widened to float32 (V20-V23 per 16), four multiply-adds
 // per 16 against x into the block's sum (V0-V3), which is scaled by d into
 // the total (V4); the wrappers add its four lanes.

@@ -323,7 +323,7 @@ func init() {
 	f.Dot2, f.Axpy4 = dot2OfN(dot2F16AVX512, dotF16Ref, 63), axpy4OfN(axpy4F16AVX512, axpyF16Ref, 63)
 	b.DotRows, f.DotRows = rowsDot(dotRowsBF16AVX512, b.Dot), rowsDot(dotRowsF16AVX512, f.Dot)
 	// The narrow table is registered before avx512 so that avx512 is the
-	// default; SIPACK_KERNELS=avx512[-vnni]-narrow16 picks it.
+	// default; sirun's SIPACK_KERNELS=avx512[-vnni]-narrow16 picks it.
 	register(avx2, narrow, avx512)
 }
 
@@ -645,7 +645,7 @@ func roundBF16Fast(xb []uint16, xr, x []float32) {
 // BF16 rows against activations rounded to BF16 (the default: 1.4× less CPU
 // time for a 1B prefill, TestGoldenRoundedPrefill bounds its logits), and
 // BF16 decode dots against activations rounded once per token, opt-in
-// (SIPACK_BF16DOT=round): they move the tiny model's logits by up to 0.2
+// (WithBF16Rounding): they move the tiny model's logits by up to 0.2
 // against the exact path and measured no faster. Rows whose width is not a
 // multiple of 64 finish on the reference over the rounded activations, so
 // the path is one rounding whatever the width.

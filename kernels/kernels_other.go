@@ -2,6 +2,5 @@
 
 package kernels
 
-// No fast kernels on this architecture: the reference table runs, and only
-// SIPACK_QDOT can change which path the block types take.
+// No fast kernels on this architecture: the reference table runs.
 func init() { register() }

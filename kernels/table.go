@@ -1,7 +1,8 @@
 package kernels
 
 import (
-	"os"
+	"fmt"
+	"strings"
 
 	"github.com/sipack/sipack/format"
 )
@@ -134,12 +135,12 @@ type Table struct {
 	SiLUVec int
 	// PrefillBF16 says the prefill GEMM takes BF16 rows through
 	// Gemm.PanelBF16, the activations rounded to BF16 (set where the CPU
-	// has it; SIPACK_BF16DOT=exact turns it off).
+	// has it; WithBF16Prefill(false) turns it off).
 	PrefillBF16 bool
 	// Int8Down says the integer path's decode FFN takes the int8 down
 	// projection (Ops.Axpy8Act) where the dtype has one; off, the down
 	// projection stays in float (Axpy4), exact and no slower
-	// (BenchmarkInt8DownOverFloat). SIPACK_QDOWN=int8 turns it on.
+	// (BenchmarkInt8DownOverFloat). WithInt8Down turns it on.
 	Int8Down bool
 }
 
@@ -172,8 +173,8 @@ func prefetchL2Ref([]byte) {}
 // preferred one last (filled at init by the architecture's file).
 var tables = []*Table{&Generic}
 
-// active is the table in use: the last of tables, unless SIPACK_KERNELS
-// names another (generic, avx2, avx512, ...) or a test swapped it.
+// active is the table in use: the last of tables, unless a command or a
+// test chose another (Use).
 var active = &Generic
 
 // Tables returns every table this CPU can run, the reference first.
@@ -192,44 +193,23 @@ func Use(t *Table) (restore func()) {
 }
 
 // register appends the architecture's tables (in order of preference) and
-// activates the best, or the one SIPACK_KERNELS names. SIPACK_QDOT=int or
-// =float then forces the integer or the float path for the block types in
-// every table (the active one included), SIPACK_QDOWN=int8 rounds the
-// integer path's down projection's coefficients to int8 (WithInt8Down;
-// =exact, the default, keeps it in float), and SIPACK_BF16DOT the BF16 path:
-// exact (no rounding), prefill (the prefill GEMM rounds activations to BF16,
-// decode exact: the default where the CPU has AVX512_BF16) or round (both).
+// activates the best; a command may pick another by name (Named, Use).
 func register(ts ...*Table) {
 	tables = append(tables, ts...)
 	active = tables[len(tables)-1]
-	if want := os.Getenv("SIPACK_KERNELS"); want != "" {
-		for _, t := range tables {
-			if t.Name == want {
-				active = t
-			}
+}
+
+// Named is the table of that name (Table.Name), for a command that lets its
+// user pick one: benchmarks on another instruction set, the float reference.
+func Named(name string) (*Table, error) {
+	var names []string
+	for _, t := range tables {
+		if t.Name == name {
+			return t, nil
 		}
+		names = append(names, t.Name)
 	}
-	swap := func(f func(*Table) *Table) {
-		for i, t := range tables {
-			c := f(t) // Generic stays the plain reference value
-			if active == t {
-				active = c
-			}
-			tables[i] = c
-		}
-	}
-	if q := os.Getenv("SIPACK_QDOT"); q == "int" || q == "float" {
-		swap(func(t *Table) *Table { return t.WithIntegerPath(q == "int") })
-	}
-	if os.Getenv("SIPACK_QDOWN") == "int8" {
-		swap(func(t *Table) *Table { return t.WithInt8Down(true) })
-	}
-	switch q := os.Getenv("SIPACK_BF16DOT"); q {
-	case "round", "exact":
-		swap(func(t *Table) *Table { return t.WithBF16Rounding(q == "round").WithBF16Prefill(q == "round") })
-	case "prefill":
-		swap(func(t *Table) *Table { return t.WithBF16Rounding(false).WithBF16Prefill(true) })
-	}
+	return nil, fmt.Errorf("no kernel table %q on this CPU (it has %s)", name, strings.Join(names, ", "))
 }
 
 // WithIntegerPath returns a copy of t whose block types (Q8_0, Q4_0) take

@@ -186,8 +186,7 @@ func checkGolden(t *testing.T, m *Model, cases []goldenCase, logTol float64, exa
 // activations do not reproduce to 1e-3 (TestGoldenRoundedPrefill bounds
 // that path).
 func exactPath(t *testing.T) {
-	// Both roundings off, whatever SIPACK_BF16DOT asked for (with round the
-	// decode dots would round too).
+	// Both roundings off, whatever the active table does.
 	t.Cleanup(kernels.Use(kernels.Active().WithBF16Prefill(false).WithBF16Rounding(false)))
 }
 

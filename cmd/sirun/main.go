@@ -92,6 +92,16 @@ func main() {
 		},
 	}
 	cliutil.Setup(app)
+	// SIPACK_KERNELS picks another kernel table by name (avx2 on an AVX-512
+	// CPU, generic: the float reference), for benchmarks and reference runs.
+	if name := os.Getenv("SIPACK_KERNELS"); name != "" {
+		t, err := kernels.Named(name)
+		if err != nil {
+			cliutil.Fail(os.Stderr, "sirun", fmt.Errorf("SIPACK_KERNELS: %w", err))
+			os.Exit(1)
+		}
+		kernels.Use(t)
+	}
 	if err := app.Run(cliutil.Intersperse(app, os.Args)); err != nil {
 		cliutil.Fail(os.Stderr, "sirun", err)
 		os.Exit(1)
@@ -378,8 +388,8 @@ func printSummary(w io.Writer, st *runner.Stats, load time.Duration, p *format.P
 	if greedy {
 		sampling = "greedy"
 	}
-	fmt.Fprintf(w, "sirun: memory     peak RSS %s, KV cache %s (%d tokens); %d threads, %s\n",
-		cliutil.HumanBytes(bench.PeakRSS()), cliutil.HumanBytes(uint64(s.S.CacheBytes())), s.S.Ctx, threads, sampling)
+	fmt.Fprintf(w, "sirun: memory     peak RSS %s, KV cache %s (%d tokens); %d threads, kernels %s, %s\n",
+		cliutil.HumanBytes(bench.PeakRSS()), cliutil.HumanBytes(uint64(s.S.CacheBytes())), s.S.Ctx, threads, kernels.Active().Name, sampling)
 	if d := deviceSummary(s.M); d != "" {
 		fmt.Fprintln(w, d)
 	}

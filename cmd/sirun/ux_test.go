@@ -135,3 +135,18 @@ func TestThreadsCapAndPhiLine(t *testing.T) {
 		t.Errorf("δ printed with float noise: %s", errOut)
 	}
 }
+
+// TestKernelsByName: SIPACK_KERNELS picks a kernel table by name for the
+// run (the float reference, here); an unknown name is refused with the
+// tables this CPU has.
+func TestKernelsByName(t *testing.T) {
+	t.Setenv("SIPACK_KERNELS", "generic")
+	out, errOut, code := run(t, "", pack, "-p", "In the beginning", "-n", "4", "--temp", "0", "-t", "1")
+	if code != 0 || out == "" || !strings.Contains(errOut, "kernels generic") {
+		t.Fatalf("SIPACK_KERNELS=generic (%d): %q\n%s", code, out, errOut)
+	}
+	t.Setenv("SIPACK_KERNELS", "avx9000")
+	if _, errOut, code := run(t, "", pack, "-p", "x", "-n", "1"); code == 0 || !strings.Contains(errOut, `no kernel table "avx9000"`) || !strings.Contains(errOut, "generic") {
+		t.Fatalf("SIPACK_KERNELS=avx9000 (%d): %s", code, errOut)
+	}
+}
