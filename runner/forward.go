@@ -339,7 +339,7 @@ func (s *State) routed(layer int, L *Layer, lp *LayerPlan) (backend.Records, err
 	for g := range keys {
 		keys[g] = scoreKey(rs.host[first+g])
 	}
-	rs.sel = kernels.TopKeys(keys, rs.kbuf[:n], min(lp.Route, n), rs.sel[:0])
+	rs.sel = topKeys(keys, rs.kbuf[:n], min(lp.Route, n), rs.sel[:0])
 	for i := range rs.sel {
 		rs.sel[i] += int32(first)
 	}

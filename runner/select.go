@@ -351,7 +351,7 @@ func votes(act []float32, ranks, k int, counts []float64, scratch []uint32) {
 		for i, v := range act[t*ranks : (t+1)*ranks] {
 			keys[i] = scoreKey(float32(math.Abs(float64(v))))
 		}
-		thr := kernels.KthLargest(keys, k, buf)
+		thr := kthLargest(keys, k, buf)
 		// Vote for everything above the threshold, then for ties in rank order.
 		left := k
 		for i, key := range keys {

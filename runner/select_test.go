@@ -33,7 +33,7 @@ func TestVotesHandMade(t *testing.T) {
 		t.Fatalf("decode set %v, want the static ranks", got)
 	}
 	keys := []uint32{3, 1, 4, 1, 5, 9, 2, 6}
-	if v := kernels.KthLargest(keys, 3, make([]uint32, len(keys))); v != 5 {
+	if v := kthLargest(keys, 3, make([]uint32, len(keys))); v != 5 {
 		t.Fatalf("3rd largest %v, want 5", v)
 	}
 }
@@ -62,7 +62,7 @@ func TestKthLargestKey(t *testing.T) {
 		sorted := slices.Clone(scores)
 		slices.SortFunc(sorted, func(a, b float32) int { return -cmp.Compare(a, b) })
 		for k := 1; k <= n; k++ {
-			got := kernels.KthLargest(slices.Clone(keys), k, make([]uint32, n))
+			got := kthLargest(slices.Clone(keys), k, make([]uint32, n))
 			if got != scoreKey(sorted[k-1]) {
 				t.Fatalf("n=%d k=%d: key %#x, want that of %g (%#x)", n, k, got, sorted[k-1], scoreKey(sorted[k-1]))
 			}

@@ -1,13 +1,13 @@
-package kernels
+package runner
 
-// TopKeys appends to sel, ascending, the indices of the k largest keys
+// topKeys appends to sel, ascending, the indices of the k largest keys
 // (ties: the lower index first) and returns it; buf (len(keys) long, apart
 // from keys) is the radix select's. The router's choice of groups.
-func TopKeys(keys, buf []uint32, k int, sel []int32) []int32 {
+func topKeys(keys, buf []uint32, k int, sel []int32) []int32 {
 	if k <= 0 {
 		return sel
 	}
-	thr := KthLargest(keys, k, buf)
+	thr := kthLargest(keys, k, buf)
 	ties := k
 	for _, key := range keys {
 		if key > thr {
@@ -25,11 +25,11 @@ func TopKeys(keys, buf []uint32, k int, sel []int32) []int32 {
 	return sel
 }
 
-// KthLargest returns the k-th largest of keys (1-based, k ≤ len(keys)) by
+// kthLargest returns the k-th largest of keys (1-based, k ≤ len(keys)) by
 // radix select, a byte at a time from the top: the byte's histogram over
 // the candidates names the bucket holding the k-th, and only that bucket's
 // keys stay candidates (copied into buf, len(keys) long).
-func KthLargest(keys []uint32, k int, buf []uint32) uint32 {
+func kthLargest(keys []uint32, k int, buf []uint32) uint32 {
 	cand := keys
 	for shift := 24; shift >= 0; shift -= 8 {
 		var hist [256]int
