@@ -187,6 +187,7 @@ func LoadConfig(path string) (*Config, error) {
 // Template is a compiled chat template. It is safe for concurrent use.
 type Template struct {
 	Name     string
+	Source   string // the Jinja source, for the APIs that show it
 	BOS, EOS string
 	t        *jinja.Template
 }
@@ -212,7 +213,7 @@ func (cfg *Config) Compile(name string) (*Template, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chat template %q: %w", cfg.Templates[i].Name, err)
 	}
-	return &Template{Name: cfg.Templates[i].Name, BOS: cfg.BOS, EOS: cfg.EOS, t: t}, nil
+	return &Template{Name: cfg.Templates[i].Name, Source: cfg.Templates[i].Template, BOS: cfg.BOS, EOS: cfg.EOS, t: t}, nil
 }
 
 // CheckMessages refuses roles a template does not know.

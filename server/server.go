@@ -2,7 +2,9 @@
 // one adapter over the runner, engine.go), the interactive multi-turn chat
 // of sirun chat (Conversation), and an OpenAI-compatible HTTP server
 // (GET /v1/models and /v1/models/{id}, POST /v1/chat/completions and
-// /v1/completions, streamed as server-sent events, GET /health).
+// /v1/completions, streamed as server-sent events, GET /health), with
+// ollama's API (/api/chat, /api/generate, ..., ollama.go) and llama-server's
+// extras (/tokenize, /detokenize, /apply-template, /props, llamaserver.go).
 //
 // The server has --parallel slots, each with its own KV cache and
 // selection; a request waits for a slot in a bounded queue and gets 503 when
@@ -152,10 +154,28 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/models/{id...}", s.auth(s.model))
 	mux.HandleFunc("POST /v1/chat/completions", s.auth(s.chatCompletions))
 	mux.HandleFunc("POST /v1/completions", s.auth(s.completions))
+	// llama-server's extras (llamaserver.go).
+	mux.HandleFunc("POST /tokenize", s.auth(s.tokenize))
+	mux.HandleFunc("POST /detokenize", s.auth(s.detokenize))
+	mux.HandleFunc("POST /apply-template", s.auth(s.applyTemplate))
+	mux.HandleFunc("GET /props", s.auth(s.props))
+	// ollama's API (ollama.go); its errors are ollama's {"error": "..."}.
+	mux.HandleFunc("POST /api/chat", s.auth(s.ollamaChat))
+	mux.HandleFunc("POST /api/generate", s.auth(s.ollamaGenerate))
+	mux.HandleFunc("POST /api/show", s.auth(s.ollamaShow))
+	mux.HandleFunc("GET /api/tags", s.auth(s.ollamaTags))
+	mux.HandleFunc("GET /api/ps", s.auth(s.ollamaPS))
+	mux.HandleFunc("GET /api/version", s.auth(s.ollamaVersion))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
-		case "/health", "/v1/models", "/v1/chat/completions", "/v1/completions":
+		case "/health", "/v1/models", "/v1/chat/completions", "/v1/completions",
+			"/tokenize", "/detokenize", "/apply-template", "/props":
 			writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", "", fmt.Sprintf("%s does not take %s", r.URL.Path, r.Method))
+			return
+		}
+		switch r.URL.Path {
+		case "/api/chat", "/api/generate", "/api/show", "/api/tags", "/api/ps", "/api/version":
+			ollamaError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s does not take %s", r.URL.Path, r.Method))
 			return
 		}
 		if strings.HasPrefix(r.URL.Path, "/v1/models/") {

@@ -88,7 +88,7 @@ func openEngine(c *cli.Context, slots int) (*server.Engine, *format.Pack, error)
 
 var serveCmd = &cli.Command{
 	Name:      "serve",
-	Usage:     "serve the pack over an OpenAI-compatible HTTP API (/v1/chat/completions, /v1/completions, /v1/models, /health)",
+	Usage:     "serve the pack over HTTP: OpenAI's API (/v1/...), ollama's (/api/...) and llama-server's extras",
 	ArgsUsage: "PACK",
 	Description: "γ is fixed when the pack is loaded; every request computes --phi of the neurons per token,\n" +
 		"chosen by --select (a request may override them with the extension fields \"phi\" and \"select\").\n" +
