@@ -226,24 +226,11 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 // run waits for a slot, generates, and answers in JSON or as events.
 func (s *Server) run(w http.ResponseWriter, r *http.Request, p *params, gen Request, isChat bool) {
 	stream := p.Stream != nil && *p.Stream
-	sl := s.acquire(w, r)
+	sl, release := s.generating(w, r)
 	if sl == nil {
 		return
 	}
-	// The slot goes back as soon as generation ends, before the answer's
-	// last bytes: a client that sends its next request on reading them must
-	// find the slot free.
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			s.release(sl)
-		}
-	}
 	defer release()
-	if s.beforeGenerate != nil {
-		s.beforeGenerate(r.Context())
-	}
 	send := func(string) {}
 	gen.OnText = func(t string) {
 		send(t)

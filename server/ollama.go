@@ -323,21 +323,11 @@ func ollamaTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 // an object of the text (res is nil but in the last); the last object
 // says done, why, and the counts and durations (nanoseconds).
 func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, stream *bool, gen Request, arrived time.Time, frame func(string, *Result) map[string]any) {
-	sl := s.acquire(w, r)
+	sl, release := s.generating(w, r)
 	if sl == nil {
 		return
 	}
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			s.release(sl)
-		}
-	}
 	defer release()
-	if s.beforeGenerate != nil {
-		s.beforeGenerate(r.Context())
-	}
 	start := time.Now()
 	streaming := stream == nil || *stream
 	var line func(v any)

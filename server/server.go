@@ -429,6 +429,29 @@ func (s *Server) release(sl *Slot) {
 	<-s.waiting
 }
 
+// generating waits for a slot (acquire answers w when there is none) and
+// returns it with a release that gives it back once however often it is
+// called, and runs the test hook. A handler releases the slot as soon as
+// generation ends, before the answer's last bytes: a client that sends its
+// next request on reading them must find the slot free.
+func (s *Server) generating(w http.ResponseWriter, r *http.Request) (*Slot, func()) {
+	sl := s.acquire(w, r)
+	if sl == nil {
+		return nil, nil
+	}
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			s.release(sl)
+		}
+	}
+	if s.beforeGenerate != nil {
+		s.beforeGenerate(r.Context())
+	}
+	return sl, release
+}
+
 // id makes a response id.
 func (s *Server) id(prefix string) string {
 	return prefix + strconv.FormatUint(s.seq.Add(1), 10)
