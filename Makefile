@@ -5,7 +5,7 @@ BIN     ?= bin
 FUZZTIME ?= 30s
 SYNTH   ?= /tmp/sipack-synth-1b
 
-.PHONY: all build test demo generate fuzz bench compare compare-routed routed-packs compare-avx2 recache bench-packs synth clean vet accuracy accuracy-quant test-arm64 test-arm32 cross loadtest \
+.PHONY: all build test demo badinput generate fuzz bench compare compare-routed routed-packs compare-avx2 recache bench-packs synth clean vet accuracy accuracy-quant test-arm64 test-arm32 cross loadtest \
 	cuda-kernels cuda-check build-cuda device-check device-rehearse
 
 all: build
@@ -126,6 +126,13 @@ accuracy-quant: build
 	  $(BIN)/sirun eval -q --json --task $$t $(ACC)/$$t-$$d.sip --gamma 0.7 --phi 0.4 | sed "s/^{/{\"dtype\":\"$$d\",/" >> $(ACC)/quant.jsonl || exit 1; \
 	done; done
 	cat $(ACC)/quant.jsonl
+
+# The bad-input cases a new user hits, a line each (exit status, what became
+# of the file, the message); BADINPUT_SIPACK/SIRUN compare other binaries.
+BADINPUT_SIPACK ?= $(BIN)/sipack
+BADINPUT_SIRUN ?= $(BIN)/sirun
+badinput: build
+	testdata/badinput/cases.sh $(BADINPUT_SIPACK) $(BADINPUT_SIRUN)
 
 # Kernel benchmarks (GB/s of weights streamed; fast path and reference in one
 # run), then the 1B-shape decode/prefill benchmark with 1 and 2 threads, and
