@@ -264,7 +264,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, p *params, gen Requ
 			ev.send(chunk(map[string]any{"role": "assistant", "content": ""}, "", nil))
 		}
 		send = func(t string) { ev.send(chunk(map[string]any{"content": t}, t, nil)) }
-		res, err := sl.Generate(r.Context(), gen)
+		res, err := s.generate(r, sl, gen)
 		release()
 		if err != nil {
 			var e apiError
@@ -282,7 +282,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, p *params, gen Requ
 		ev.raw([]byte("[DONE]"))
 		return
 	}
-	res, err := sl.Generate(r.Context(), gen)
+	res, err := s.generate(r, sl, gen)
 	release()
 	if err != nil {
 		badRequest(w, err)

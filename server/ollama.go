@@ -353,7 +353,7 @@ func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, stream *bool,
 			s.onText(r.Context())
 		}
 	}
-	res, err := sl.Generate(r.Context(), gen)
+	res, err := s.generate(r, sl, gen)
 	release()
 	if err != nil {
 		if streaming {

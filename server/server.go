@@ -52,6 +52,8 @@ type Options struct {
 	// MaxBodyBytes caps a request body (default 1 MiB).
 	MaxBodyBytes int64
 	Log          *log.Logger // nil: no request log
+	// Metrics serves GET /metrics in Prometheus' text format.
+	Metrics bool
 }
 
 // maxDepth caps the nesting of a request's JSON.
@@ -72,6 +74,8 @@ type Server struct {
 	beforeGenerate func(ctx context.Context)
 	onText         func(ctx context.Context)
 	onResult       func(*Result)
+
+	metrics metrics
 }
 
 // New allocates the slots.
@@ -159,6 +163,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /detokenize", s.auth(s.detokenize))
 	mux.HandleFunc("POST /apply-template", s.auth(s.applyTemplate))
 	mux.HandleFunc("GET /props", s.auth(s.props))
+	mux.HandleFunc("GET /metrics", s.auth(s.serveMetrics))
 	// ollama's API (ollama.go); its errors are ollama's {"error": "..."}.
 	mux.HandleFunc("POST /api/chat", s.auth(s.ollamaChat))
 	mux.HandleFunc("POST /api/generate", s.auth(s.ollamaGenerate))
@@ -198,6 +203,10 @@ func (s *Server) logErrors(h http.Handler) http.Handler {
 		r.Body = http.MaxBytesReader(w, r.Body, s.opt.MaxBodyBytes)
 		sw := &statusWriter{ResponseWriter: w}
 		h.ServeHTTP(sw, r)
+		s.metrics.requests.Add(1)
+		if sw.status >= 400 {
+			s.metrics.failed.Add(1)
+		}
 		if sw.status < 400 || s.opt.Log == nil {
 			return
 		}

@@ -101,6 +101,7 @@ var serveCmd = &cli.Command{
 		&cli.StringFlag{Name: "api-key", Usage: "require Authorization: Bearer `KEY` (default: $SIRUN_API_KEY)", EnvVars: []string{"SIRUN_API_KEY"}},
 		&cli.StringFlag{Name: "alias", Usage: "model id to report (default: the pack's file name without .sip); requests may also give the file name"},
 		&cli.StringFlag{Name: "max-body", Value: "1MiB", Usage: "largest request body"},
+		&cli.BoolFlag{Name: "metrics", Usage: "serve GET /metrics in Prometheus' text format"},
 	}, engineFlags...),
 	Action: func(c *cli.Context) error {
 		host, port := c.String("host"), c.Int("port")
@@ -136,7 +137,7 @@ var serveCmd = &cli.Command{
 		}
 		srv, err := server.New(e, server.Options{
 			Parallel: c.Int("parallel"), Queue: c.Int("queue"), APIKey: c.String("api-key"),
-			Model: name, Aliases: aliases, MaxBodyBytes: int64(maxBody), Log: logger,
+			Model: name, Aliases: aliases, MaxBodyBytes: int64(maxBody), Log: logger, Metrics: c.Bool("metrics"),
 		})
 		if err != nil {
 			return err
