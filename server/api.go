@@ -42,12 +42,91 @@ type params struct {
 
 type chatRequest struct {
 	params
-	Messages json.RawMessage `json:"messages"`
+	Messages    json.RawMessage `json:"messages"`
+	Logprobs    *bool           `json:"logprobs"`
+	TopLogprobs *int            `json:"top_logprobs"`
 }
 
 type completionRequest struct {
 	params
-	Prompt json.RawMessage `json:"prompt"`
+	Prompt   json.RawMessage `json:"prompt"`
+	Logprobs *int            `json:"logprobs"` // the legacy API: how many alternatives, 0-5
+}
+
+// logprobs sets a request's log probabilities from chat's fields: logprobs
+// and top_logprobs (0-20, which needs logprobs), as OpenAI checks them.
+func (req *chatRequest) logprobs(gen *Request) error {
+	on := req.Logprobs != nil && *req.Logprobs
+	if req.TopLogprobs != nil {
+		if *req.TopLogprobs < 0 || *req.TopLogprobs > 20 {
+			return fieldErr("top_logprobs", "top_logprobs must be in [0, 20], got %d", *req.TopLogprobs)
+		}
+		if !on {
+			return fieldErr("top_logprobs", "top_logprobs needs logprobs: true")
+		}
+		gen.TopLogprobs = *req.TopLogprobs
+	}
+	gen.Logprobs = on
+	return streamLogprobs(gen, req.Stream)
+}
+
+// streamLogprobs refuses log probabilities in a stream, which this server
+// does not send: a client asking for both must not get a stream without them.
+func streamLogprobs(gen *Request, stream *bool) error {
+	if gen.Logprobs && stream != nil && *stream {
+		return fieldErr("logprobs", "logprobs are not streamed by this server; use stream: false")
+	}
+	return nil
+}
+
+// chatLogprobs is a chat choice's logprobs object.
+func (s *Server) chatLogprobs(res *Result) any {
+	if res.Logprobs == nil {
+		return nil
+	}
+	entry := func(lp TokenLogprob) map[string]any {
+		b := s.e.Tok.TokenBytes(lp.ID)
+		ints := make([]int, len(b))
+		for i, c := range b {
+			ints[i] = int(c)
+		}
+		return map[string]any{"token": string(b), "logprob": lp.Logprob, "bytes": ints}
+	}
+	content := make([]any, len(res.Logprobs))
+	for i, lp := range res.Logprobs {
+		e := entry(lp)
+		top := make([]any, len(lp.Top))
+		for j, t := range lp.Top {
+			top[j] = entry(t)
+		}
+		e["top_logprobs"] = top
+		content[i] = e
+	}
+	return map[string]any{"content": content}
+}
+
+// completionLogprobs is a text completion choice's logprobs object (the
+// legacy shape: parallel lists, text offsets from the prompt's end).
+func (s *Server) completionLogprobs(res *Result) any {
+	if res.Logprobs == nil {
+		return nil
+	}
+	var tokens []string
+	var lps []float64
+	var tops []map[string]float64
+	var offsets []int
+	off := 0
+	for _, lp := range res.Logprobs {
+		t := string(s.e.Tok.TokenBytes(lp.ID))
+		tokens, lps, offsets = append(tokens, t), append(lps, lp.Logprob), append(offsets, off)
+		off += len(t)
+		top := map[string]float64{}
+		for _, a := range lp.Top {
+			top[string(s.e.Tok.TokenBytes(a.ID))] = a.Logprob
+		}
+		tops = append(tops, top)
+	}
+	return map[string]any{"tokens": tokens, "token_logprobs": lps, "top_logprobs": tops, "text_offset": offsets}
 }
 
 // request turns params into an engine request (without the prompt).
@@ -180,6 +259,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	gen, err := req.request(s.e.Ctx())
+	if err == nil {
+		err = req.logprobs(&gen)
+	}
 	if err != nil {
 		badRequest(w, err)
 		return
@@ -212,6 +294,14 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	gen, err := req.request(s.e.Ctx())
+	if err == nil && req.Logprobs != nil {
+		if *req.Logprobs < 0 || *req.Logprobs > 5 {
+			err = fieldErr("logprobs", "logprobs must be in [0, 5], got %d", *req.Logprobs)
+		} else {
+			gen.Logprobs, gen.TopLogprobs = true, *req.Logprobs
+			err = streamLogprobs(&gen, req.Stream)
+		}
+	}
 	if err != nil {
 		badRequest(w, err)
 		return
@@ -289,11 +379,13 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, p *params, gen Requ
 		return
 	}
 	s.finished(r, res, start)
-	choice := map[string]any{"index": 0, "finish_reason": finishReason(res), "logprobs": nil}
+	choice := map[string]any{"index": 0, "finish_reason": finishReason(res)}
 	if isChat {
 		choice["message"] = map[string]any{"role": "assistant", "content": res.Text}
+		choice["logprobs"] = s.chatLogprobs(res)
 	} else {
 		choice["text"] = res.Text
+		choice["logprobs"] = s.completionLogprobs(res)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": id, "object": object, "created": start.Unix(), "model": model,

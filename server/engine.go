@@ -8,6 +8,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -132,6 +133,19 @@ type Request struct {
 	// OnText receives the generated text as it becomes final (whole UTF-8
 	// characters, never a part of a stop string).
 	OnText func(string)
+	// Logprobs records each generated token's log probability and those of
+	// the TopLogprobs most likely tokens at its place (Result.Logprobs).
+	Logprobs    bool
+	TopLogprobs int
+}
+
+// TokenLogprob is a generated token with its log probability under the
+// model's distribution (before penalties, temperature and truncation), and
+// the most likely tokens at its place.
+type TokenLogprob struct {
+	ID      int
+	Logprob float64
+	Top     []TokenLogprob // most likely first; empty unless asked for
 }
 
 // Result is what a generation produced and measured.
@@ -144,6 +158,7 @@ type Result struct {
 	Prefill, Decode  time.Duration
 	ActiveRecords    int // FFN records computed per decode token
 	CompletionTokens int
+	Logprobs         []TokenLogprob // one per generated token, with Request.Logprobs
 }
 
 // selection returns the selection of a request, nil for all loaded neurons.
@@ -224,6 +239,7 @@ func (s *Slot) Generate(ctx context.Context, r Request) (*Result, error) {
 	decodeStart := time.Now()
 
 	sampler := runner.NewSampler(sc)
+	var raw []float32 // the logits as the model gave them, for Logprobs
 	counts := map[int]int{}
 	var stream tokenizer.TextStream
 	var out strings.Builder
@@ -250,6 +266,12 @@ func (s *Slot) Generate(ctx context.Context, r Request) (*Result, error) {
 				logits[t] -= float32(r.Sampling.PresencePenalty + r.Sampling.FrequencyPenalty*float64(n))
 			}
 		}
+		var lse float64
+		var top []TokenLogprob
+		if r.Logprobs { // the model's distribution, before the sampler changes logits
+			raw = append(raw[:0], logits...)
+			lse, top = logSumExp(raw), topLogprobs(raw, r.TopLogprobs)
+		}
 		tok := sampler.Sample(logits, ss.History)
 		if s.e.eos[tok] && !r.IgnoreEOS {
 			res.FinishReason = "stop"
@@ -257,6 +279,12 @@ func (s *Slot) Generate(ctx context.Context, r Request) (*Result, error) {
 		}
 		ss.History = append(ss.History, tok)
 		res.Tokens = append(res.Tokens, tok)
+		if r.Logprobs {
+			for i := range top {
+				top[i].Logprob -= lse
+			}
+			res.Logprobs = append(res.Logprobs, TokenLogprob{ID: tok, Logprob: float64(raw[tok]) - lse, Top: top})
+		}
 		counts[tok]++
 		out.WriteString(stream.Push(s.e.Tok.TokenBytes(tok)))
 		if cut, ok := findStop(out.String(), sent, r.Stop); ok {
@@ -323,4 +351,44 @@ func stopOverlap(text string, stops []string) int {
 		}
 	}
 	return n
+}
+
+// logSumExp is log Σ exp(x), in float64.
+func logSumExp(x []float32) float64 {
+	m := math.Inf(-1)
+	for _, v := range x {
+		m = math.Max(m, float64(v))
+	}
+	var sum float64
+	for _, v := range x {
+		sum += math.Exp(float64(v) - m)
+	}
+	return m + math.Log(sum)
+}
+
+// topLogprobs is the n tokens of largest logit, largest first (ties: the
+// lower id), with their raw logits as Logprob (the caller subtracts the
+// log-sum-exp); n is at most 20, so an insertion into a short list is the
+// selection.
+func topLogprobs(x []float32, n int) []TokenLogprob {
+	if n <= 0 {
+		return nil
+	}
+	top := make([]TokenLogprob, 0, n+1)
+	for id, v := range x {
+		if len(top) == n && float64(v) <= top[n-1].Logprob {
+			continue
+		}
+		i := len(top)
+		for i > 0 && float64(v) > top[i-1].Logprob {
+			i--
+		}
+		top = append(top, TokenLogprob{})
+		copy(top[i+1:], top[i:])
+		top[i] = TokenLogprob{ID: id, Logprob: float64(v)}
+		if len(top) > n {
+			top = top[:n]
+		}
+	}
+	return top
 }
