@@ -44,7 +44,7 @@ var convertCmd = &cli.Command{
 		&cli.StringFlag{Name: "secondary", Value: "all", Usage: "profiles for the model-wide score: all (every task with data), self, or FILE,FILE,..."},
 		&cli.StringFlag{Name: "order", Usage: "rank order: profile (default with --profile), random (ablation) or original"},
 		&cli.Uint64Flag{Name: "seed", Value: 0, Usage: "seed of --order random and of prompt sampling when profiling"},
-		&cli.IntFlag{Name: "max-prompts", Value: 0, Usage: "prompts per task when profiling on the fly (0: all)"},
+		&cli.IntFlag{Name: "max-prompts", Value: 0, Usage: "prompts per task when profiling on the fly, and for the routers (0: all; the routers 300)"},
 		&cli.IntFlag{Name: "gen-tokens", Value: -1, Usage: "tokens generated per prompt when profiling on the fly (-1: the manifest's, 128)"},
 		&cli.StringFlag{Name: "continue", Value: "greedy", Usage: "what follows each prompt when profiling on the fly: greedy, stop or reference (as sipack profile --continue)"},
 		&cli.IntFlag{Name: "calibrate", Value: profile.DefaultCalibrate, Usage: "prompts a profile made on the fly calibrates its sensitivity curves over (as sipack profile --calibrate)"},
@@ -165,6 +165,9 @@ var convertCmd = &cli.Command{
 		}
 		o := routeDefaults
 		o.Jobs, o.Threads, o.Quiet = runtime.NumCPU(), runtime.NumCPU(), c.Bool("quiet")
+		if n := c.Int("max-prompts"); n > 0 {
+			o.MaxPrompts = min(o.MaxPrompts, n) // a quick conversion routes quickly too
+		}
 		return routePack(ctx, target, out, route, o)
 	},
 }

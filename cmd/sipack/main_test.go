@@ -451,6 +451,10 @@ func TestConvertRoute(t *testing.T) {
 			t.Fatalf("inspect %s (%d): routers %v wanted:\n%s%s", c.pack, code, c.routed, out, e)
 		}
 	}
+	// --max-prompts caps the routers' prompts too: a quick conversion is quick.
+	if _, e, code := run(t, "convert", tiny, "--route", "translate", "--max-prompts", "5", "-o", unrouted, "--force"); code != 0 || !strings.Contains(e, " of 5 texts") {
+		t.Fatalf("convert --route --max-prompts 5 (%d): %s", code, e)
+	}
 	os.Remove(prof)
 	os.Remove(ranked)
 	os.Remove(unrouted)
