@@ -109,7 +109,7 @@ func (ss *Session) Next(token int) ([]float32, error) {
 func (ss *Session) prefill(prompt []int) ([]float32, *Votes, error) {
 	input := append(append([]int(nil), ss.Pending()...), prompt...)
 	if ss.Pos+len(input) > ss.S.Ctx {
-		return nil, nil, fmt.Errorf("prompt of %d tokens does not fit the context (%d of %d tokens free); use a larger --ctx (at most %d)",
+		return nil, nil, fmt.Errorf("prompt of %d tokens does not fit the context (%d of %d tokens free); use a larger --ctx-size (at most %d)",
 			len(input), ss.S.Ctx-ss.Pos, ss.S.Ctx, ss.M.Config.MaxPositionEmbeddings)
 	}
 	var votes *Votes
@@ -120,21 +120,29 @@ func (ss *Session) prefill(prompt []int) ([]float32, *Votes, error) {
 		votes.pool = ss.S.pool
 		pass.Votes = votes
 	}
-	// The prompt goes through in batches of at most PlanBatch tokens (as
-	// llama.cpp's micro-batches): the activations then stay those of one
-	// batch whatever the prompt's length, as the memory plan counts them,
-	// and the votes add up over the batches.
-	batch := cmp.Or(ss.batch, PlanBatch)
-	var logits []float32
-	for off := 0; off < len(input); off += batch {
-		var err error
-		if logits, err = ss.S.ForwardBatch(input[off:min(off+batch, len(input))], ss.Pos+off, pass); err != nil {
-			return nil, nil, err
-		}
+	logits, err := ss.forward(input, ss.Pos, pass)
+	if err != nil {
+		return nil, nil, err
 	}
 	ss.Pos += len(input)
 	ss.History = append(ss.History, prompt...)
 	return logits, votes, nil
+}
+
+// forward runs input from position pos in batches of at most PlanBatch
+// tokens (as llama.cpp's micro-batches): the activations stay those of one
+// batch whatever the input's length, as the memory plan counts them, and
+// votes add up over the batches. It returns the last token's logits.
+func (ss *Session) forward(input []int, pos int, pass Pass) ([]float32, error) {
+	batch := cmp.Or(ss.batch, PlanBatch)
+	var logits []float32
+	for off := 0; off < len(input); off += batch {
+		var err error
+		if logits, err = ss.S.ForwardBatch(input[off:min(off+batch, len(input))], pos+off, pass); err != nil {
+			return nil, err
+		}
+	}
+	return logits, nil
 }
 
 // planFor turns a prompt's votes into the decode plan (nil votes and no
@@ -250,17 +258,14 @@ func (ss *Session) MakeRoom(keep, need int) (int, error) {
 	keep = max(0, min(keep, cached))
 	drop := max((cached-keep)/2, cached+need-ctx)
 	if keep+need > ctx || drop > cached-keep {
-		return 0, fmt.Errorf("%d new tokens do not fit the context of %d even after dropping every token but the first %d; use a larger --ctx (at most %d)",
+		return 0, fmt.Errorf("%d new tokens do not fit the context of %d even after dropping every token but the first %d; use a larger --ctx-size (at most %d)",
 			need, ctx, keep, ss.M.Config.MaxPositionEmbeddings)
 	}
 	pending := append([]int(nil), ss.Pending()...)
 	kept := append(append([]int(nil), ss.History[:keep]...), ss.History[keep+drop:cached]...)
-	batch := cmp.Or(ss.batch, PlanBatch)
-	for off := 0; off < len(kept); off += batch {
-		if _, err := ss.S.ForwardBatch(kept[off:min(off+batch, len(kept))], off, Pass{}); err != nil {
-			ss.Pos, ss.History = 0, ss.History[:0] // the cache is part rewritten: start over
-			return 0, err
-		}
+	if _, err := ss.forward(kept, 0, Pass{}); err != nil {
+		ss.Pos, ss.History = 0, ss.History[:0] // the cache is part rewritten: start over
+		return 0, err
 	}
 	ss.Pos = len(kept)
 	ss.History = append(kept, pending...)

@@ -48,7 +48,7 @@ func (c *Conversation) Send(ctx context.Context, user string, gen Request) (*Res
 	}
 	ids := chat.Encode(c.slot.e.Tok, text)
 	if n := c.slot.e.Ctx(); len(ids) >= n {
-		return nil, fmt.Errorf("the conversation is %d tokens, the context %d: /reset to start over (or a larger --ctx)", len(ids), n)
+		return nil, fmt.Errorf("the conversation is %d tokens, the context %d: /reset to start over (or a larger --ctx-size)", len(ids), n)
 	}
 	gen.Prompt, gen.Continue = ids, true
 	if room := c.slot.e.Ctx() - len(ids); gen.MaxTokens < 0 || gen.MaxTokens > room {
