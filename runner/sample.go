@@ -20,15 +20,28 @@ func Argmax(x []float32) int {
 
 // LogProb is log p(tok) under softmax(logits), in float64.
 func LogProb(logits []float32, tok int) float64 {
-	mx := float64(logits[0])
-	for _, v := range logits {
+	return float64(logits[tok]) - LogSumExp(logits)
+}
+
+// LogSumExp is log Σ exp(x), in float64: the log-softmax's normaliser.
+func LogSumExp(x []float32) float64 {
+	mx := float64(x[0])
+	for _, v := range x {
 		mx = math.Max(mx, float64(v))
 	}
 	var s float64
-	for _, v := range logits {
+	for _, v := range x {
 		s += math.Exp(float64(v) - mx)
 	}
-	return float64(logits[tok]) - mx - math.Log(s)
+	return mx + math.Log(s)
+}
+
+// TopTokens is the k tokens of largest logit, largest first (ties: the
+// lower id), as the sampler's top-k ranks them.
+func TopTokens(logits []float32, k int) []int {
+	var s Sampler
+	n := s.candidates(logits, k)
+	return s.idx[:n]
 }
 
 // SamplerConfig is what a user sets on the command line.

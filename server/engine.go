@@ -8,7 +8,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -261,16 +260,21 @@ func (s *Slot) Generate(ctx context.Context, r Request) (*Result, error) {
 			res.FinishReason = "cancelled"
 			break
 		}
+		var lse float64
+		var top []TokenLogprob
+		if r.Logprobs { // the model's distribution, before the penalties and the sampler change logits
+			raw = append(raw[:0], logits...)
+			lse = runner.LogSumExp(raw)
+			if r.TopLogprobs > 0 {
+				for _, id := range runner.TopTokens(raw, r.TopLogprobs) {
+					top = append(top, TokenLogprob{ID: id, Logprob: float64(raw[id]) - lse})
+				}
+			}
+		}
 		if r.Sampling.PresencePenalty != 0 || r.Sampling.FrequencyPenalty != 0 {
 			for t, n := range counts {
 				logits[t] -= float32(r.Sampling.PresencePenalty + r.Sampling.FrequencyPenalty*float64(n))
 			}
-		}
-		var lse float64
-		var top []TokenLogprob
-		if r.Logprobs { // the model's distribution, before the sampler changes logits
-			raw = append(raw[:0], logits...)
-			lse, top = logSumExp(raw), topLogprobs(raw, r.TopLogprobs)
 		}
 		tok := sampler.Sample(logits, ss.History)
 		if s.e.eos[tok] && !r.IgnoreEOS {
@@ -280,9 +284,6 @@ func (s *Slot) Generate(ctx context.Context, r Request) (*Result, error) {
 		ss.History = append(ss.History, tok)
 		res.Tokens = append(res.Tokens, tok)
 		if r.Logprobs {
-			for i := range top {
-				top[i].Logprob -= lse
-			}
 			res.Logprobs = append(res.Logprobs, TokenLogprob{ID: tok, Logprob: float64(raw[tok]) - lse, Top: top})
 		}
 		counts[tok]++
@@ -351,44 +352,4 @@ func stopOverlap(text string, stops []string) int {
 		}
 	}
 	return n
-}
-
-// logSumExp is log Σ exp(x), in float64.
-func logSumExp(x []float32) float64 {
-	m := math.Inf(-1)
-	for _, v := range x {
-		m = math.Max(m, float64(v))
-	}
-	var sum float64
-	for _, v := range x {
-		sum += math.Exp(float64(v) - m)
-	}
-	return m + math.Log(sum)
-}
-
-// topLogprobs is the n tokens of largest logit, largest first (ties: the
-// lower id), with their raw logits as Logprob (the caller subtracts the
-// log-sum-exp); n is at most 20, so an insertion into a short list is the
-// selection.
-func topLogprobs(x []float32, n int) []TokenLogprob {
-	if n <= 0 {
-		return nil
-	}
-	top := make([]TokenLogprob, 0, n+1)
-	for id, v := range x {
-		if len(top) == n && float64(v) <= top[n-1].Logprob {
-			continue
-		}
-		i := len(top)
-		for i > 0 && float64(v) > top[i-1].Logprob {
-			i--
-		}
-		top = append(top, TokenLogprob{})
-		copy(top[i+1:], top[i:])
-		top[i] = TokenLogprob{ID: id, Logprob: float64(v)}
-		if len(top) > n {
-			top = top[:n]
-		}
-	}
-	return top
 }
