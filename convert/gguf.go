@@ -411,30 +411,6 @@ func (g *ggufSource) ropeScaling(theta float64, headDim int) (map[string]any, er
 		"high_freq_factor": rs.HighFreqFactor, "original_max_position_embeddings": rs.OriginalMaxPositionEmbeddings}, nil
 }
 
-// llama3Factors is, per rotary dimension pair i, the factor Llama 3.1's
-// rope_scaling divides the frequency θ^(-2i/d) by: 1 for wavelengths below
-// orig/high, factor above orig/low, and in between 1/((1−s)/factor + s)
-// with s = (orig/wavelength − low)/(high − low). It is the rule
-// runner.ropeFrequencies applies and llama.cpp's converter stores.
-func llama3Factors(rs *format.RopeScaling, theta float64, headDim int) []float64 {
-	out := make([]float64, headDim/2)
-	orig := float64(rs.OriginalMaxPositionEmbeddings)
-	lo, hi, factor := float64(rs.LowFreqFactor), float64(rs.HighFreqFactor), float64(rs.Factor)
-	for i := range out {
-		wave := 2 * math.Pi * math.Pow(theta, float64(2*i)/float64(headDim))
-		switch {
-		case wave < orig/hi:
-			out[i] = 1
-		case wave > orig/lo:
-			out[i] = factor
-		default:
-			s := (orig/wave - lo) / (hi - lo)
-			out[i] = 1 / ((1-s)/factor + s)
-		}
-	}
-	return out
-}
-
 // llama3FromFactors recovers llama3 rope_scaling parameters from the
 // per-dimension factors a GGUF file stores. The factors fix the plateau
 // (factor) and, through the interpolated dimensions, s = A/wavelength + B;
@@ -486,7 +462,7 @@ func llama3FromFactors(freqs []float32, theta float64, headDim int) (*format.Rop
 		HighFreqFactor:                float32(round((1 - B) / -B)),
 		OriginalMaxPositionEmbeddings: uint32(min(math.Round(-A/B), math.MaxUint32)),
 	}
-	for i, want := range llama3Factors(rs, theta, headDim) {
+	for i, want := range rs.Llama3Factors(theta, headDim) {
 		if got := float64(freqs[i]); math.Abs(got-want) > 1e-4*want {
 			return nil, fmt.Errorf("factor %d is %g, but llama3 rope_scaling (factor %g, low 1, high %g, original context %d) gives %g",
 				i, got, rs.Factor, rs.HighFreqFactor, rs.OriginalMaxPositionEmbeddings, want)

@@ -273,7 +273,7 @@ func TestGGUFLlama3RopeFreqs(t *testing.T) {
 		// Head size 16: one interpolated dimension only (high 4 assumed).
 		{format.RopeScaling{Type: "llama3", Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 8192}, 500000, 16},
 	} {
-		f := factors32(llama3Factors(&c.rs, c.theta, c.d))
+		f := factors32(c.rs.Llama3Factors(c.theta, c.d))
 		got, err := llama3FromFactors(f, c.theta, c.d)
 		if err != nil || *got != c.rs {
 			t.Errorf("%+v: recovered %+v, %v", c.rs, got, err)
@@ -281,7 +281,7 @@ func TestGGUFLlama3RopeFreqs(t *testing.T) {
 	}
 	// low 2, high 8, original 16384 is the same scaling as 1, 4, 8192.
 	twice := format.RopeScaling{Type: "llama3", Factor: 32, LowFreqFactor: 2, HighFreqFactor: 8, OriginalMaxPositionEmbeddings: 16384}
-	f := factors32(llama3Factors(&twice, 500000, 64))
+	f := factors32(twice.Llama3Factors(500000, 64))
 	got, err := llama3FromFactors(f, 500000, 64)
 	if err != nil || got.HighFreqFactor != 4 || got.OriginalMaxPositionEmbeddings != 8192 {
 		t.Errorf("equivalent scaling: %+v, %v", got, err)

@@ -22,6 +22,29 @@ type RopeScaling struct {
 	OriginalMaxPositionEmbeddings uint32
 }
 
+// Llama3Factors is, per rotary dimension pair i of a head of headDim, the
+// factor Llama 3.1's rope_scaling divides the frequency θ^(-2i/headDim) by:
+// 1 for wavelengths below orig/high, Factor above orig/low, and between
+// them 1/((1−s)/Factor + s) with s = (orig/wavelength − low)/(high − low).
+// It is what llama.cpp's converter stores as rope_freqs.
+func (rs *RopeScaling) Llama3Factors(theta float64, headDim int) []float64 {
+	orig, lo, hi, factor := float64(rs.OriginalMaxPositionEmbeddings), float64(rs.LowFreqFactor), float64(rs.HighFreqFactor), float64(rs.Factor)
+	out := make([]float64, headDim/2)
+	for i := range out {
+		wave := 2 * math.Pi * math.Pow(theta, float64(2*i)/float64(headDim))
+		switch {
+		case wave < orig/hi:
+			out[i] = 1
+		case wave > orig/lo:
+			out[i] = factor
+		default:
+			s := (orig/wave - lo) / (hi - lo)
+			out[i] = 1 / ((1-s)/factor + s)
+		}
+	}
+	return out
+}
+
 // ModelConfig is the architecture description the runner needs.
 type ModelConfig struct {
 	Architecture          string

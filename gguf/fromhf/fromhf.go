@@ -111,7 +111,7 @@ func Build(dir string, opt Options) (*gguf.Writer, error) {
 	}
 	if rs := c.RopeScaling; rs != nil {
 		f := make([]byte, 4*(c.HeadDim/2))
-		for i, v := range llama3Factors(rs, float64(c.RopeTheta), c.HeadDim) {
+		for i, v := range rs.Llama3Factors(float64(c.RopeTheta), c.HeadDim) {
 			binary.LittleEndian.PutUint32(f[4*i:], math.Float32bits(float32(v)))
 		}
 		if err := w.AddTensor("rope_freqs.weight", gguf.F32, []uint64{uint64(c.HeadDim / 2)}, f); err != nil {
@@ -119,28 +119,6 @@ func Build(dir string, opt Options) (*gguf.Writer, error) {
 		}
 	}
 	return w, nil
-}
-
-// llama3Factors is llama.cpp's converter's rope_freqs for Llama 3.1's
-// rope_scaling: per dimension pair, 1 below wavelength orig/high, factor
-// above orig/low, 1/((1−s)/factor + s) between, s = (orig/λ − low)/(high − low).
-func llama3Factors(rs *format.RopeScaling, theta float64, d int) []float64 {
-	orig, lo, hi, factor := float64(rs.OriginalMaxPositionEmbeddings), float64(rs.LowFreqFactor), float64(rs.HighFreqFactor), float64(rs.Factor)
-	out := make([]float64, d/2)
-	for i := range out {
-		freq := 1 / math.Pow(theta, float64(2*i)/float64(d))
-		wave := 2 * math.Pi / freq
-		switch {
-		case wave < orig/hi:
-			out[i] = 1
-		case wave > orig/lo:
-			out[i] = factor
-		default:
-			s := (orig/wave - lo) / (hi - lo)
-			out[i] = 1 / ((1-s)/factor + s)
-		}
-	}
-	return out
 }
 
 // The HF split regexes and the tokenizer.ggml.pre names llama.cpp's
