@@ -351,68 +351,37 @@ func decodeArray(t ValueType, b []byte, n int) Value {
 	case Uint8:
 		x = append([]uint8(nil), b[:n]...)
 	case Int8:
-		s := make([]int8, n)
-		for i := range s {
-			s[i] = int8(b[i])
-		}
-		x = s
+		x = elems(b, n, 1, func(e []byte) int8 { return int8(e[0]) })
 	case Bool:
-		s := make([]bool, n)
-		for i := range s {
-			s[i] = b[i] == 1
-		}
-		x = s
+		x = elems(b, n, 1, func(e []byte) bool { return e[0] == 1 })
 	case Uint16:
-		s := make([]uint16, n)
-		for i := range s {
-			s[i] = le.Uint16(b[2*i:])
-		}
-		x = s
+		x = elems(b, n, 2, le.Uint16)
 	case Int16:
-		s := make([]int16, n)
-		for i := range s {
-			s[i] = int16(le.Uint16(b[2*i:]))
-		}
-		x = s
+		x = elems(b, n, 2, func(e []byte) int16 { return int16(le.Uint16(e)) })
 	case Uint32:
-		s := make([]uint32, n)
-		for i := range s {
-			s[i] = le.Uint32(b[4*i:])
-		}
-		x = s
+		x = elems(b, n, 4, le.Uint32)
 	case Int32:
-		s := make([]int32, n)
-		for i := range s {
-			s[i] = int32(le.Uint32(b[4*i:]))
-		}
-		x = s
+		x = elems(b, n, 4, func(e []byte) int32 { return int32(le.Uint32(e)) })
 	case Float32:
-		s := make([]float32, n)
-		for i := range s {
-			s[i] = math.Float32frombits(le.Uint32(b[4*i:]))
-		}
-		x = s
+		x = elems(b, n, 4, func(e []byte) float32 { return math.Float32frombits(le.Uint32(e)) })
 	case Uint64:
-		s := make([]uint64, n)
-		for i := range s {
-			s[i] = le.Uint64(b[8*i:])
-		}
-		x = s
+		x = elems(b, n, 8, le.Uint64)
 	case Int64:
-		s := make([]int64, n)
-		for i := range s {
-			s[i] = int64(le.Uint64(b[8*i:]))
-		}
-		x = s
+		x = elems(b, n, 8, func(e []byte) int64 { return int64(le.Uint64(e)) })
 	case Float64:
-		s := make([]float64, n)
-		for i := range s {
-			s[i] = math.Float64frombits(le.Uint64(b[8*i:]))
-		}
-		x = s
+		x = elems(b, n, 8, func(e []byte) float64 { return math.Float64frombits(le.Uint64(e)) })
 	}
 	v, _ := MakeValue(x)
 	return v
+}
+
+// elems decodes n elements of size bytes each from the front of b.
+func elems[T any](b []byte, n, size int, dec func([]byte) T) []T {
+	s := make([]T, n)
+	for i := range s {
+		s[i] = dec(b[size*i:])
+	}
+	return s
 }
 
 // validKey applies the specification's rule for keys: non-empty ASCII. Its
