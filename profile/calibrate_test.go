@@ -84,6 +84,23 @@ func TestCalibrate(t *testing.T) {
 	if err := profile.Calibrate(context.Background(), m, q, texts, 2, nil); err != nil {
 		t.Fatal(err)
 	}
+	// The texts run on workers, their losses added in text order: the
+	// curves are the same to the bit on one thread as on three.
+	// (Four texts of unequal lengths: three workers finish them out of
+	// order, and three or more float sums depend on their order.)
+	four := append(slices.Clone(texts),
+		profile.Text{Tokens: append(slices.Clone(prompts[0]), m.Tokenizer.Encode(" And God said", false)...), From: len(prompts[0])},
+		profile.Text{Tokens: append(slices.Clone(prompts[1]), m.Tokenizer.Encode(" Moses and Aaron", false)...), From: len(prompts[1])})
+	var curves [2]*profile.Profile
+	for i, threads := range []int{1, 3} {
+		curves[i] = &profile.Profile{Layers: 6, Neurons: 768, Sums: p.Sums}
+		if err := profile.Calibrate(context.Background(), m, curves[i], four, threads, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a, b := curves[0], curves[1]; a.SensitivityDense != b.SensitivityDense || !slices.EqualFunc(a.Sensitivity, b.Sensitivity, slices.Equal) {
+		t.Fatalf("one thread: dense %v, curves %v; three: %v, %v", a.SensitivityDense, a.Sensitivity, b.SensitivityDense, b.Sensitivity)
+	}
 	dense := stepNLL(t, m, func(*runner.State) runner.Plan { return nil }, texts)
 	if math.Abs(q.SensitivityDense-dense) > 1e-3 {
 		t.Fatalf("dense loss %v, token by token %v", q.SensitivityDense, dense)
