@@ -266,41 +266,6 @@ func TopOverlap(a, b []float64, f float64) float64 {
 	return float64(n) / float64(k)
 }
 
-// ReadPartInferList imports a PartInfer-style neuron list
-// {"neurons": [[neuron ids, most important first] per layer]} as a profile:
-// a listed neuron at position i of k gets score k−i, others 0. The model is
-// unknown, so the profile carries no model hash.
-func ReadPartInferList(path string, layers, neurons int) (*Profile, error) {
-	raw, err := tmpfile.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var doc struct {
-		Neurons [][]int `json:"neurons"`
-	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		return nil, fmt.Errorf("neuron list %s: %w", path, err)
-	}
-	if len(doc.Neurons) != layers {
-		return nil, fmt.Errorf("neuron list %s: %d layers, the model has %d", path, len(doc.Neurons), layers)
-	}
-	p := &Profile{Format: FileFormat, Version: 1, Task: "partinfer", Tokens: 1, Layers: layers, Neurons: neurons, Source: path}
-	for l, ids := range doc.Neurons {
-		s := make([]float64, neurons)
-		for i, n := range ids {
-			if n < 0 || n >= neurons {
-				return nil, fmt.Errorf("neuron list %s: layer %d: neuron %d outside [0, %d)", path, l, n, neurons)
-			}
-			if s[n] != 0 {
-				return nil, fmt.Errorf("neuron list %s: layer %d: neuron %d listed twice", path, l, n)
-			}
-			s[n] = float64(len(ids) - i)
-		}
-		p.Sums = append(p.Sums, s)
-	}
-	return p, nil
-}
-
 // ErrOtherModel is returned when a profile belongs to another model or shape.
 var ErrOtherModel = errors.New("profile is of another model")
 

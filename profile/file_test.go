@@ -1,7 +1,6 @@
 package profile
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,24 +44,6 @@ func TestProfileRoundTripAndErrors(t *testing.T) {
 	} {
 		if _, err := Parse("x.prof", strings.NewReader(c.js)); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "x.prof") {
 			t.Errorf("%s: %v, want %q", c.js, err, c.want)
-		}
-	}
-}
-
-func TestPartInferList(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "n.json")
-	os.WriteFile(path, []byte(`{"neurons": [[2, 0], [1]]}`), 0o644)
-	p, err := ReadPartInferList(path, 2, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.Sums[0][2] != 2 || p.Sums[0][0] != 1 || p.Sums[0][1] != 0 || p.Sums[1][1] != 1 {
-		t.Fatalf("scores %v", p.Sums)
-	}
-	for _, js := range []string{`{"neurons": [[5], []]}`, `{"neurons": [[1, 1], []]}`, `{"neurons": [[1]]}`} {
-		os.WriteFile(path, []byte(js), 0o644)
-		if _, err := ReadPartInferList(path, 2, 3); err == nil {
-			t.Errorf("%s accepted", js)
 		}
 	}
 }

@@ -17,23 +17,20 @@ import (
 // OrderOptions says how to rank a model directory's neurons by profiles.
 type OrderOptions struct {
 	ModelDir string
-	// Task is the task profile: a .prof file, a PartInfer neuron list
-	// (TaskFormat "partinfer"), or a task name profiled on the fly and cached.
-	Task       string
-	TaskFormat string // "sipack" (default) or "partinfer"
+	// Task is the task profile: a .prof file, or a task name (or manifest)
+	// profiled on the fly and cached.
+	Task string
 	// Secondary is the model-wide score's profiles: "all" (every task with
 	// training data), "self" (the task profile), or FILE,FILE,...
-	Secondary string
-	Base      float64 // δ: fraction of each layer ranked by the task score
-	// Score is what ranks a neuron: ScoreActivation (the paper's Σ|h|, the
-	// default) or ScoreOutput (Σ|h| times its down column's norm).
-	Score       string
+	Secondary   string
+	Base        float64 // δ: fraction of each layer ranked by the task score
 	DenseLayers []int
 	Manifests   []string // extra manifest directories
-	// On-the-fly profiling of a task name.
-	MaxPrompts, GenTokens int
-	Continue              string // what follows each prompt (TaskOptions.Continue)
-	Calibrate             int    // prompts a profile on the fly calibrates over (TaskOptions.Calibrate)
+	// MaxPrompts caps the prompts of a profile made on the fly (0: all);
+	// each is followed by the manifest's greedy tokens, and the task's
+	// profile (not the secondary ones) is calibrated over DefaultCalibrate
+	// of them when the layer budgets read its sensitivity.
+	MaxPrompts int
 	// LayerBudget is how the sparse layers share γ, δ and φ: "auto" or ""
 	// (by the task profile's sensitivity where it has one, else
 	// uniformly), "sensitivity" (the profile must have one) or "uniform"
@@ -58,27 +55,15 @@ func Order(ctx context.Context, opt OrderOptions) (*convert.Order, error) {
 	}
 	cfg, hash := m.Config, m.SourceHash()
 	sparse := convert.SparseLayers(cfg, opt.DenseLayers)
-	var weight [][]float64
-	switch opt.Score {
-	case ScoreActivation, "":
-	case ScoreOutput:
-		weight = downNorms(m, cfg.NumLayers, sparse)
-	default:
-		m.Close()
-		return nil, fmt.Errorf("unknown --score %q (want %s or %s)", opt.Score, ScoreActivation, ScoreOutput)
-	}
 	m.Close()
+	switch opt.LayerBudget {
+	case "", "auto", "sensitivity", "uniform":
+	default:
+		return nil, fmt.Errorf("unknown --layer-budget %q (want auto, sensitivity or uniform)", opt.LayerBudget)
+	}
 	r := &resolver{opt: opt, ctx: ctx, hash: hash}
 	defer r.close()
-	var task *Profile
-	switch opt.TaskFormat {
-	case "partinfer":
-		task, err = ReadPartInferList(opt.Task, cfg.NumLayers, cfg.IntermediateSize)
-	case "sipack", "":
-		task, err = r.get(opt.Task)
-	default:
-		return nil, fmt.Errorf("unknown profile format %q (want sipack or partinfer)", opt.TaskFormat)
-	}
+	task, err := r.get(opt.Task, opt.LayerBudget != "uniform")
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +86,7 @@ func Order(ctx context.Context, opt OrderOptions) (*convert.Order, error) {
 			}
 			p := task
 			if task.Task != name {
-				if p, err = r.get(name); err != nil {
+				if p, err = r.get(name, false); err != nil {
 					return nil, err
 				}
 			}
@@ -132,11 +117,8 @@ func Order(ctx context.Context, opt OrderOptions) (*convert.Order, error) {
 		if budgets, err = Budgets(task, sparse); err != nil {
 			return nil, err
 		}
-	case "uniform":
-	default:
-		return nil, fmt.Errorf("unknown --layer-budget %q (want auto, sensitivity or uniform)", opt.LayerBudget)
 	}
-	order, err := RankOrder(task, SecondaryScores(secondary), opt.Base, sparse, weight, budgets)
+	order, err := RankOrder(task, SecondaryScores(secondary), opt.Base, sparse, budgets)
 	if err != nil {
 		return nil, err
 	}
@@ -144,21 +126,6 @@ func Order(ctx context.Context, opt OrderOptions) (*convert.Order, error) {
 		order.Provenance.SecondaryTasks = append(order.Provenance.SecondaryTasks, p.Task)
 	}
 	return order, nil
-}
-
-// The neuron scores Order ranks by.
-const (
-	ScoreActivation = "activation" // Σ|h| over the profile's tokens (the paper)
-	ScoreOutput     = "output"     // Σ|h|·‖down column‖
-)
-
-// downNorms is each sparse layer's DownNorms (nil for the other layers).
-func downNorms(m *convert.Model, layers int, sparse []int) [][]float64 {
-	w := make([][]float64, layers)
-	for _, l := range sparse {
-		w[l] = m.DownNorms(l)
-	}
-	return w
 }
 
 // resolver finds task profiles: a file, the cache, or a run on the fly
@@ -182,7 +149,10 @@ func (r *resolver) log(format string, args ...any) {
 	}
 }
 
-func (r *resolver) get(spec string) (*Profile, error) {
+// get finds the profile spec names: a file, or a task profiled on the fly
+// (cached), calibrated when calibrate is set. An uncalibrated need is met
+// by a cached calibrated profile too.
+func (r *resolver) get(spec string, calibrate bool) (*Profile, error) {
 	if st, err := os.Stat(spec); err == nil && !st.IsDir() && !strings.HasSuffix(spec, ".json") {
 		return Read(spec) // a profile file; a .json file is a task manifest
 	}
@@ -193,14 +163,16 @@ func (r *resolver) get(spec string) (*Profile, error) {
 	if err != nil {
 		return nil, err
 	}
-	key := fmt.Sprintf("%s-p%d-g%d-s%d", man.Name, r.opt.MaxPrompts, r.opt.GenTokens, r.opt.Seed)
-	if r.opt.Calibrate > 0 {
-		key += fmt.Sprintf("-c%d", r.opt.Calibrate)
+	key := fmt.Sprintf("%s-p%d-s%d", man.Name, r.opt.MaxPrompts, r.opt.Seed)
+	calibrated := CachePath(r.hash, key+fmt.Sprintf("-c%d", DefaultCalibrate))
+	cache := calibrated
+	if !calibrate {
+		if p, err := Read(calibrated); err == nil {
+			r.log("using cached profile %s", calibrated)
+			return p, nil
+		}
+		cache = CachePath(r.hash, key)
 	}
-	if c := r.opt.Continue; c != "" && c != "greedy" {
-		key += "-" + c
-	}
-	cache := CachePath(r.hash, key)
 	if p, err := Read(cache); err == nil {
 		r.log("using cached profile %s", cache)
 		return p, nil
@@ -210,7 +182,10 @@ func (r *resolver) get(spec string) (*Profile, error) {
 			return nil, err
 		}
 	}
-	topt := TaskOptions{MaxPrompts: r.opt.MaxPrompts, GenTokens: r.opt.GenTokens, Seed: r.opt.Seed, Jobs: r.opt.Jobs, Continue: r.opt.Continue, Calibrate: r.opt.Calibrate}
+	topt := TaskOptions{MaxPrompts: r.opt.MaxPrompts, GenTokens: -1, Seed: r.opt.Seed, Jobs: r.opt.Jobs}
+	if calibrate {
+		topt.Calibrate = DefaultCalibrate
+	}
 	if topt.Jobs == 0 {
 		topt.Jobs = runtime.NumCPU()
 	}
@@ -222,15 +197,6 @@ func (r *resolver) get(spec string) (*Profile, error) {
 		prompts = fmt.Sprintf("at most %d training prompts", topt.MaxPrompts)
 	}
 	gen := "the manifest's generated tokens"
-	if topt.GenTokens >= 0 {
-		gen = fmt.Sprintf("%d generated tokens", topt.GenTokens)
-	}
-	switch topt.Continue {
-	case "stop":
-		gen = "greedy tokens up to the task's stop string"
-	case "reference":
-		gen = "its reference"
-	}
 	r.log("no cached profile of task %s: profiling it now with the dense model over %s (+ %s each, %d jobs); this can take minutes, progress follows; the result is cached in %s", man.Name, prompts, gen, topt.Jobs, cache)
 	start := time.Now()
 	p, err := RunTask(r.ctx, r.opened.Model, man, topt)

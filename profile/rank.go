@@ -53,13 +53,9 @@ func SecondaryScores(profiles []*Profile) [][]float64 {
 
 // RankOrder ranks each sparse layer's neurons as SelectInfer does: the top
 // ⌊δ·N⌋ by the task score first (the base neurons), then the others by the
-// secondary score; ties are broken by original index. With weight (per
-// layer, per neuron; nil for none) both scores are multiplied by it first:
-// the down columns' norms (ScoreOutput) rank by Σ|h|·‖down‖, each neuron's
-// contribution to the residual stream rather than its activation alone.
-// With budgets (per sparse layer, in sparse's order; Budgets) a layer's
+// secondary score; ties are broken by original index. With budgets (per sparse layer, in sparse's order; Budgets) a layer's
 // base neurons are its share of δ instead, and the order carries them.
-func RankOrder(task *Profile, secondary [][]float64, delta float64, sparse []int, weight [][]float64, budgets [][]float32) (*convert.Order, error) {
+func RankOrder(task *Profile, secondary [][]float64, delta float64, sparse []int, budgets [][]float32) (*convert.Order, error) {
 	if !(delta > 0 && delta <= 1) {
 		return nil, fmt.Errorf("--base must be in (0, 1], got %v", delta)
 	}
@@ -83,9 +79,6 @@ func RankOrder(task *Profile, secondary [][]float64, delta float64, sparse []int
 			nb = format.Count(format.BudgetAt(budgets[si], delta), N)
 		}
 		ts, ss := scores[l], secondary[l]
-		if weight != nil {
-			ts, ss = scaled(ts, weight[l]), scaled(ss, weight[l])
-		}
 		ids := byScore(ts)
 		base := append([]int(nil), ids[:nb]...)
 		rest := append([]int(nil), ids[nb:]...)
@@ -100,9 +93,6 @@ func RankOrder(task *Profile, secondary [][]float64, delta float64, sparse []int
 		order.Perms[l], order.Scores[l] = perm, score
 	}
 	how := "profile"
-	if weight != nil {
-		how = "profile-output"
-	}
 	if task.Continue != "" {
 		how += "+" + task.Continue // the profile's prompts were followed by their answers or references
 	}
@@ -138,13 +128,4 @@ func modelPerms(m *runner.Model) [][]uint32 {
 		}
 	}
 	return perm
-}
-
-// scaled returns s[i]·w[i].
-func scaled(s, w []float64) []float64 {
-	out := make([]float64, len(s))
-	for i := range s {
-		out[i] = s[i] * w[i]
-	}
-	return out
 }

@@ -20,7 +20,7 @@ func TestRankOrderRule(t *testing.T) {
 	// δ = 0.3: base = neurons 2 (9), 9 (8), 5 (7).
 	// Secondary = mean of normalised task (sum 39) and other (sum 24) profiles.
 	sec := SecondaryScores([]*Profile{task, other})
-	order, err := RankOrder(task, sec, 0.3, []int{0}, nil, nil)
+	order, err := RankOrder(task, sec, 0.3, []int{0}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,14 +36,14 @@ func TestRankOrderRule(t *testing.T) {
 	}
 	// Ties: equal task scores keep index order.
 	tie := handProfile("t", []float64{1, 1, 1, 1})
-	o2, _ := RankOrder(tie, nil, 0.5, []int{0}, nil, nil)
+	o2, _ := RankOrder(tie, nil, 0.5, []int{0}, nil)
 	if !slices.Equal(o2.Perms[0], []uint32{0, 1, 2, 3}) {
 		t.Fatalf("ties %v, want index order", o2.Perms[0])
 	}
-	if _, err := RankOrder(task, sec, 0, []int{0}, nil, nil); err == nil {
+	if _, err := RankOrder(task, sec, 0, []int{0}, nil); err == nil {
 		t.Fatal("δ = 0 accepted")
 	}
-	if _, err := RankOrder(task, sec, 1.5, []int{0}, nil, nil); err == nil {
+	if _, err := RankOrder(task, sec, 1.5, []int{0}, nil); err == nil {
 		t.Fatal("δ = 1.5 accepted")
 	}
 }
@@ -63,25 +63,5 @@ func TestCheck(t *testing.T) {
 	c.IntermediateSize = 8
 	if err := Check(p, c, h, "a.prof"); err == nil {
 		t.Fatal("profile of another shape accepted")
-	}
-}
-
-// TestRankOrderWeighted: with weights (ScoreOutput's down norms) both the
-// base and the rest are ranked by score × weight.
-func TestRankOrderWeighted(t *testing.T) {
-	task := handProfile("a", []float64{4, 3, 2, 1, 0, 0})
-	other := handProfile("b", []float64{0, 0, 0, 0, 1, 2})
-	w := [][]float64{{1, 1, 1, 10, 5, 1}}
-	// Task × w: 4, 3, 2, 10, 0, 0 → base (δ = 0.5) 3, 0, 1; the rest by the
-	// secondary score × w: neuron 4 (5·(1/3)/2) before 5 (1·(2/3)/2) before 2 (2/10/2).
-	order, err := RankOrder(task, SecondaryScores([]*Profile{task, other}), 0.5, []int{0}, w, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []uint32{3, 0, 1, 4, 5, 2}; !slices.Equal(order.Perms[0], want) {
-		t.Fatalf("rank order %v, want %v", order.Perms[0], want)
-	}
-	if order.Provenance.Order != "profile-output" {
-		t.Fatalf("provenance order %q", order.Provenance.Order)
 	}
 }

@@ -32,26 +32,21 @@ var convertCmd = &cli.Command{
 	Flags: []cli.Flag{
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output pack `FILE` (default: the model directory's name + .sip)"},
 		&cli.BoolFlag{Name: "force", Usage: "replace an existing read-only output file"},
-		&cli.StringFlag{Name: "dtype", Usage: "weight dtype: bf16, f16, f32, q8_0 or q4_0 (default: the checkpoint's; f32 for a quantised GGUF)"},
-		&cli.StringFlag{Name: "layout", Usage: "band layout (format/SPEC.md §5): pairs, runs or tiled", DefaultText: "the dtype's fastest: tiled, pairs for q4_0 and f32"},
+		&cli.StringFlag{Name: "dtype", Usage: "weight dtype: bf16, f16, f32, q8_0 or q4_0", DefaultText: "the checkpoint's; f32 for a quantised GGUF"},
 		&cli.StringFlag{Name: "dense-dtype", Usage: "dtype of attention, embeddings and lm_head if not --dtype (e.g. --dtype q4_0 --dense-dtype bf16)"},
+		&cli.StringFlag{Name: "layout", Usage: "band layout: pairs, runs or tiled", DefaultText: "tiled; pairs for q4_0 and f32"},
 		&cli.IntFlag{Name: "band", Usage: "neurons per band B, the γ granularity (0: intermediate_size/32 as a power of two within 64-256)"},
 		&cli.IntSliceFlag{Name: "dense-layers", Usage: "layers whose FFN is kept dense (e.g. --dense-layers 0,5)"},
 		&cli.StringFlag{Name: "profile", Usage: "rank by this task: `NAME|FILE` (a built-in task, a manifest or a .prof file)"},
-		&cli.StringFlag{Name: "profile-format", Value: "sipack", Usage: "format of --profile: sipack, or partinfer ({\"neurons\": [[ids per layer]]})"},
 		&cli.Float64Flag{Name: "base", Value: 0.3, Usage: "fraction δ of each layer's neurons ranked by the task score (base neurons)"},
-		&cli.StringFlag{Name: "score", Value: "activation", Usage: "what ranks a neuron: activation (the paper: Σ|h| over the profile) or output (Σ|h| times the norm of its down-projection column)"},
 		&cli.StringFlag{Name: "secondary", Value: "all", Usage: "profiles for the model-wide score: all (every task with data), self, or FILE,FILE,..."},
 		&cli.StringFlag{Name: "order", Usage: "rank order: profile (default with --profile), random (ablation) or original"},
 		&cli.Uint64Flag{Name: "seed", Value: 0, Usage: "seed of --order random and of prompt sampling when profiling"},
 		&cli.IntFlag{Name: "max-prompts", Value: 0, Usage: "prompts per task when profiling on the fly, and for the routers (0: all; the routers 300)"},
-		&cli.IntFlag{Name: "gen-tokens", Value: -1, Usage: "tokens generated per prompt when profiling on the fly (-1: the manifest's, 128)"},
-		&cli.StringFlag{Name: "continue", Value: "greedy", Usage: "what follows each prompt when profiling on the fly: greedy, stop or reference (as sipack profile --continue)"},
-		&cli.IntFlag{Name: "calibrate", Value: profile.DefaultCalibrate, Usage: "prompts a profile made on the fly calibrates its sensitivity curves over (as sipack profile --calibrate)"},
-		&cli.StringFlag{Name: "layer-budget", Value: "auto", Usage: "how sparse layers share γ, δ and φ: auto (by the profile's sensitivity if it has it), sensitivity or uniform (as the paper)"},
+		&cli.StringFlag{Name: "layer-budget", Value: "auto", Usage: "how sparse layers share γ, δ and φ: auto, sensitivity or uniform (the paper's)"},
 		&cli.StringSliceFlag{Name: "manifests", Usage: "extra `DIR`s of task manifests"},
 		&cli.StringFlag{Name: "chat-template", Usage: "set or override the chat template: a tokenizer_config.json or a Jinja `FILE`"},
-		&cli.StringFlag{Name: "route", Usage: "fit the routers sirun selects with on this `TASK|FILE`'s prompts, or none (default with --profile: the profile's task)"},
+		&cli.StringFlag{Name: "route", Usage: "fit the routers on this `TASK|FILE`'s prompts, or none", DefaultText: "the --profile task"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary"},
 	},
 	Action: func(c *cli.Context) error {
@@ -216,16 +211,12 @@ func rankOrder(ctx context.Context, c *cli.Context, dir string) (*convert.Order,
 	if !c.IsSet("profile") {
 		return nil, fmt.Errorf("--order profile needs --profile FILE or a task name")
 	}
-	if f := c.String("profile-format"); f != "sipack" && f != "partinfer" {
-		return nil, fmt.Errorf("unknown --profile-format %q (want sipack or partinfer)", f)
-	}
 	quiet := c.Bool("quiet")
 	var bar *cliutil.Progress
 	return profile.Order(ctx, profile.OrderOptions{
-		ModelDir: dir, Task: c.String("profile"), TaskFormat: c.String("profile-format"), Secondary: c.String("secondary"),
-		Base: c.Float64("base"), Score: c.String("score"), DenseLayers: c.IntSlice("dense-layers"), Manifests: c.StringSlice("manifests"),
-		MaxPrompts: c.Int("max-prompts"), GenTokens: c.Int("gen-tokens"), Seed: c.Uint64("seed"), Continue: c.String("continue"),
-		Calibrate: c.Int("calibrate"), LayerBudget: c.String("layer-budget"),
+		ModelDir: dir, Task: c.String("profile"), Secondary: c.String("secondary"),
+		Base: c.Float64("base"), DenseLayers: c.IntSlice("dense-layers"), Manifests: c.StringSlice("manifests"),
+		MaxPrompts: c.Int("max-prompts"), Seed: c.Uint64("seed"), LayerBudget: c.String("layer-budget"),
 		Progress: func(task string, done, total int, _ int64) {
 			if quiet {
 				return

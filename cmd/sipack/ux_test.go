@@ -145,7 +145,7 @@ func TestFeedbackOffTerminal(t *testing.T) {
 		t.Errorf("convert off a terminal printed no progress (%d):\n%s", code, errOut)
 	}
 	_, errOut, code = runEnv(t, []string{"XDG_CACHE_HOME=" + dir, "HOME=" + dir, "SIPACK_PROGRESS_EVERY=1ns"},
-		"convert", tiny, "--route", "none", "--profile", "translate", "--secondary", "self", "--max-prompts", "2", "--gen-tokens", "2", "-o", filepath.Join(dir, "b.sip"))
+		"convert", tiny, "--route", "none", "--profile", "translate", "--secondary", "self", "--max-prompts", "2", "-o", filepath.Join(dir, "b.sip"))
 	if code != 0 || !strings.Contains(errOut, "no cached profile of task translate: profiling it now") || !strings.Contains(errOut, "profile translate: ") {
 		t.Errorf("on-the-fly profile did not say what it does (%d):\n%s", code, errOut)
 	}

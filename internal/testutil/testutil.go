@@ -90,7 +90,7 @@ func ProfileAndRank(t testing.TB, dense *runner.Model, task string, prompts [][]
 		t.Fatal(err)
 	}
 	sparse := []int{0, 1, 2, 3, 4, 5}
-	order, err := profile.RankOrder(prof, nil, 0.3, sparse, nil, nil)
+	order, err := profile.RankOrder(prof, nil, 0.3, sparse, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
