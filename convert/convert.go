@@ -14,9 +14,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/zeebo/blake3"
 
@@ -45,7 +47,9 @@ type Order struct {
 type Options struct {
 	ModelDir string
 	Output   string
-	DType    string // "bf16", "f16", "f32", "q8_0", "q4_0"; "" keeps the checkpoint's dtype
+	// DType is "bf16", "f16", "f32", "q8_0", "q4_0", "q4_k", "q6_k", or
+	// "q4_k_m" (llama.cpp's mix: kquantMix); "" keeps the checkpoint's dtype.
+	DType string
 	// DenseDType, if set, is the dtype of the dense section's matrices
 	// (attention, embeddings, lm_head); DType then applies to the FFN.
 	DenseDType  string
@@ -67,6 +71,9 @@ type Options struct {
 	// (stored as "default").
 	ChatTemplate string
 	Progress     func(n int, total int64)
+	// Warnings, if set, receives the converter's notes (a K-quant's
+	// fallback for rows that are not whole super-blocks); else os.Stderr.
+	Warnings io.Writer
 }
 
 // Result describes a written pack.
@@ -366,11 +373,19 @@ func Convert(ctx context.Context, opt Options) (*Result, error) {
 func (m *Model) WritePack(ctx context.Context, opt Options) (*Result, error) {
 	c := m.Config
 	dt := m.tensor(m.Arch.HFName(c, format.NameTokenEmbedding)).DType
-	if opt.DType != "" {
+	mix := strings.EqualFold(opt.DType, MixQ4KM)
+	if mix {
+		dt = format.Q4_K
+	} else if opt.DType != "" {
 		var err error
 		if dt, err = format.ParseDType(opt.DType); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w (or %s)", err, MixQ4KM)
 		}
+	}
+	var fellBack []string // tensors a K-quant could not hold (kquantFallback)
+	if dt.KQuant() && c.HiddenSize%format.QKK != 0 {
+		fellBack = append(fellBack, fmt.Sprintf("the FFN records (%d values a row): %v", c.HiddenSize, kquantFallback(dt)))
+		dt = kquantFallback(dt)
 	}
 	var major uint16 // 0: the dtype's layout
 	if opt.Layout != "" {
@@ -475,6 +490,14 @@ func (m *Model) WritePack(ctx context.Context, opt Options) (*Result, error) {
 			ti.DType = format.F32
 		case e.Record:
 			ti.DType = dt
+		default:
+			if mix && opt.DenseDType == "" {
+				ti.DType = kquantMix(c, e.Name)
+			}
+			if cols := e.Shape[len(e.Shape)-1]; ti.DType.KQuant() && cols%format.QKK != 0 {
+				fellBack = append(fellBack, fmt.Sprintf("%s (%d values a row): %v", e.Name, cols, kquantFallback(ti.DType)))
+				ti.DType = kquantFallback(ti.DType)
+			}
 		}
 		idx.DenseTensors = append(idx.DenseTensors, ti)
 		if e.Record {
@@ -484,6 +507,13 @@ func (m *Model) WritePack(ctx context.Context, opt Options) (*Result, error) {
 		}
 		src := m.DenseTensor(e.Name)
 		spec.Dense = append(spec.Dense, func(w io.Writer) error { return writeConverted(w, ti.DType, src) })
+	}
+	if len(fellBack) > 0 {
+		w := opt.Warnings
+		if w == nil {
+			w = os.Stderr
+		}
+		fmt.Fprintf(w, "sipack: rows that are not whole K-quant super-blocks of %d values fall back to a block type: %s\n", format.QKK, strings.Join(fellBack, "; "))
 	}
 	var total int64
 	if opt.Progress != nil {
@@ -503,47 +533,89 @@ func (m *Model) WritePack(ctx context.Context, opt Options) (*Result, error) {
 	return &Result{Path: opt.Output, Bytes: st.Size(), SourceHash: idx.SourceHash, DType: dt}, nil
 }
 
+// MixQ4KM names llama.cpp's Q4_K_M mix as a --dtype (kquantMix).
+const MixQ4KM = "q4_k_m"
+
+// kquantMix is the dtype of dense matrix name in a q4_k_m pack, llama.cpp's
+// Q4_K_M rules for the tensors a pack has: Q6_K for the output matrix (the
+// embeddings where they are tied: they are the output matrix then) and for
+// the V projections of the layers useMoreBits picks, Q4_K for the rest.
+// The FFN records are Q4_K (Convert): a pack has one record dtype, where
+// llama.cpp would give the down projections of useMoreBits' layers Q6_K.
+func kquantMix(c *format.ModelConfig, name string) format.DType {
+	switch {
+	case name == format.NameOutput, name == format.NameTokenEmbedding && c.TieWordEmbeddings:
+		return format.Q6_K
+	case strings.HasSuffix(name, ".wv") && useMoreBits(layerOf(name), c.NumLayers):
+		return format.Q6_K
+	}
+	return format.Q4_K
+}
+
+// useMoreBits is llama.cpp's choice of the layers whose V (and FFN down)
+// projections a Q4_K_M file keeps in Q6_K: the first and last eighth, and
+// every third layer between.
+func useMoreBits(l, n int) bool {
+	return l < n/8 || l >= 7*n/8 || (l-n/8)%3 == 2
+}
+
+// kquantFallback is the block type rows that are not whole super-blocks
+// of a K-quant take instead: Q8_0 for Q6_K, Q4_0 for Q4_K.
+func kquantFallback(dt format.DType) format.DType {
+	if dt == format.Q6_K {
+		return format.Q8_0
+	}
+	return format.Q4_0
+}
+
 func layerOf(name string) int {
 	var l int
 	fmt.Sscanf(name, "layers.%d.", &l)
 	return l
 }
 
-// DownNorms returns, for each neuron of layer l, the L2 norm of its column
-// of the down projection: how far a unit of the neuron's activation moves
-// the residual stream.
-func (m *Model) DownNorms(l int) []float64 {
-	_, _, down := m.FFN(l)
-	h, N := m.Config.HiddenSize, m.Config.IntermediateSize
-	ss := make([]float64, N)
-	row := make([]float32, N)
-	rb := N * down.DType.Size()
-	for i := 0; i < h; i++ {
-		kernels.ToF32(row, down.Data[i*rb:(i+1)*rb], down.DType)
-		for n, v := range row {
-			ss[n] += float64(v) * float64(v)
-		}
-	}
-	for n := range ss {
-		ss[n] = math.Sqrt(ss[n])
-	}
-	return ss
-}
-
 // recordsAs fills dst with layer l's records (gate row | up row | down column)
 // of the given neurons, converted to dt.
 func (m *Model) recordsAs(l int, neurons []uint32, dst []byte, dt format.DType) error {
-	gate, up, down := m.FFN(l)
-	h, N := m.Config.HiddenSize, m.Config.IntermediateSize
+	h := m.Config.HiddenSize
 	rb, ok := dt.RowBytes(h)
 	if !ok {
 		return fmt.Errorf("hidden_size %d is not a multiple of %d, as %v needs", h, dt.BlockElems(), dt)
 	}
-	ds := down.DType.Size()
 	rec := 3 * rb
 	if len(dst) != len(neurons)*rec {
 		return fmt.Errorf("internal error: record buffer of %d bytes for %d neurons", len(dst), len(neurons))
 	}
+	// The K-quants' search costs about 20 ns a weight: their records are
+	// quantised on every CPU, a share of the neurons each.
+	if workers := runtime.GOMAXPROCS(0); dt.KQuant() && workers > 1 && len(neurons) >= 2*workers {
+		var wg sync.WaitGroup
+		errs := make([]error, workers)
+		per := (len(neurons) + workers - 1) / workers
+		for w := 0; w < workers; w++ {
+			lo, hi := w*per, min(len(neurons), (w+1)*per)
+			if lo >= hi {
+				break
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[w] = m.recordsAsSerial(l, neurons[lo:hi], dst[lo*rec:hi*rec], dt)
+			}()
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	}
+	return m.recordsAsSerial(l, neurons, dst, dt)
+}
+
+// recordsAsSerial is recordsAs on the calling goroutine.
+func (m *Model) recordsAsSerial(l int, neurons []uint32, dst []byte, dt format.DType) error {
+	gate, up, down := m.FFN(l)
+	h, N := m.Config.HiddenSize, m.Config.IntermediateSize
+	rb, _ := dt.RowBytes(h)
+	ds := down.DType.Size()
+	rec := 3 * rb
 	col := make([]byte, h*ds)
 	var f32 []float32
 	if dt.Quantized() {
@@ -551,8 +623,12 @@ func (m *Model) recordsAs(l int, neurons []uint32, dst []byte, dt format.DType) 
 	}
 	for j, n := range neurons {
 		r := dst[j*rec : (j+1)*rec]
-		encodeRow(r[:rb], dt, rowOf(gate, int(n), h), gate.DType, f32)
-		encodeRow(r[rb:2*rb], dt, rowOf(up, int(n), h), up.DType, f32)
+		if !copyRaw(r[:rb], dt, gate, int(n)) {
+			encodeRow(r[:rb], dt, rowOf(gate, int(n), h), gate.DType, f32)
+		}
+		if !copyRaw(r[rb:2*rb], dt, up, int(n)) {
+			encodeRow(r[rb:2*rb], dt, rowOf(up, int(n), h), up.DType, f32)
+		}
 		// down is [hidden, N]: neuron n's column is strided in the checkpoint
 		// and contiguous in the record.
 		for i := 0; i < h; i++ {
@@ -562,6 +638,21 @@ func (m *Model) recordsAs(l int, neurons []uint32, dst []byte, dt format.DType) 
 		encodeRow(r[2*rb:], dt, col, down.DType, f32)
 	}
 	return nil
+}
+
+// copyRaw copies row r of t's GGUF K-quant bytes into dst where they are
+// already dtype dt (the same bytes quantising would approximate again),
+// and reports whether it did.
+func copyRaw(dst []byte, dt format.DType, t *Tensor, r int) bool {
+	if t.Raw == nil || t.RawDType != dt || len(t.Shape) != 2 {
+		return false
+	}
+	rb, ok := dt.RowBytes(t.Shape[1])
+	if !ok || rb != len(dst) || len(t.Raw) != t.Shape[0]*rb {
+		return false
+	}
+	copy(dst, t.Raw[r*rb:(r+1)*rb])
+	return true
 }
 
 // encodeRow converts one row src (dtype st) into dst (dtype dt); scratch
@@ -620,6 +711,10 @@ func writeConverted(w io.Writer, dt format.DType, t *Tensor) error {
 		rb, ok := dt.RowBytes(cols)
 		if !ok {
 			return fmt.Errorf("rows of %d elements cannot be stored as %v (need a multiple of %d)", cols, dt, dt.BlockElems())
+		}
+		if t.Raw != nil && t.RawDType == dt && len(t.Raw) == n/cols*rb {
+			_, err := w.Write(t.Raw)
+			return err
 		}
 		out := make([]byte, rb)
 		f := make([]float32, cols)

@@ -478,25 +478,3 @@ func TestQuantizedPack(t *testing.T) {
 		t.Fatalf("q8_0 of hidden 40: %v", err)
 	}
 }
-
-// TestDownNorms checks each neuron's down-column norm against its record's
-// down row in an f32 pack (written by recordsAs, read back through format).
-func TestDownNorms(t *testing.T) {
-	p, m := convertTo(t, tinyDir, Options{DType: "f32"})
-	h := m.Config.HiddenSize
-	for si, sl := range p.Index.SparseLayers {
-		norms := m.DownNorms(sl.Layer)
-		for r := range norms {
-			rec := p.Record(si, r)
-			var ss float64
-			for i := 0; i < h; i++ {
-				v := float64(elem(rec[2*h*4:], format.F32, i))
-				ss += v * v
-			}
-			n := int(sl.Perm[r])
-			if want := math.Sqrt(ss); math.Abs(norms[n]-want) > 1e-9*(1+want) {
-				t.Fatalf("layer %d neuron %d: down norm %g, want %g", sl.Layer, n, norms[n], want)
-			}
-		}
-	}
-}

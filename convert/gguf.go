@@ -592,8 +592,22 @@ func loadTensor(dst *Tensor, src *gguf.Tensor, heads int) error {
 		}
 	}
 	dst.Data = data
+	// Q4_K and Q6_K are a pack's bytes too: kept for rows a pack copies.
+	if kt, ok := ggufKQuant[src.Type]; ok && len(dst.Shape) == 2 {
+		raw := src.Data
+		if heads > 0 {
+			var err error
+			if raw, err = unpermuteRows(raw, dst.Shape[0], heads); err != nil {
+				return err
+			}
+		}
+		dst.Raw, dst.RawDType = raw, kt
+	}
 	return nil
 }
+
+// ggufKQuant maps the GGUF K-quants whose blocks are a pack dtype's bytes.
+var ggufKQuant = map[gguf.Type]format.DType{gguf.Q4_K: format.Q4_K, gguf.Q6_K: format.Q6_K}
 
 // unpermuteRows undoes the row permutation llama.cpp's converter applies to
 // a llama Q or K projection of rows = heads·D rows: within each head, HF's

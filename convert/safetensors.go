@@ -28,6 +28,11 @@ type Tensor struct {
 	Shape []int
 	Data  []byte
 	File  string
+	// Raw, where set, is the tensor in the K-quant RawDType as the GGUF
+	// file stores it (rows in Data's order): a pack of that dtype copies
+	// its rows instead of quantising Data again.
+	Raw      []byte
+	RawDType format.DType
 }
 
 // Checkpoint is the set of mapped safetensors shards of a model directory.

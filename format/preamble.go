@@ -16,7 +16,7 @@ const (
 	VersionMajor = 5 // 5: as 4, a band block's down section tiled by groups of Index.TileGroup records (routed packs); 4: as 3, the down rows by pieces of DownTile values; 3: a band block's gate rows, up rows and down rows in three runs; 2: gate rows, then up|down pairs (§5)
 	// VersionMinor counts compatible additions (new index fields); a reader
 	// must accept any minor version of its major.
-	VersionMinor = 6 // 1: ranks_present (sliced packs); 2: Q8_0 and Q4_0 dtypes; 3: chat_templates; 4: layer budgets; 5: routers; 6: tile_group (version 5)
+	VersionMinor = 7 // 1: ranks_present (sliced packs); 2: Q8_0 and Q4_0 dtypes; 3: chat_templates; 4: layer budgets; 5: routers; 6: tile_group (version 5); 7: Q4_K and Q6_K dtypes
 
 	PreambleSize = 128
 	// SectionAlign is the alignment of the dense and FFN sections and of every band.

@@ -371,6 +371,9 @@ func (p *Pack) validate() error {
 	if rb, ok := idx.RecordDType.RowBytes(c.HiddenSize); !ok || idx.RecordBytes != uint64(3*rb) {
 		return bad(ErrShape, "record bytes do not match 3 rows of hidden_size in the record dtype", idx.RecordBytes)
 	}
+	if LayoutOf(pre.Major) == Tiled && TileBytes(idx.RecordDType) == 0 {
+		return bad(ErrDType, "record dtype without a tiled layout in a tiled pack", idx.RecordDType)
+	}
 
 	// Sparse layers: ascending, in range, each perm a permutation of [0, N).
 	N := c.IntermediateSize

@@ -46,6 +46,11 @@ func planLayout(idx *Index, major uint16) (*Preamble, error) {
 		}
 		layout = LayoutOf(major)
 	}
+	// A tiled block cuts down rows into pieces of DownTile values: whole
+	// blocks of the dtype only (not K-quant super-blocks of 256).
+	if layout == Tiled && TileBytes(idx.RecordDType) == 0 {
+		return nil, fmt.Errorf("sip: record dtype %v has no tiled band layout (its blocks are longer than %d values)", idx.RecordDType, DownTile)
+	}
 	// Tile groups (version 5): a tiled band block's only; a group of a
 	// whole band's records or more is none (version 4).
 	if idx.TileGroup < 0 || (idx.TileGroup > 0 && layout != Tiled) {

@@ -127,7 +127,7 @@ func sumBytesRef(b []byte) uint64 {
 // ToF32 widens n elements of dtype dt into dst.
 func ToF32(dst []float32, w []byte, dt format.DType) {
 	switch dt {
-	case format.Q8_0, format.Q4_0:
+	case format.Q8_0, format.Q4_0, format.Q4_K, format.Q6_K:
 		DequantizeRow(dst, w, dt)
 	case format.F32:
 		copy(dst, F32s(w))

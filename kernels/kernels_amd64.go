@@ -411,6 +411,7 @@ func avx2Table() *Table {
 			return out
 		}
 	}
+	kquantAVX2(t)
 	t.FMAPeak, t.FMALanes = fmaPeakAVX2, 8
 	// The prefill GEMM (gemm_avx2_amd64.s): the float tile for every
 	// dtype's matrices and the FFN's gate and up rows, the down projection
@@ -898,3 +899,21 @@ func axpyTilesGapBF16AVX512(y *float32, h *float32, w *byte, n, chunks, cstride 
 
 //go:noescape
 func axpyTilesGapBF16AVX2(y *float32, h *float32, w *byte, n, chunks, cstride int)
+
+//go:noescape
+func dotQ4KQ8AVX2(w *byte, xq *int8, xd *float32, xs *int32, nsb int) float32
+
+//go:noescape
+func dot2Q4KQ8AVX2(a, b *byte, xq *int8, xd *float32, xs *int32, nsb int, out *[2]float32, next *byte)
+
+//go:noescape
+func dot4Q4KQ8AVX2(w *byte, x *[4]*int8, d *[4]*float32, s *[4]*int32, nsb int, out *[4]float32)
+
+//go:noescape
+func dotQ6KQ8AVX2(w *byte, xq *int8, xd *float32, nsb int) float32
+
+//go:noescape
+func dot4Q6KQ8AVX2(w *byte, x *[4]*int8, d *[4]*float32, nsb int, out *[4]float32)
+
+//go:noescape
+func axpyQ4KAVX2(y *float32, a float32, w *byte, nsb int)

@@ -97,7 +97,7 @@ func TestRunStaticDealsChunks(t *testing.T) {
 func TestPrefillScratchBound(t *testing.T) {
 	forTables(t, func(t *testing.T, tb *Table) {
 		for _, dt := range []format.DType{format.F32, format.BF16, format.F16, format.Q8_0, format.Q4_0} {
-			for _, s := range []struct{ H, N, heads, kvHeads, hd int }{{256, 768, 8, 4, 32}, {512, 1024, 8, 2, 64}} {
+			for _, s := range []struct{ H, N, heads, kvHeads, hd int }{{256, 768, 8, 4, 32}, {256, 512, 4, 2, 64}} {
 				rng := rand.New(rand.NewPCG(3, 4))
 				qDim, kvDim := s.heads*s.hd, s.kvHeads*s.hd
 				wq, _ := randRow(rng, dt, qDim*s.H)

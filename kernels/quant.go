@@ -15,7 +15,7 @@ import (
 // holding q[j] in its low and q[j+16] in its high nibble; x̂ = d·(q − 8)
 // (18 bytes).
 
-// QuantizeRow writes src (a multiple of 32 elements) as dt into dst.
+// QuantizeRow writes src (a multiple of dt.BlockElems() elements) as dt into dst.
 func QuantizeRow(dst []byte, dt format.DType, src []float32) {
 	switch dt {
 	case format.Q8_0:
@@ -25,6 +25,14 @@ func QuantizeRow(dst []byte, dt format.DType, src []float32) {
 	case format.Q4_0:
 		for b := 0; b < len(src)/format.QK; b++ {
 			quantQ40(dst[b*18:(b+1)*18], src[b*format.QK:(b+1)*format.QK])
+		}
+	case format.Q4_K:
+		for b := 0; b < len(src)/format.QKK; b++ {
+			quantQ4K(dst[b*q4KBytes:(b+1)*q4KBytes], src[b*format.QKK:(b+1)*format.QKK])
+		}
+	case format.Q6_K:
+		for b := 0; b < len(src)/format.QKK; b++ {
+			quantQ6K(dst[b*q6KBytes:(b+1)*q6KBytes], src[b*format.QKK:(b+1)*format.QKK])
 		}
 	}
 }
@@ -89,6 +97,8 @@ func DequantizeRow(dst []float32, w []byte, dt format.DType) {
 				dst[b*format.QK+j+format.QK/2] = d * float32(int(blk[2+j]>>4)-8)
 			}
 		}
+	case format.Q4_K, format.Q6_K:
+		dequantKRow(dst, w, dt)
 	}
 }
 

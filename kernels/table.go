@@ -92,7 +92,7 @@ type Ops struct {
 // reference as a plain value.
 type Table struct {
 	Name string
-	ops  [format.Q4_0 + 1]Ops
+	ops  [format.LastDType + 1]Ops
 	// FMAPeak runs iters × 10 dependent-free multiply-add chains of
 	// FMALanes float32 lanes each (the benchmark's compute ceiling).
 	FMAPeak  func(iters int) float32
@@ -156,12 +156,14 @@ var Generic = Table{
 	ExpSubSum: expSubSumRef,
 	Max:       maxRef,
 	Scale:     scaleRef,
-	ops: [format.Q4_0 + 1]Ops{
+	ops: [format.LastDType + 1]Ops{
 		format.F32:  {Dot: dotF32Ref, Axpy: axpyF32Ref},
 		format.F16:  {Dot: dotF16Ref, Axpy: axpyF16Ref, Dot4: dot4F16Ref, GemmDown: gemmDownF16Ref},
 		format.BF16: {Dot: dotBF16Ref, Axpy: axpyBF16Ref, Dot4: dot4BF16Ref, GemmDown: gemmDownBF16Ref, DotAct: dotBF16ActRef, ActBF16: true},
 		format.Q8_0: {Dot: dotQ80Ref, Axpy: axpyQ80Ref, Axpy4: axpy4Q80Ref, DotAct: dotQ80Q8Ref},
 		format.Q4_0: {Dot: dotQ40Ref, Axpy: axpyQ40Ref, Axpy4: axpy4Q40Ref, DotAct: dotQ40Q8Ref},
+		format.Q4_K: {Dot: dotQ4KRef, Axpy: axpyQ4KRef, Axpy4: axpy4Q4KRef, DotAct: dotQ4KQ8Ref},
+		format.Q6_K: {Dot: dotQ6KRef, Axpy: axpyQ6KRef, Axpy4: axpy4Q6KRef, DotAct: dotQ6KQ8Ref},
 	},
 	FMAPeak: fmaPeakRef, FMALanes: 1, SumBytes: sumBytesRef, PrefetchL2: prefetchL2Ref,
 }
@@ -212,11 +214,11 @@ func Named(name string) (*Table, error) {
 	return nil, fmt.Errorf("no kernel table %q on this CPU (it has %s)", name, strings.Join(names, ", "))
 }
 
-// WithIntegerPath returns a copy of t whose block types (Q8_0, Q4_0) take
-// the integer path (on) or the float path; the name says which.
+// WithIntegerPath returns a copy of t whose block types (Q8_0, Q4_0, Q4_K,
+// Q6_K) take the integer path (on) or the float path; the name says which.
 func (t *Table) WithIntegerPath(on bool) *Table {
 	c := *t
-	for _, dt := range []format.DType{format.Q8_0, format.Q4_0} {
+	for _, dt := range []format.DType{format.Q8_0, format.Q4_0, format.Q4_K, format.Q6_K} {
 		c.ops[dt].ActDot = on && c.ops[dt].DotAct != nil
 	}
 	c.Name += map[bool]string{true: "+int", false: "+float"}[on]

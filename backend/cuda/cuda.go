@@ -156,6 +156,9 @@ func (m *Matrix) DType() format.DType { return m.dt }
 func (m *Matrix) Bytes() int          { return m.rows * m.rowB }
 
 func (d *Device) Matrix(data []byte, dt format.DType, rows, cols int) (backend.Matrix, error) {
+	if err := refuseKQuant(dt); err != nil {
+		return nil, err
+	}
 	rb, ok := dt.RowBytes(cols)
 	if !ok || len(data) != rows*rb || rows < 1 {
 		return nil, fmt.Errorf("cuda backend: %d bytes for a %d×%d %v matrix", len(data), rows, cols, dt)
@@ -208,6 +211,9 @@ func (r *records) Len() int   { return len(r.host) }
 func (r *records) Bytes() int { return len(r.host) * 3 * r.rowBytes }
 
 func (d *Device) Records(rblocks []format.RecordBlock, dt format.DType, hidden int) (backend.Records, error) {
+	if err := refuseKQuant(dt); err != nil {
+		return nil, err
+	}
 	rb, ok := dt.RowBytes(hidden)
 	if !ok {
 		return nil, fmt.Errorf("cuda backend: hidden size %d is not a whole number of %v blocks", hidden, dt)
@@ -382,4 +388,13 @@ func (d *Device) Close() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// refuseKQuant refuses the K-quants, which this backend has no kernels
+// for (the CPU backend runs them).
+func refuseKQuant(dt format.DType) error {
+	if dt.KQuant() {
+		return fmt.Errorf("cuda backend: %v weights are not supported (convert with --dtype q4_0 or q8_0, or run on the CPU)", dt)
+	}
+	return nil
 }

@@ -32,7 +32,7 @@ var convertCmd = &cli.Command{
 	Flags: []cli.Flag{
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output pack `FILE` (default: the model directory's name + .sip)"},
 		&cli.BoolFlag{Name: "force", Usage: "replace an existing read-only output file"},
-		&cli.StringFlag{Name: "dtype", Usage: "weight dtype: bf16, f16, f32, q8_0 or q4_0", DefaultText: "the checkpoint's; f32 for a quantised GGUF"},
+		&cli.StringFlag{Name: "dtype", Usage: "weight dtype: bf16, f16, f32, q8_0, q4_0, q4_k, q6_k or q4_k_m (llama.cpp's mix)", DefaultText: "the checkpoint's; f32 for a quantised GGUF"},
 		&cli.StringFlag{Name: "dense-dtype", Usage: "dtype of attention, embeddings and lm_head if not --dtype (e.g. --dtype q4_0 --dense-dtype bf16)"},
 		&cli.StringFlag{Name: "layout", Usage: "band layout: pairs, runs or tiled", DefaultText: "tiled; pairs for q4_0 and f32"},
 		&cli.IntFlag{Name: "band", Usage: "neurons per band B, the γ granularity (0: intermediate_size/32 as a power of two within 64-256)"},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -22,7 +23,7 @@ var synthCmd = &cli.Command{
 		"../shared/llamacpp/compare.sh measure (MAKE_PACK='bin/sipack synth --dtype $DTYPE -o $OUT').",
 	Flags: []cli.Flag{
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Required: true, Usage: "pack `FILE` to write"},
-		&cli.StringFlag{Name: "dtype", Value: "bf16", Usage: "weight dtype: bf16, f16, f32, q8_0 or q4_0"},
+		&cli.StringFlag{Name: "dtype", Value: "bf16", Usage: "weight dtype: bf16, f16, f32, q8_0, q4_0, q4_k, q6_k or q4_k_m (llama.cpp's Q4_K_M mix)"},
 		&cli.StringFlag{Name: "layout", Usage: "band layout: pairs, runs or tiled (default: the dtype's, as convert)"},
 		&cli.StringFlag{Name: "dir", Value: filepath.Join(os.TempDir(), "sipack-bench", "synth-1b"), Usage: "where the random checkpoint is kept"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress and no summary"},
@@ -32,8 +33,10 @@ var synthCmd = &cli.Command{
 			return fmt.Errorf("synth takes no arguments (got %q): the pack goes to -o FILE", c.Args().Slice())
 		}
 		ck, out := c.String("dir"), c.String("output")
-		if _, err := format.ParseDType(c.String("dtype")); err != nil {
-			return fmt.Errorf("--dtype: %w", err)
+		if d := c.String("dtype"); !strings.EqualFold(d, convert.MixQ4KM) {
+			if _, err := format.ParseDType(d); err != nil {
+				return fmt.Errorf("--dtype: %w (or %s)", err, convert.MixQ4KM)
+			}
 		}
 		// The pack is replaced by a rename whatever its mode bits (force).
 		if err := cliutil.CheckOutput(out, true, ck); err != nil {

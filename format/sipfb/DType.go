@@ -12,6 +12,8 @@ const (
 	DTypeBF16 DType = 2
 	DTypeQ8_0 DType = 8
 	DTypeQ4_0 DType = 9
+	DTypeQ4_K DType = 10
+	DTypeQ6_K DType = 11
 )
 
 var EnumNamesDType = map[DType]string{
@@ -20,6 +22,8 @@ var EnumNamesDType = map[DType]string{
 	DTypeBF16: "BF16",
 	DTypeQ8_0: "Q8_0",
 	DTypeQ4_0: "Q4_0",
+	DTypeQ4_K: "Q4_K",
+	DTypeQ6_K: "Q6_K",
 }
 
 var EnumValuesDType = map[string]DType{
@@ -28,6 +32,8 @@ var EnumValuesDType = map[string]DType{
 	"BF16": DTypeBF16,
 	"Q8_0": DTypeQ8_0,
 	"Q4_0": DTypeQ4_0,
+	"Q4_K": DTypeQ4_K,
+	"Q6_K": DTypeQ6_K,
 }
 
 func (v DType) String() string {
