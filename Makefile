@@ -5,7 +5,7 @@ BIN     ?= bin
 FUZZTIME ?= 30s
 SYNTH   ?= /tmp/sipack-synth-1b
 
-.PHONY: all build test demo badinput generate fuzz bench compare compare-routed routed-packs compare-avx2 recache bench-packs synth clean vet accuracy accuracy-quant test-arm64 test-arm32 cross loadtest \
+.PHONY: all build test demo badinput generate fuzz bench compare compare-routed routed-packs compare-avx2 recache bench-packs synth clean vet accuracy accuracy-quant test-arm64 test-arm32 cross loadtest qemu-user \
 	cuda-kernels cuda-check build-cuda device-check device-rehearse
 
 all: build
@@ -212,28 +212,30 @@ recache:
 	files=$$(ls $(BENCH_DIR)/synth-1b-*.sip $(LLAMA_WORK)/*.gguf 2>/dev/null); \
 	[ -z "$$files" ] || $(GO) run ./cmd/internal/recache $$files
 
+# qemu user emulation for the arm tests (Debian's qemu-user, installed
+# when missing; CI installs it before running the arm tests side by side).
+qemu-user:
+	command -v qemu-aarch64 >/dev/null && command -v qemu-arm >/dev/null || (apt-get update && apt-get install -y qemu-user)
+
 # The kernels and the golden runner tests on arm64 (the NEON and SDOT paths)
-# under qemu user emulation (installs Debian's qemu-user when missing). The
-# other dtypes' golden test is left to amd64: under qemu it alone took 3 of
-# the 6 minutes, and the kernels it uses are tested here one by one.
-test-arm64:
-	command -v qemu-aarch64 >/dev/null || (apt-get update && apt-get install -y qemu-user)
+# under qemu. -test.short trims the quantised greedy test to two golden
+# prompts (every dtype and path still runs).
+test-arm64: qemu-user
 	GOARCH=arm64 $(GO) test -c -o $(BIN)/kernels-arm64.test ./kernels
 	GOARCH=arm64 $(GO) test -c -o $(BIN)/runner-arm64.test ./runner
-	cd kernels && ../.ci/qemu-run.sh ../$(BIN)/kernels-arm64.test -test.timeout 5m -test.v -test.run . > ../$(BIN)/kernels-arm64.log; s=$$?; \
+	cd kernels && ../.ci/qemu-run.sh ../$(BIN)/kernels-arm64.test -test.short -test.timeout 5m -test.v -test.run . > ../$(BIN)/kernels-arm64.log; s=$$?; \
 	  grep -E '^(--- |ok|PASS|FAIL)|kernel path' ../$(BIN)/kernels-arm64.log; \
 	  [ $$s -eq 0 ] || tail -40 ../$(BIN)/kernels-arm64.log; exit $$s
-	cd runner && ../.ci/qemu-run.sh ../$(BIN)/runner-arm64.test -test.timeout 5m -test.v -test.run 'GoldenTinyllama|GoldenArchcheck|Selection|FastAndGeneric|QuantizedGreedy'
+	cd runner && ../.ci/qemu-run.sh ../$(BIN)/runner-arm64.test -test.short -test.timeout 5m -test.v -test.run 'GoldenTinyllama|GoldenArchcheck|Selection|FastAndGeneric|QuantizedGreedy'
 
 # The same on 32-bit ARM (GOARM=7: phones and boards with a 32-bit
 # userland), where the generic kernels run and int is 32 bits: the kernels'
 # tests and the golden runner tests under qemu-arm.
-test-arm32:
-	command -v qemu-arm >/dev/null || (apt-get update && apt-get install -y qemu-user)
+test-arm32: qemu-user
 	GOARCH=arm GOARM=7 $(GO) test -c -o $(BIN)/kernels-arm.test ./kernels
 	GOARCH=arm GOARM=7 $(GO) test -c -o $(BIN)/runner-arm.test ./runner
-	cd kernels && QEMU=qemu-arm ../.ci/qemu-run.sh ../$(BIN)/kernels-arm.test -test.timeout 5m
-	cd runner && QEMU=qemu-arm ../.ci/qemu-run.sh ../$(BIN)/runner-arm.test -test.timeout 5m -test.v -test.run 'GoldenTinyllama|Selection|QuantizedGreedy'
+	cd kernels && QEMU=qemu-arm ../.ci/qemu-run.sh ../$(BIN)/kernels-arm.test -test.short -test.timeout 5m
+	cd runner && QEMU=qemu-arm ../.ci/qemu-run.sh ../$(BIN)/runner-arm.test -test.short -test.timeout 5m -test.v -test.run 'GoldenTinyllama|Selection|QuantizedGreedy'
 
 # Load test of sirun serve (not in CI: it runs for LOADTEST_TIME): the tiny
 # model with its test chat template, LOADTEST_CLIENTS clients of the OpenAI
