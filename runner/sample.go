@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 )
@@ -94,6 +95,55 @@ func NewSampler(cfg SamplerConfig) *Sampler {
 // Sample picks a token from logits (which it may modify), given the tokens so far.
 // Order, as in llama.cpp: repetition penalty, then greedy or top-k → top-p → temperature.
 func (s *Sampler) Sample(logits []float32, history []int) int {
+	return s.sample(logits, history, s.cfg.TopK)
+}
+
+// SampleAllowed is Sample restricted to the tokens whose bit is set in
+// allowed (bit id%64 of word id/64; ids past it are not allowed), as a
+// grammar constrains output: the others' logits become -Inf, and top-k
+// keeps at most the allowed count, so a -Inf token is never a candidate.
+// It returns -1 when no token is allowed.
+func (s *Sampler) SampleAllowed(logits []float32, history []int, allowed []uint64) int {
+	n := 0
+	negInf := float32(math.Inf(-1))
+	for w := 0; w*64 < len(logits); w++ {
+		var word uint64
+		if w < len(allowed) {
+			word = allowed[w]
+		}
+		part := logits[w*64 : min(w*64+64, len(logits))]
+		if word == ^uint64(0) && len(part) == 64 {
+			n += 64
+			continue
+		}
+		n += bits.OnesCount64(word & (^uint64(0) >> (64 - len(part))))
+		for i := range part {
+			if word&(1<<i) == 0 {
+				part[i] = negInf
+			}
+		}
+	}
+	if n == 0 {
+		return -1
+	}
+	k := s.cfg.TopK
+	if k <= 0 || k > n {
+		k = n
+	}
+	tok := s.sample(logits, history, k)
+	if tok >= len(logits) || tok/64 >= len(allowed) || allowed[tok/64]&(1<<(tok%64)) == 0 {
+		// Only when the allowed logits are themselves -Inf or NaN: any allowed token.
+		for w, word := range allowed {
+			if word != 0 && w*64+bits.TrailingZeros64(word) < len(logits) {
+				return w*64 + bits.TrailingZeros64(word)
+			}
+		}
+	}
+	return tok
+}
+
+// sample is Sample with top-k k.
+func (s *Sampler) sample(logits []float32, history []int, k int) int {
 	c := &s.cfg
 	if c.RepetitionPenalty != 1 {
 		recent := history
@@ -117,7 +167,7 @@ func (s *Sampler) Sample(logits []float32, history []int) int {
 	if c.Temperature == 0 {
 		return Argmax(logits)
 	}
-	n := s.candidates(logits, c.TopK)
+	n := s.candidates(logits, k)
 	// Softmax with temperature over the candidates.
 	s.prob = s.prob[:0]
 	m := float64(logits[s.idx[0]])
