@@ -4,9 +4,9 @@
 //
 // Templates are rendered with github.com/ardanlabs/jinja, configured as
 // transformers renders them (trim_blocks and lstrip_blocks on) and given
-// messages, add_generation_prompt, bos_token and eos_token;
-// raise_exception and strftime_now are the engine's built-ins and tools is
-// left undefined. The engine has no loader, so a template (untrusted text
+// messages, add_generation_prompt, bos_token and eos_token, and tools when a
+// request has any (undefined otherwise); raise_exception is the engine's
+// built-in and strftime_now this package's (tools.go). The engine has no loader, so a template (untrusted text
 // from a pack) cannot read files or include other templates; it has no cap
 // on loop counts or output size, so a hostile template can make rendering
 // slow or large (load only packs you would run). It refuses a
@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ardanlabs/jinja"
 
@@ -30,10 +31,15 @@ import (
 	"github.com/sipack/sipack/tokenizer"
 )
 
-// Message is one turn of a conversation.
+// Message is one turn of a conversation. An assistant turn may carry the
+// tool calls it made, and a tool turn the id and name of the call it
+// answers; the template sees them as transformers passes them (tools.go).
 type Message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role       string     `json:"role"`
+	Content    string     `json:"content"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	Name       string     `json:"name,omitempty"`
 }
 
 // Roles a message may have.
@@ -190,6 +196,8 @@ type Template struct {
 	Source   string // the Jinja source, for the APIs that show it
 	BOS, EOS string
 	t        *jinja.Template
+	tools    ToolFormat
+	now      func() time.Time // strftime_now's clock; nil: time.Now
 }
 
 // Compile compiles the named template of cfg ("" picks the first, which is
@@ -213,7 +221,8 @@ func (cfg *Config) Compile(name string) (*Template, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chat template %q: %w", cfg.Templates[i].Name, err)
 	}
-	return &Template{Name: cfg.Templates[i].Name, Source: cfg.Templates[i].Template, BOS: cfg.BOS, EOS: cfg.EOS, t: t}, nil
+	src := cfg.Templates[i].Template
+	return &Template{Name: cfg.Templates[i].Name, Source: src, BOS: cfg.BOS, EOS: cfg.EOS, t: t, tools: detectToolFormat(src)}, nil
 }
 
 // CheckMessages refuses roles a template does not know.
@@ -229,19 +238,21 @@ func CheckMessages(msgs []Message) error {
 // Render renders a conversation. With addGenerationPrompt the prompt ends
 // with the template's opening of an assistant turn.
 func (t *Template) Render(msgs []Message, addGenerationPrompt bool) (string, error) {
+	return t.RenderTools(msgs, nil, addGenerationPrompt)
+}
+
+// RenderTools renders a conversation with the tools the model may call (nil:
+// none, and the template's tools is undefined, as without tools).
+func (t *Template) RenderTools(msgs []Message, tools []Tool, addGenerationPrompt bool) (string, error) {
 	if err := CheckMessages(msgs); err != nil {
 		return "", err
 	}
-	ms := make([]any, len(msgs))
-	for i, m := range msgs {
-		ms[i] = map[string]any{"role": m.Role, "content": m.Content}
+	data, err := t.data(msgs, tools)
+	if err != nil {
+		return "", err
 	}
-	out, err := t.t.Render(map[string]any{
-		"messages":              ms,
-		"add_generation_prompt": addGenerationPrompt,
-		"bos_token":             t.BOS,
-		"eos_token":             t.EOS,
-	})
+	data["add_generation_prompt"] = jinja.NewBool(addGenerationPrompt)
+	out, err := t.t.RenderValues(data)
 	if err != nil {
 		return "", fmt.Errorf("chat template %q: %w", t.Name, err)
 	}
