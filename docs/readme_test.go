@@ -1,4 +1,5 @@
-package main
+// Package docs holds the project's documentation; its test runs the README.
+package docs
 
 import (
 	"context"
@@ -75,7 +76,7 @@ func TestReadmeCommands(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every README command (about a minute)")
 	}
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
