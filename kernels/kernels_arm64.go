@@ -172,6 +172,8 @@ func init() {
 	q80.AxpyTiles, q40.AxpyTiles = tilesAxpy(axpyTilesQ80NEON), tilesAxpy(axpyTilesQ40NEON)
 	f16.AxpyTiles = tilesAxpy(axpyTilesF16NEON)
 	bf16.AxpyTiles = tilesAxpy(axpyTilesBF16NEON)
+	// The K-quants' float axpys (kquant_arm64.go).
+	kquantNEON(neon)
 	if !cpu.ARM64.HasASIMDDP {
 		register(neon)
 		return
@@ -189,6 +191,8 @@ func init() {
 	// rows × 8 tokens, as amd64's VNNI tile).
 	q80.PanelAct, q40.PanelAct = neonPanelAct, neonPanelAct
 	q80.PanelSigned, q40.PanelSigned = true, true
+	// The K-quants' integer dots, their default path as on amd64.
+	kquantSDOT(dp)
 	register(neon, dp)
 }
 
