@@ -54,10 +54,26 @@ type Device interface {
 	// ResidentBytes is what the device holds for the model (0 where the
 	// weights are used in place).
 	ResidentBytes() uint64
-	// NewExec starts a sequence's worth of work with the given number of
-	// host threads (CPU workers; the host side of a GPU).
-	NewExec(threads int) (Exec, error)
+	// NewExec starts a sequence's worth of work whose host side runs on
+	// pool's threads (the CPU's workers; the host side of a GPU).
+	NewExec(pool Pool) (Exec, error)
+	// HostScratchBytes bounds the host memory one pool of threads workers
+	// keeps for this device's prefill batches of up to tokens tokens over a
+	// context of ctx, for a model of these shapes: what a memory plan adds
+	// once per pool.
+	HostScratchBytes(tokens, hidden, intermediate, heads, kvHeads, headDim, ctx, threads int) uint64
 	Close() error
+}
+
+// Pool is a set of host worker threads (kernels.Pool is the one the
+// commands make). The runner takes one so that it need not link the CPU's
+// kernels; it splits host-side work over it between an Exec's operations.
+type Pool interface {
+	// Workers is the number of workers, the caller included.
+	Workers() int
+	// RunStatic calls f on the n rows split into chunks dealt to the
+	// workers in a fixed way (w is the worker, in [0, Workers())), and waits.
+	RunStatic(n int, f func(lo, hi, w int))
 }
 
 // Exec runs the operations of the forward pass for one sequence. Its

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sipack/sipack/backend/cpu"
 	"github.com/sipack/sipack/format"
 	"github.com/sipack/sipack/kernels"
 	"github.com/sipack/sipack/runner"
@@ -154,7 +155,7 @@ func openModel(path string, gamma float64, noMmap bool) (*format.Pack, *runner.M
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := runner.Load(p)
+	m, err := runner.Load(p, cpu.New())
 	if err != nil {
 		p.Close()
 		return nil, nil, err

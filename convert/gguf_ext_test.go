@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sipack/sipack/backend/cpu"
 	"github.com/sipack/sipack/convert"
 	"github.com/sipack/sipack/convert/testmodel"
 	"github.com/sipack/sipack/format"
@@ -177,7 +178,7 @@ func greedy(t *testing.T, m *runner.Model, prompt []int, n int) ([]int, []float3
 
 func load(t *testing.T, p *format.Pack) *runner.Model {
 	t.Helper()
-	m, err := runner.Load(p)
+	m, err := runner.Load(p, cpu.New())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/sipack/sipack/backend/cpu"
 	"github.com/sipack/sipack/backend/cuda"
 	"github.com/sipack/sipack/convert"
 	"github.com/sipack/sipack/format"
@@ -102,7 +103,7 @@ func onGPU(t *testing.T, p *format.Pack) *runner.Model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := runner.LoadOn(p, d)
+	m, err := runner.Load(p, d)
 	if err != nil {
 		d.Close()
 		t.Fatal(err)
@@ -118,7 +119,7 @@ func onGPU(t *testing.T, p *format.Pack) *runner.Model {
 
 func onCPU(t *testing.T, p *format.Pack) *runner.Model {
 	t.Helper()
-	m, err := runner.Load(p)
+	m, err := runner.Load(p, cpu.New())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/sipack/sipack/backend/cpu"
 	"github.com/sipack/sipack/convert"
 	"github.com/sipack/sipack/format"
 	"github.com/sipack/sipack/kernels"
@@ -60,7 +61,7 @@ func Open(ctx context.Context, path string) (*Opened, error) {
 		}
 		return nil, err
 	}
-	if o.Model, err = runner.Load(o.pack); err != nil {
+	if o.Model, err = runner.Load(o.pack, cpu.New()); err != nil {
 		o.Close()
 		return nil, err
 	}

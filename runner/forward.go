@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	"github.com/sipack/sipack/backend"
-	"github.com/sipack/sipack/backend/cpu"
-	"github.com/sipack/sipack/kernels"
 )
 
 // State is the per-sequence state: the KV cache and the activation
@@ -14,8 +12,8 @@ import (
 type State struct {
 	m    *Model
 	ex   backend.Exec
-	pool *kernels.Pool // the threads the Exec runs on (host-side work may use them between ops)
-	Ctx  int           // context length the cache holds
+	pool backend.Pool // the threads the Exec runs on (host-side work may use them between ops)
+	Ctx  int          // context length the cache holds
 
 	T         int         // tokens the buffers below are sized for
 	x         backend.Buf // (T, hidden) residual stream
@@ -76,20 +74,15 @@ type routeScratch struct {
 }
 
 // NewState allocates a KV cache of ctx positions; its work runs on pool's
-// threads (on the CPU device, on the pool itself).
-func (m *Model) NewState(pool *kernels.Pool, ctx int) (*State, error) {
+// threads (on the CPU device, on a *kernels.Pool itself).
+func (m *Model) NewState(pool backend.Pool, ctx int) (*State, error) {
 	c := &m.Config
 	if ctx <= 0 || ctx > c.MaxPositionEmbeddings {
 		return nil, fmt.Errorf("context length %d out of range [1, %d]", ctx, c.MaxPositionEmbeddings)
 	}
-	var ex backend.Exec
-	if d, ok := m.Dev.(*cpu.Device); ok {
-		ex = d.NewExecOn(pool)
-	} else {
-		var err error
-		if ex, err = m.Dev.NewExec(pool.Workers()); err != nil {
-			return nil, err
-		}
+	ex, err := m.Dev.NewExec(pool)
+	if err != nil {
+		return nil, err
 	}
 	kv := c.NumKVHeads * c.HeadDim
 	return &State{

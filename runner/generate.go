@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sipack/sipack/kernels"
+	"github.com/sipack/sipack/backend"
 )
 
 // GenerateOptions controls one generation.
@@ -57,7 +57,7 @@ type Session struct {
 }
 
 // NewSession allocates a session with a context of ctx tokens.
-func (m *Model) NewSession(pool *kernels.Pool, ctx int, sc SamplerConfig) (*Session, error) {
+func (m *Model) NewSession(pool backend.Pool, ctx int, sc SamplerConfig) (*Session, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/sipack/sipack/backend/cpu"
 	"github.com/sipack/sipack/convert"
 	"github.com/sipack/sipack/format"
 	"github.com/sipack/sipack/kernels"
@@ -59,7 +60,7 @@ func loadModel(t *testing.T, path string, gamma float64) *Model {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	m, err := Load(p)
+	m, err := Load(p, cpu.New())
 	if err != nil {
 		t.Fatal(err)
 	}

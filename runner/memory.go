@@ -1,18 +1,19 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 
+	"github.com/sipack/sipack/backend"
 	"github.com/sipack/sipack/format"
-	"github.com/sipack/sipack/kernels"
 )
 
 // RuntimeBytes is what a sirun process holds before it loads a pack: the Go
 // runtime, the binary's code and its package data (the peak RSS of
-// `sirun --help` is 10.1 MiB on linux/amd64, and the runtime's own
+// `sirun --help` is 13.0-13.5 MiB on linux/amd64, and the runtime's own
 // structures grow with the threads and the heap; TestMemBudgetHolds finds
 // each run's peak RSS within its plan). A memory budget counts it.
-const RuntimeBytes = 12 << 20
+const RuntimeBytes = 15 << 20
 
 // MemoryPlan is what running a pack holds in memory, part by part; a
 // memory budget (sirun --mem-budget) covers all of it.
@@ -22,7 +23,7 @@ type MemoryPlan struct {
 	Bands     int    // bands the plan loads
 	KV        uint64 // the KV caches: sequences × 2 (K, V) × f32 × layers × ctx × kv heads × head_dim
 	Buffers   uint64 // per sequence: a prefill batch's activations and logits, the compact per-prompt records
-	Scratch   uint64 // the kernels' scratch for a prefill batch on Threads workers (one pool for all sequences)
+	Scratch   uint64 // the device's host scratch for a prefill batch on Threads workers (one pool for all sequences)
 	Tokenizer uint64 // the index read into memory and the parsed tokenizer (≈ 4× its JSON)
 	Runtime   uint64 // RuntimeBytes
 }
@@ -67,6 +68,10 @@ type MemoryNeeds struct {
 	// load (the φ count when it selects: φ ≤ γ).
 	MinRanks int
 	Threads  int // the kernels' worker threads (0: 1)
+	// Device is the device the run uses: its HostScratchBytes is the
+	// plan's Scratch (the CPU's kernels keep theirs in the pool, a GPU's
+	// host side keeps none). It must be set.
+	Device backend.Device
 }
 
 // PlanMemory is the memory plan of loading every band of p (Bands: the
@@ -95,7 +100,7 @@ func PlanMemory(p *format.Pack, n MemoryNeeds) MemoryPlan {
 		Bands:     bands,
 		KV:        seqs * uint64(2*4*c.NumLayers*ctx*kvDim),
 		Buffers:   seqs * (act + compact),
-		Scratch:   kernels.PrefillScratchBytes(T, c.HiddenSize, c.IntermediateSize, c.NumHeads, c.NumKVHeads, c.HeadDim, ctx, max(1, n.Threads)),
+		Scratch:   n.Device.HostScratchBytes(T, c.HiddenSize, c.IntermediateSize, c.NumHeads, c.NumKVHeads, c.HeadDim, ctx, max(1, n.Threads)),
 		Tokenizer: p.Preamble.IndexLen + 4*uint64(len(p.Index.TokenizerJSON)),
 		Runtime:   RuntimeBytes,
 	}
@@ -105,6 +110,9 @@ func PlanMemory(p *format.Pack, n MemoryNeeds) MemoryPlan {
 // what the pack holds) whose plan fits in budget bytes, and that plan. A
 // budget below the plan of one band is refused with the parts in MiB.
 func PlanForBudget(path string, budget uint64, n MemoryNeeds) (float64, MemoryPlan, error) {
+	if n.Device == nil {
+		return 0, MemoryPlan{}, errors.New("memory plan: no device")
+	}
 	p, err := format.Open(path, format.OpenOptions{HeaderOnly: true})
 	if err != nil {
 		return 0, MemoryPlan{}, err
@@ -137,9 +145,9 @@ func planForBudget(p *format.Pack, budget uint64, needs MemoryNeeds) (float64, M
 	return float64(ranks) / float64(n), plan, nil
 }
 
-// GammaForBudget is PlanForBudget's γ for one sequence with a KV cache of
-// ctx tokens that computes every loaded neuron.
-func GammaForBudget(path string, budget uint64, ctx int) (float64, error) {
-	g, _, err := PlanForBudget(path, budget, MemoryNeeds{Ctx: ctx})
+// GammaForBudget is PlanForBudget's γ for one sequence on dev with a KV
+// cache of ctx tokens that computes every loaded neuron.
+func GammaForBudget(path string, budget uint64, ctx int, dev backend.Device) (float64, error) {
+	g, _, err := PlanForBudget(path, budget, MemoryNeeds{Ctx: ctx, Device: dev})
 	return g, err
 }

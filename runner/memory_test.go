@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sipack/sipack/backend"
+	"github.com/sipack/sipack/backend/cpu"
 	"github.com/sipack/sipack/format"
 	"github.com/sipack/sipack/kernels"
 )
@@ -33,7 +35,7 @@ func onebShape() *format.Pack {
 
 func TestMemoryPlan1BShape(t *testing.T) {
 	p := onebShape()
-	plan := PlanMemory(p, MemoryNeeds{Ctx: 2048})
+	plan := PlanMemory(p, MemoryNeeds{Device: cpu.New(), Ctx: 2048})
 	// KV: 2 × 4 B × 16 layers × 2048 tokens × 8 kv heads × 64 = 128 MiB.
 	if plan.KV != 128<<20 {
 		t.Errorf("KV %d, want 128 MiB", plan.KV)
@@ -46,18 +48,22 @@ func TestMemoryPlan1BShape(t *testing.T) {
 	if want := kernels.PrefillScratchBytes(512, 2048, 8192, 32, 8, 64, 2048, 1); plan.Scratch != want {
 		t.Errorf("scratch %d, want %d", plan.Scratch, want)
 	}
+	// A device whose host side keeps no scratch (a GPU's) plans none.
+	if gpu := PlanMemory(p, MemoryNeeds{Device: noHostScratch{cpu.New()}, Ctx: 2048}); gpu.Scratch != 0 || gpu.Total() != plan.Total()-plan.Scratch {
+		t.Errorf("no host scratch: %+v", gpu)
+	}
 	if plan.Bands != 128 || plan.Tokenizer != 10<<20+4*(9<<20) || plan.Runtime != RuntimeBytes {
 		t.Errorf("plan %+v", plan)
 	}
 	// Two sequences double the KV caches and buffers; a compact buffer of
 	// 100 records adds sparse layers × 100 × record bytes to each.
-	two := PlanMemory(p, MemoryNeeds{Ctx: 2048, Sequences: 2, Compact: 100})
+	two := PlanMemory(p, MemoryNeeds{Device: cpu.New(), Ctx: 2048, Sequences: 2, Compact: 100})
 	if two.KV != 2*plan.KV || two.Buffers != 2*(plan.Buffers+16*100*p.Index.RecordBytes) {
 		t.Errorf("two sequences: %+v", two)
 	}
 	// A 2 GiB budget: the largest whole number of bands that fits.
 	const budget uint64 = 2 << 30
-	g, got, err := planForBudget(p, budget, MemoryNeeds{Ctx: 2048})
+	g, got, err := planForBudget(p, budget, MemoryNeeds{Device: cpu.New(), Ctx: 2048})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,13 +74,20 @@ func TestMemoryPlan1BShape(t *testing.T) {
 		t.Errorf("γ %v, want %v", g, want)
 	}
 	// Too small a budget is refused with the parts in MiB, no raw bytes.
-	_, _, err = planForBudget(p, 1<<30, MemoryNeeds{Ctx: 2048})
+	_, _, err = planForBudget(p, 1<<30, MemoryNeeds{Device: cpu.New(), Ctx: 2048})
 	if err == nil || !strings.Contains(err.Error(), "1.00 GiB") || !strings.Contains(err.Error(), "KV cache 128.0 MiB") {
 		t.Errorf("1 GiB budget: %v", err)
 	}
 	// φ ≤ γ: a run computing 40 % needs at least the bands holding them.
-	_, got, err = planForBudget(p, 8<<30, MemoryNeeds{Ctx: 2048, MinRanks: 3276})
+	_, got, err = planForBudget(p, 8<<30, MemoryNeeds{Device: cpu.New(), Ctx: 2048, MinRanks: 3276})
 	if err != nil || got.Bands < 52 {
 		t.Errorf("MinRanks 3276: %v, %d bands", err, got.Bands)
 	}
+}
+
+// noHostScratch is a device whose host side keeps no kernel scratch.
+type noHostScratch struct{ backend.Device }
+
+func (noHostScratch) HostScratchBytes(tokens, hidden, intermediate, heads, kvHeads, headDim, ctx, threads int) uint64 {
+	return 0
 }

@@ -7,12 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/sipack/sipack/backend"
-	"github.com/sipack/sipack/backend/cpu"
-
 	"github.com/sipack/sipack/format"
-	"github.com/sipack/sipack/kernels"
 	"github.com/sipack/sipack/tokenizer"
 )
 
@@ -58,13 +56,11 @@ type Model struct {
 	invFreq     []float64 // (head_dim/2) RoPE frequencies, llama3 scaling applied
 }
 
-// Load resolves an open pack into a model on the CPU.
-func Load(p *format.Pack) (*Model, error) { return LoadOn(p, cpu.New()) }
-
-// LoadOn resolves an open pack into a model whose weights are resident on
-// dev. The pack's structure has been validated by format.Open, so shapes
-// are as the config says; every missing or unusable tensor is reported.
-func LoadOn(p *format.Pack, dev backend.Device) (*Model, error) {
+// Load resolves an open pack into a model whose weights are resident on
+// dev (cpu.New() for the CPU). The pack's structure has been validated by
+// format.Open, so shapes are as the config says; every missing or unusable
+// tensor is reported.
+func Load(p *format.Pack, dev backend.Device) (*Model, error) {
 	c := p.Index.Config
 	tk, err := tokenizer.Load(p.Index.TokenizerJSON)
 	if err != nil {
@@ -97,7 +93,7 @@ func LoadOn(p *format.Pack, dev backend.Device) (*Model, error) {
 			fail(fmt.Errorf("tensor %q is %v, want f32", name, t.DType))
 			return nil
 		}
-		x, err := dev.Vector(kernels.F32s(b))
+		x, err := dev.Vector(f32s(b))
 		fail(err)
 		return x
 	}
@@ -216,4 +212,14 @@ func ropeFrequencies(c *format.ModelConfig) []float64 {
 		}
 	}
 	return inv
+}
+
+// f32s views a tensor's little-endian float32 bytes as []float32 in place
+// (as kernels.F32s, which the runner does not link): the pack aligns every
+// tensor to 64 bytes, and every supported target is little-endian.
+func f32s(b []byte) []float32 {
+	if len(b) < 4 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/sipack/sipack/backend"
 	"github.com/sipack/sipack/format"
-	"github.com/sipack/sipack/kernels"
 )
 
 // Selection configures SelectInfer's per-prompt computation. Fractions are
@@ -224,7 +223,7 @@ type Votes struct {
 	// top-α votes (one selection per token and layer: 4096 of them in a
 	// 256-token prompt of a 16-layer model, else a tenth of its prefill
 	// on one thread); part and wscratch are the workers' counts and scratch.
-	pool     *kernels.Pool
+	pool     backend.Pool
 	part     []float64
 	wscratch []uint32
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/sipack/sipack/backend/cpu"
 	"github.com/sipack/sipack/chat"
 	"github.com/sipack/sipack/convert"
 	"github.com/sipack/sipack/format"
@@ -51,7 +52,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	if tinyModel, err = runner.Load(pack); err != nil {
+	if tinyModel, err = runner.Load(pack, cpu.New()); err != nil {
 		panic(err)
 	}
 	if tinyTmpl, err = chat.ConfigFromPack(pack, tinyModel.Tokenizer).Compile(""); err != nil {

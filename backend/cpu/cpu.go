@@ -5,6 +5,7 @@
 package cpu
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -119,12 +120,27 @@ func (*Device) Records(blocks []format.RecordBlock, dt format.DType, hidden int)
 func (*Device) ResidentBytes() uint64 { return 0 }
 func (*Device) Close() error          { return nil }
 
-// NewExec starts an Exec with its own pool of threads workers.
-func (d *Device) NewExec(threads int) (backend.Exec, error) {
-	if threads < 1 {
-		return nil, fmt.Errorf("cpu backend: %d threads", threads)
+// NewExec starts an Exec on pool itself where it is a *kernels.Pool, else
+// on a pool of its own of pool.Workers() workers: the kernels keep their
+// scratch in their pool.
+func (d *Device) NewExec(pool backend.Pool) (backend.Exec, error) {
+	switch p := pool.(type) {
+	case nil:
+		return nil, errors.New("cpu backend: no pool")
+	case *kernels.Pool:
+		return d.NewExecOn(p), nil
 	}
-	return &Exec{pool: kernels.NewPool(threads), ownPool: true, ropePos: -1}, nil
+	n := pool.Workers()
+	if n < 1 {
+		return nil, fmt.Errorf("cpu backend: %d threads", n)
+	}
+	return &Exec{pool: kernels.NewPool(n), ownPool: true, ropePos: -1}, nil
+}
+
+// HostScratchBytes is the kernels' scratch of a pool of threads workers
+// (kernels.PrefillScratchBytes).
+func (*Device) HostScratchBytes(tokens, hidden, intermediate, heads, kvHeads, headDim, ctx, threads int) uint64 {
+	return kernels.PrefillScratchBytes(tokens, hidden, intermediate, heads, kvHeads, headDim, ctx, threads)
 }
 
 // NewExecOn starts an Exec on an existing pool (several Execs may share

@@ -354,11 +354,22 @@ func (d *Device) MemInfo() (free, total int64, err error) {
 // SMs is the number of multiprocessors.
 func (d *Device) SMs() int { return d.sms }
 
-func (d *Device) NewExec(threads int) (backend.Exec, error) {
-	if threads < 1 {
-		return nil, fmt.Errorf("cuda backend: %d threads", threads)
+// NewExec starts an Exec; its operations run on the GPU, so it asks of
+// pool only that it has a worker.
+func (d *Device) NewExec(pool backend.Pool) (backend.Exec, error) {
+	if pool == nil {
+		return nil, errors.New("cuda backend: no host pool")
+	}
+	if n := pool.Workers(); n < 1 {
+		return nil, fmt.Errorf("cuda backend: %d threads", n)
 	}
 	return &Exec{d: d, ropeLen: -1, posVal: -1, graphs: d.graphs}, nil
+}
+
+// HostScratchBytes is 0: the Exec runs no kernels on the host pool, so the
+// pool's scratch stays empty (the few per-call host slices are not counted).
+func (*Device) HostScratchBytes(tokens, hidden, intermediate, heads, kvHeads, headDim, ctx, threads int) uint64 {
+	return 0
 }
 
 // Close frees the weights, unregisters host memory and releases the

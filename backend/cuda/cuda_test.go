@@ -54,12 +54,12 @@ func newPair(t *testing.T) *pair {
 			t.Error(err)
 		}
 	})
-	ge, err := gd.NewExec(1)
+	ge, err := gd.NewExec(kernels.NewPool(1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cd := cpu.New()
-	ce, err := cd.NewExec(1)
+	ce, err := cd.NewExec(kernels.NewPool(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -650,7 +650,7 @@ func TestGraphStep(t *testing.T) {
 	}
 	run := func(graphs bool) ([][]float32, *Exec) {
 		p.gd.SetGraphs(graphs)
-		ex, _ := p.gd.NewExec(1)
+		ex, _ := p.gd.NewExec(kernels.NewPool(1))
 		e := ex.(*Exec)
 		t.Cleanup(e.Close)
 		cache := &backend.KVCache{Layers: 1, Ctx: ctx, KVDim: kvHeads * hd, Heads: heads, HeadDim: hd,

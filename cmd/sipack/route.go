@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/sipack/sipack/backend/cpu"
 	"github.com/sipack/sipack/cmd/internal/cliutil"
 	"github.com/sipack/sipack/format"
 	"github.com/sipack/sipack/manifests"
@@ -119,7 +120,7 @@ func routePack(ctx context.Context, in, out string, man *manifests.Manifest, o r
 	if p.LoadedRanks < p.Index.Config.IntermediateSize {
 		return fmt.Errorf("%s holds %d of %d ranks per layer (a slice); fit routers on the whole pack, then slice it", in, p.LoadedRanks, p.Index.Config.IntermediateSize)
 	}
-	m, err := runner.Load(p)
+	m, err := runner.Load(p, cpu.New())
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/sipack/sipack/backend"
+	"github.com/sipack/sipack/backend/cpu"
 	"github.com/sipack/sipack/backend/cuda"
 	"github.com/sipack/sipack/backend/cudaplan"
 	"github.com/sipack/sipack/cmd/internal/cliutil"
@@ -13,33 +15,40 @@ import (
 	"github.com/sipack/sipack/runner"
 )
 
-// onDevice returns m with its weights on the device --device names: m
-// itself for the CPU, else the pack loaded anew onto the GPU (on an
-// integrated GPU the mapped pack is registered and used in place).
-func onDevice(name string, pack *format.Pack, m *runner.Model) (*runner.Model, error) {
+// openDevice opens the device --device names: the CPU, or a GPU.
+func openDevice(name string) (backend.Device, error) {
 	ordinal, gpu, err := cudaplan.ParseDevice(name)
-	if err != nil || !gpu {
-		return m, err
-	}
-	dev, err := cuda.Open(ordinal)
 	if err != nil {
 		return nil, err
 	}
+	if !gpu {
+		return cpu.New(), nil
+	}
+	d, err := cuda.Open(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// onDevice returns m with its weights on dev: m itself for the CPU, else
+// the pack loaded anew onto the GPU (on an integrated GPU the mapped pack
+// is registered and used in place). The caller closes dev.
+func onDevice(dev backend.Device, pack *format.Pack, m *runner.Model) (*runner.Model, error) {
+	d, ok := dev.(*cuda.Device)
+	if !ok {
+		return m, nil
+	}
 	// SIPACK_CUDA_IN_PLACE=1 uses the mapped pack in place on any GPU (on a
 	// discrete one, to measure the integrated case's device memory).
-	use := dev.UseHost
+	use := d.UseHost
 	if os.Getenv("SIPACK_CUDA_IN_PLACE") == "1" {
-		use = dev.UseHostAnyway
+		use = d.UseHostAnyway
 	}
 	if err := use(pack.Bytes()); err != nil {
 		fmt.Fprintf(os.Stderr, "sirun: %v; copying the weights instead\n", err)
 	}
-	gm, err := runner.LoadOn(pack, dev)
-	if err != nil {
-		dev.Close()
-		return nil, err
-	}
-	return gm, nil
+	return runner.Load(pack, d)
 }
 
 // deviceSummary is the summary's device line ("" on the CPU): weights

@@ -13,6 +13,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/sipack/sipack/backend"
+	"github.com/sipack/sipack/backend/cpu"
 	"github.com/sipack/sipack/bench"
 	"github.com/sipack/sipack/cmd/internal/cliutil"
 	"github.com/sipack/sipack/eval"
@@ -35,10 +37,17 @@ var selectionFlags = []cli.Flag{
 }
 
 // openSelected opens a pack at the γ the flags ask for (or the budget
-// allows) and returns the model and its selection (nil: compute all loaded).
-// seqs is the number of sequences run at once (eval's jobs, serve's slots),
-// each with its own KV cache and buffers, for --mem-budget.
+// allows) and returns the model on the CPU and its selection (nil: compute
+// all loaded). seqs is the number of sequences run at once (eval's jobs,
+// serve's slots), each with its own KV cache and buffers, for --mem-budget.
 func openSelected(c *cli.Context, path string, ctx, seqs int) (*format.Pack, *runner.Model, *runner.Selection, error) {
+	return openSelectedFor(c, path, ctx, seqs, cpu.New())
+}
+
+// openSelectedFor is openSelected for a run on dev: --mem-budget counts
+// dev's host scratch. The model is still loaded on the CPU (onDevice moves
+// it).
+func openSelectedFor(c *cli.Context, path string, ctx, seqs int, dev backend.Device) (*format.Pack, *runner.Model, *runner.Selection, error) {
 	gamma := c.Float64("gamma") // 0: everything the pack holds
 	if c.IsSet("gamma") && !(gamma > 0 && gamma <= 1) {
 		return nil, nil, nil, fmt.Errorf("--gamma must be in (0, 1], got %v", gamma)
@@ -51,7 +60,7 @@ func openSelected(c *cli.Context, path string, ctx, seqs int) (*format.Pack, *ru
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("--mem-budget: %w", err)
 		}
-		needs, err := budgetNeeds(c, path, ctx, seqs)
+		needs, err := budgetNeeds(c, path, ctx, seqs, dev)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -80,7 +89,7 @@ func openSelected(c *cli.Context, path string, ctx, seqs int) (*format.Pack, *ru
 		pack.Close()
 		return nil, nil, nil, err
 	}
-	m, err := runner.Load(pack)
+	m, err := runner.Load(pack, cpu.New())
 	if err != nil {
 		pack.Close()
 		return nil, nil, nil, err
@@ -140,12 +149,12 @@ func float32Decimal(f float32) float64 {
 	return v
 }
 
-// budgetNeeds is what a run with these flags asks of memory besides the
-// pack: its sequences and, when it selects with a compact buffer, the
+// budgetNeeds is what a run on dev with these flags asks of memory besides
+// the pack: its sequences and, when it selects with a compact buffer, the
 // records that buffer holds (φ's count less δ's; an upper bound, since the
 // γ the budget allows may make φ compute every loaded neuron).
-func budgetNeeds(c *cli.Context, path string, ctx, seqs int) (runner.MemoryNeeds, error) {
-	needs := runner.MemoryNeeds{Ctx: ctx, Sequences: seqs, Threads: c.Int("threads")}
+func budgetNeeds(c *cli.Context, path string, ctx, seqs int, dev backend.Device) (runner.MemoryNeeds, error) {
+	needs := runner.MemoryNeeds{Ctx: ctx, Sequences: seqs, Threads: c.Int("threads"), Device: dev}
 	phi := c.Float64("phi")
 	if phi >= 1 {
 		return needs, nil
@@ -330,7 +339,7 @@ func evalBaseline(ctx context.Context, c *cli.Context, path string, man *manifes
 		if bp, err = format.Open(path, format.OpenOptions{}); err != nil {
 			return nil, err
 		}
-		if bm, err = runner.Load(bp); err != nil {
+		if bm, err = runner.Load(bp, cpu.New()); err != nil {
 			bp.Close()
 			return nil, err
 		}
@@ -403,7 +412,7 @@ var perplexityCmd = &cli.Command{
 			return err
 		}
 		defer pack.Close()
-		m, err := runner.Load(pack)
+		m, err := runner.Load(pack, cpu.New())
 		if err != nil {
 			return err
 		}

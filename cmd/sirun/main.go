@@ -139,15 +139,20 @@ func generate(c *cli.Context) error {
 	if c.IsSet("ctx-size") && ctx < 1 {
 		return fmt.Errorf("--ctx-size must be ≥ 1, got %d", ctx)
 	}
-	pack, m, sel, err := openSelected(c, path, ctx, 1)
+	dev, err := openDevice(c.String("device"))
 	if err != nil {
 		return err
 	}
-	defer pack.Close()
-	if m, err = onDevice(c.String("device"), pack, m); err != nil {
+	pack, m, sel, err := openSelectedFor(c, path, ctx, 1, dev)
+	if err != nil {
+		dev.Close()
 		return err
 	}
-	defer m.Dev.Close()
+	defer pack.Close()
+	defer dev.Close() // before the pack: a GPU may use it in place
+	if m, err = onDevice(dev, pack, m); err != nil {
+		return err
+	}
 	if !c.IsSet("ctx-size") {
 		ctx = min(m.Config.MaxPositionEmbeddings, 4096)
 	}

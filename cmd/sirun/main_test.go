@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sipack/sipack/backend/cpu"
 	"github.com/sipack/sipack/cmd/internal/clitest"
 	"github.com/sipack/sipack/convert"
 	"github.com/sipack/sipack/format"
@@ -526,7 +527,7 @@ func routedPack(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	m, err := runner.Load(p)
+	m, err := runner.Load(p, cpu.New())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/sipack/sipack/backend/cpu"
 	"github.com/sipack/sipack/convert"
 	"github.com/sipack/sipack/format"
 	"github.com/sipack/sipack/profile"
@@ -41,7 +42,7 @@ func LoadModel(t testing.TB, path string, gamma float64) *runner.Model {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	m, err := runner.Load(p)
+	m, err := runner.Load(p, cpu.New())
 	if err != nil {
 		t.Fatal(err)
 	}
