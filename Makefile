@@ -238,8 +238,9 @@ test-arm32: qemu-user
 	cd runner && QEMU=qemu-arm ../.ci/qemu-run.sh ../$(BIN)/runner-arm.test -test.short -test.timeout 5m -test.v -test.run 'GoldenTinyllama|Selection|QuantizedGreedy'
 
 # Load test of sirun serve (not in CI: it runs for LOADTEST_TIME): the tiny
-# model with its test chat template, LOADTEST_CLIENTS clients of the OpenAI
-# Go SDK sending plain and streamed chat and text completions; prints
+# model with its test chat template, LOADTEST_CLIENTS clients cycling
+# through OpenAI's endpoints (its Go SDK; streamed and not, logprobs, JSON
+# schemas, a growing conversation), ollama's and llama-server's; prints
 # requests/s, p50/p99 latency, errors (must be 0) and the server's RSS over
 # the run (the last minute must not exceed the first by more than 10 %).
 LOADTEST_TIME ?= 3m

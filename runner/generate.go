@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sipack/sipack/backend"
@@ -45,7 +46,7 @@ type Stats struct {
 type Session struct {
 	M       *Model
 	S       *State
-	Pos     int   // tokens in the cache
+	Pos     int   // tokens in the cache; Truncate, not an assignment, moves it back
 	History []int // every token seen, prompt and generated
 	// Sel, if set, selects each sparse layer's decode set (the prefill
 	// itself computes all loaded neurons).
@@ -54,7 +55,34 @@ type Session struct {
 	Plan    Plan
 	sampler *Sampler
 	batch   int // a prefill batch's most tokens (0: PlanBatch); tests set fewer
+	// exact is how many of the cache's first positions hold what one
+	// prefill of History over every loaded neuron would: a decode step under
+	// a selecting plan computes fewer neurons, so its keys and values are not
+	// a prompt's, and Cached never reuses them.
+	exact int
+	// marks are the votes of the cache's first tokens at the ends of its
+	// last prefills (paper selection), oldest first: a prompt that resumes at
+	// one adds its votes to them, so its plan is that of the whole prompt.
+	marks []voteMark
+	// tail is the next-token logits where the last prefill ended, at
+	// tailPos (empty: none): a prompt that ends there again starts from them
+	// with nothing to prefill, and gets the same logits to the bit.
+	tail    []float32
+	tailPos int
 }
+
+// voteMark is the votes of the first pos tokens, counted with cs. A mark
+// costs 4 bytes per loaded rank of every sparse layer (512 KiB for the 1B
+// shape at γ = 1); a session keeps at most maxMarks.
+type voteMark struct {
+	pos    int
+	cs     LayerCounts
+	counts [][]uint32
+}
+
+// maxMarks bounds a session's vote marks: the last few prefills are what
+// a conversation resumes from.
+const maxMarks = 8
 
 // NewSession allocates a session with a context of ctx tokens.
 func (m *Model) NewSession(pool backend.Pool, ctx int, sc SamplerConfig) (*Session, error) {
@@ -80,8 +108,12 @@ func (ss *Session) counts() (LayerCounts, bool) {
 
 // Start runs a new prompt (after any pending generated token) over every
 // loaded neuron — its tokens vote when the selection takes votes — then
-// makes the decode plan of the tokens that follow (ss.Plan). It returns the
-// logits of the token after the prompt; Next continues at Pos.
+// makes the decode plan of the tokens that follow (ss.Plan). A prompt that
+// starts at a vote mark (a prefill's end, nothing decoded since: see
+// Cached) adds its votes to the mark's, as one prefill of both would count;
+// an empty one at the end of the last prefill (Cached gives a prompt all its
+// tokens) takes that prefill's logits and votes. It returns the logits of
+// the token after the prompt; Next continues at Pos.
 func (ss *Session) Start(prompt []int) ([]float32, error) {
 	logits, votes, err := ss.prefill(prompt)
 	if err != nil {
@@ -100,6 +132,9 @@ func (ss *Session) Next(token int) ([]float32, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ss.Plan == nil && ss.exact == ss.Pos { // every loaded neuron, as a prefill computes
+		ss.exact++
+	}
 	ss.Pos++
 	return logits, nil
 }
@@ -108,16 +143,24 @@ func (ss *Session) Next(token int) ([]float32, error) {
 // session selects by votes, the prompt's votes (nil otherwise).
 func (ss *Session) prefill(prompt []int) ([]float32, *Votes, error) {
 	input := append(append([]int(nil), ss.Pending()...), prompt...)
+	if len(input) == 0 {
+		return ss.again()
+	}
 	if ss.Pos+len(input) > ss.S.Ctx {
 		return nil, nil, fmt.Errorf("prompt of %d tokens does not fit the context (%d of %d tokens free); use a larger --ctx-size (at most %d)",
 			len(input), ss.S.Ctx-ss.Pos, ss.S.Ctx, ss.M.Config.MaxPositionEmbeddings)
 	}
 	var votes *Votes
 	var pass Pass
-	ss.Sel = ss.Sel.For(ss.M) // auto: the router where the pack has one
+	start, whole := ss.Pos, ss.Pos == 0 // whole: the votes count every token from 0
+	ss.Sel = ss.Sel.For(ss.M)           // auto: the router where the pack has one
 	if cs, ok := ss.counts(); ok && ss.Sel.Method == MethodPaper {
 		votes = NewVotes(ss.M, cs)
 		votes.pool = ss.S.pool
+		if mk := ss.markAt(start, cs); mk != nil {
+			mk.addTo(votes)
+			whole = true
+		}
 		pass.Votes = votes
 	}
 	logits, err := ss.forward(input, ss.Pos, pass)
@@ -126,7 +169,134 @@ func (ss *Session) prefill(prompt []int) ([]float32, *Votes, error) {
 	}
 	ss.Pos += len(input)
 	ss.History = append(ss.History, prompt...)
+	ss.tail = ss.tail[:0]
+	if ss.exact == start {
+		ss.exact = ss.Pos
+		ss.tail, ss.tailPos = append(ss.tail, logits...), ss.Pos
+		if votes != nil && whole {
+			ss.addMark(votes)
+		}
+	}
 	return logits, votes, nil
+}
+
+// again is the prefill of nothing at the end of the last one: its logits
+// (a copy: callers change theirs) and, when the selection votes, the votes
+// of its mark.
+func (ss *Session) again() ([]float32, *Votes, error) {
+	if len(ss.tail) == 0 || ss.tailPos != ss.Pos || ss.exact != ss.Pos {
+		return nil, nil, fmt.Errorf("empty prompt")
+	}
+	ss.Sel = ss.Sel.For(ss.M)
+	var votes *Votes
+	if cs, ok := ss.counts(); ok && ss.Sel.Method == MethodPaper {
+		mk := ss.markAt(ss.Pos, cs)
+		if mk == nil {
+			return nil, nil, fmt.Errorf("empty prompt: no votes kept at position %d for this selection", ss.Pos)
+		}
+		votes = NewVotes(ss.M, cs)
+		mk.addTo(votes)
+	}
+	return slices.Clone(ss.tail), votes, nil
+}
+
+// markAt returns the mark at pos whose votes were counted as cs counts
+// them, or nil.
+func (ss *Session) markAt(pos int, cs LayerCounts) *voteMark {
+	for i := range ss.marks {
+		if mk := &ss.marks[i]; mk.pos == pos && mk.fits(cs) {
+			return mk
+		}
+	}
+	return nil
+}
+
+// fits reports whether the mark's votes were counted as cs counts them:
+// the same ranks loaded and voted for in every layer.
+func (mk *voteMark) fits(cs LayerCounts) bool {
+	if len(mk.cs) != len(cs) {
+		return false
+	}
+	for l, c := range cs {
+		if c.Loaded != mk.cs[l].Loaded || c.Vote != mk.cs[l].Vote {
+			return false
+		}
+	}
+	return true
+}
+
+// addTo adds the mark's votes to v.
+func (mk *voteMark) addTo(v *Votes) {
+	for l, c := range mk.counts {
+		for r, n := range c {
+			v.counts[l][r] += float64(n)
+		}
+	}
+}
+
+// addMark keeps v's votes as the mark at Pos, dropping the oldest mark
+// beyond maxMarks. Votes are counts of tokens, so uint32 holds them exactly.
+func (ss *Session) addMark(v *Votes) {
+	mk := voteMark{pos: ss.Pos, cs: v.cs, counts: make([][]uint32, len(v.counts))}
+	for l, c := range v.counts {
+		if c == nil {
+			continue
+		}
+		mk.counts[l] = make([]uint32, len(c))
+		for r, n := range c {
+			mk.counts[l][r] = uint32(n)
+		}
+	}
+	ss.marks = slices.DeleteFunc(ss.marks, func(o voteMark) bool { return o.pos >= mk.pos })
+	if len(ss.marks) == maxMarks {
+		ss.marks = slices.Delete(ss.marks, 0, 1)
+	}
+	ss.marks = append(ss.marks, mk)
+}
+
+// Cached returns how many of prompt's first tokens a Start of the rest
+// under sel can take from the cache and still compute what Start(prompt)
+// on an empty session would: the common prefix of the cache and prompt,
+// within the part prefilled over every loaded neuron (exact), and under
+// the paper's selection back to a vote mark, so that the votes are the
+// whole prompt's. At least one token is left to prefill, for its logits,
+// unless the prompt ends where the last prefill ended (they are kept).
+// Truncate the session to it before that Start.
+func (ss *Session) Cached(prompt []int, sel *Selection) int {
+	n := 0
+	for n < min(ss.Pos, ss.exact, len(ss.History), len(prompt)) && ss.History[n] == prompt[n] {
+		n++
+	}
+	if n == len(prompt) && n > 0 && (len(ss.tail) == 0 || ss.tailPos != n) {
+		n--
+	}
+	sel = sel.For(ss.M)
+	if sel == nil || sel.Method != MethodPaper {
+		return n
+	}
+	cs := sel.LayerCounts(ss.M)
+	if !cs.Selecting() {
+		return n
+	}
+	best := 0
+	for _, mk := range ss.marks {
+		if mk.pos <= n && mk.fits(cs) {
+			best = max(best, mk.pos)
+		}
+	}
+	return best
+}
+
+// Truncate keeps the first n tokens of the cache (at most Pos) and drops
+// the rest, with any pending token and the marks past n: the keys and
+// values beyond are overwritten by what runs next.
+func (ss *Session) Truncate(n int) {
+	n = max(0, min(n, ss.Pos))
+	ss.Pos, ss.History, ss.exact = n, ss.History[:n], min(ss.exact, n)
+	ss.marks = slices.DeleteFunc(ss.marks, func(mk voteMark) bool { return mk.pos > n })
+	if ss.tailPos > n {
+		ss.tail = ss.tail[:0]
+	}
 }
 
 // forward runs input from position pos in batches of at most PlanBatch
@@ -263,11 +433,13 @@ func (ss *Session) MakeRoom(keep, need int) (int, error) {
 	}
 	pending := append([]int(nil), ss.Pending()...)
 	kept := append(append([]int(nil), ss.History[:keep]...), ss.History[keep+drop:cached]...)
+	// The kept tokens' votes are not counted: no mark survives the shift.
+	ss.marks, ss.tail = ss.marks[:0], ss.tail[:0]
 	if _, err := ss.forward(kept, 0, Pass{}); err != nil {
-		ss.Pos, ss.History = 0, ss.History[:0] // the cache is part rewritten: start over
+		ss.Pos, ss.History, ss.exact = 0, ss.History[:0], 0 // the cache is part rewritten: start over
 		return 0, err
 	}
-	ss.Pos = len(kept)
+	ss.Pos, ss.exact = len(kept), len(kept)
 	ss.History = append(kept, pending...)
 	return drop, nil
 }

@@ -38,6 +38,9 @@ type params struct {
 	// router).
 	Phi    *float64 `json:"phi"`
 	Select *string  `json:"select"`
+
+	// Structured output: JSON, or JSON of a schema (structured.go).
+	ResponseFormat json.RawMessage `json:"response_format"`
 }
 
 type chatRequest struct {
@@ -45,6 +48,8 @@ type chatRequest struct {
 	Messages    json.RawMessage `json:"messages"`
 	Logprobs    *bool           `json:"logprobs"`
 	TopLogprobs *int            `json:"top_logprobs"`
+	Tools       json.RawMessage `json:"tools"`       // tools.go
+	ToolChoice  json.RawMessage `json:"tool_choice"` // tools.go
 }
 
 type completionRequest struct {
@@ -67,15 +72,6 @@ func (req *chatRequest) logprobs(gen *Request) error {
 		gen.TopLogprobs = *req.TopLogprobs
 	}
 	gen.Logprobs = on
-	return streamLogprobs(gen, req.Stream)
-}
-
-// streamLogprobs refuses log probabilities in a stream, which this server
-// does not send: a client asking for both must not get a stream without them.
-func streamLogprobs(gen *Request, stream *bool) error {
-	if gen.Logprobs && stream != nil && *stream {
-		return fieldErr("logprobs", "logprobs are not streamed by this server; use stream: false")
-	}
 	return nil
 }
 
@@ -209,6 +205,9 @@ func (p *params) request(ctx int) (Request, error) {
 		return r, err
 	}
 	r.Stop = stops
+	if r.Format, err = parseResponseFormat(p.ResponseFormat); err != nil {
+		return r, err
+	}
 	return r, nil
 }
 
@@ -229,20 +228,25 @@ func (s *Server) prepare(r *Request, prompt []int) error {
 }
 
 type usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	TotalTokens         int `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"` // prompt tokens the slot's cache gave
+	} `json:"prompt_tokens_details"`
 }
 
 func usageOf(res *Result) *usage {
-	return &usage{res.PromptTokens, res.CompletionTokens, res.PromptTokens + res.CompletionTokens}
+	u := &usage{PromptTokens: res.PromptTokens, CompletionTokens: res.CompletionTokens, TotalTokens: res.PromptTokens + res.CompletionTokens}
+	u.PromptTokensDetails.CachedTokens = res.PromptTokens - res.PrefilledTokens
+	return u
 }
 
 // timings mirrors llama-server's per-request timings (an extension).
 func timingsOf(res *Result) map[string]any {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	return map[string]any{
-		"prompt_n": res.PrefilledTokens, "prompt_ms": ms(res.Prefill),
+		"prompt_n": res.PrefilledTokens, "prompt_ms": ms(res.Prefill), "cache_n": res.PromptTokens - res.PrefilledTokens,
 		"predicted_n": res.CompletionTokens, "predicted_ms": ms(res.Decode),
 		"ffn_records_per_token": res.ActiveRecords,
 	}
@@ -271,7 +275,12 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, errors.New("the model has no chat template (convert it with sipack convert --chat-template FILE); use /v1/completions"))
 		return
 	}
-	text, err := tmpl.Render(msgs, true)
+	tu, err := toolUseOf(req.Tools, req.ToolChoice, tmpl)
+	if err != nil {
+		badRequest(w, err)
+		return
+	}
+	text, err := tmpl.RenderTools(msgs, tu.list(), true)
 	if err != nil {
 		badRequest(w, err)
 		return
@@ -280,7 +289,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, err)
 		return
 	}
-	s.run(w, r, &req.params, gen, true)
+	s.run(w, r, &req.params, gen, true, tu)
 }
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
@@ -299,7 +308,6 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 			err = fieldErr("logprobs", "logprobs must be in [0, 5], got %d", *req.Logprobs)
 		} else {
 			gen.Logprobs, gen.TopLogprobs = true, *req.Logprobs
-			err = streamLogprobs(&gen, req.Stream)
 		}
 	}
 	if err != nil {
@@ -310,13 +318,14 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, err)
 		return
 	}
-	s.run(w, r, &req.params, gen, false)
+	s.run(w, r, &req.params, gen, false, nil)
 }
 
-// run waits for a slot, generates, and answers in JSON or as events.
-func (s *Server) run(w http.ResponseWriter, r *http.Request, p *params, gen Request, isChat bool) {
+// run waits for a slot, generates, and answers in JSON or as events; tu
+// reads a chat answer's tool calls (nil: none).
+func (s *Server) run(w http.ResponseWriter, r *http.Request, p *params, gen Request, isChat bool, tu *toolUse) {
 	stream := p.Stream != nil && *p.Stream
-	sl, release := s.generating(w, r)
+	sl, release := s.generating(w, r, &gen)
 	if sl == nil {
 		return
 	}
@@ -353,7 +362,13 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, p *params, gen Requ
 		if isChat {
 			ev.send(chunk(map[string]any{"role": "assistant", "content": ""}, "", nil))
 		}
-		send = func(t string) { ev.send(chunk(map[string]any{"content": t}, t, nil)) }
+		lps := &streamedLogprobs{s: s, chat: isChat}
+		if gen.Logprobs {
+			gen.OnLogprob = lps.add
+		}
+		send = func(t string) { ev.send(lps.attach(chunk(map[string]any{"content": t}, t, nil))) }
+		ts := tu.stream() // holds back text that may be a tool call
+		send = ts.wrap(send)
 		res, err := s.generate(r, sl, gen)
 		release()
 		if err != nil {
@@ -364,8 +379,8 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, p *params, gen Requ
 			return
 		}
 		s.finished(r, res, start)
-		finish := finishReason(res)
-		ev.send(chunk(map[string]any{}, "", finish))
+		finish := ts.finish(res.Text, finishReason(res), func(d map[string]any) { ev.send(chunk(d, "", nil)) })
+		ev.send(lps.attach(chunk(map[string]any{}, "", finish)))
 		if p.StreamOptions != nil && p.StreamOptions.IncludeUsage {
 			ev.send(map[string]any{"id": id, "object": object, "created": start.Unix(), "model": model, "choices": []any{}, "usage": usageOf(res)})
 		}
@@ -381,7 +396,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, p *params, gen Requ
 	s.finished(r, res, start)
 	choice := map[string]any{"index": 0, "finish_reason": finishReason(res)}
 	if isChat {
-		choice["message"] = map[string]any{"role": "assistant", "content": res.Text}
+		choice["message"], choice["finish_reason"] = tu.message(res.Text, finishReason(res))
 		choice["logprobs"] = s.chatLogprobs(res)
 	} else {
 		choice["text"] = res.Text

@@ -8,9 +8,9 @@ import (
 )
 
 // Conversation is a multi-turn chat on one slot: each turn renders the whole
-// conversation with the chat template, and the slot prefills only the
-// tokens that differ from what its cache holds (the new turn), which then
-// vote the decode set again.
+// conversation with the chat template, and the slot prefills only what its
+// cache lacks (Slot.Cached: the new turn, and the last answer where the
+// decode computed a selection), answering as a fresh slot would.
 type Conversation struct {
 	slot   *Slot
 	tmpl   *chat.Template
@@ -50,7 +50,7 @@ func (c *Conversation) Send(ctx context.Context, user string, gen Request) (*Res
 	if n := c.slot.e.Ctx(); len(ids) >= n {
 		return nil, fmt.Errorf("the conversation is %d tokens, the context %d: /reset to start over (or a larger --ctx-size)", len(ids), n)
 	}
-	gen.Prompt, gen.Continue = ids, true
+	gen.Prompt = ids
 	if room := c.slot.e.Ctx() - len(ids); gen.MaxTokens < 0 || gen.MaxTokens > room {
 		gen.MaxTokens = room
 	}

@@ -330,6 +330,9 @@ func parseMessages(raw json.RawMessage) ([]chat.Message, error) {
 			return nil, err
 		}
 		msgs[i].Content = content
+		if err := parseToolFields(name, m, &msgs[i]); err != nil { // tools.go
+			return nil, err
+		}
 	}
 	return msgs, chat.CheckMessages(msgs)
 }

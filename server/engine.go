@@ -1,9 +1,10 @@
 package server
 
-// engine.go is the one file that drives the runner: sessions, prefill (with
-// SelectInfer's vote), the decode loop and token streaming. Everything else
-// in this package (HTTP, chat turns) talks to Engine and Slot only, so a
-// change of the runner's API is a change of this file.
+// engine.go is the one file that drives the runner: sessions, the prompt
+// cache, prefill (with SelectInfer's vote), the decode loop and token
+// streaming. Everything else in this package (HTTP, chat turns) talks to
+// Engine and Slot only, so a change of the runner's API is a change of this
+// file.
 
 import (
 	"context"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sipack/sipack/chat"
+	"github.com/sipack/sipack/constrain"
 	"github.com/sipack/sipack/kernels"
 	"github.com/sipack/sipack/runner"
 	"github.com/sipack/sipack/tokenizer"
@@ -92,9 +94,16 @@ func (e *Engine) NewSlot() (*Slot, error) {
 func (s *Slot) Close() { s.pool.Close() }
 
 // Reset forgets the conversation: the next request is prefilled from the start.
-func (s *Slot) Reset() {
-	s.ss.Pos = 0
-	s.ss.History = s.ss.History[:0]
+func (s *Slot) Reset() { s.ss.Truncate(0) }
+
+// Cached is how many of r's prompt tokens the slot's cache gives it: what
+// Generate prefills not (runner.Session.Cached).
+func (s *Slot) Cached(r *Request) int {
+	sel, err := s.e.selection(r)
+	if err != nil || len(r.Prompt) == 0 {
+		return 0
+	}
+	return s.ss.Cached(r.Prompt, sel)
 }
 
 // CacheBytes is the size of the slot's KV cache.
@@ -114,13 +123,11 @@ type Sampling struct {
 	RepeatPenalty    float64 // 1 (or 0): off
 }
 
-// Request is one generation.
+// Request is one generation. Its prompt is prefilled past what the slot's
+// cache holds of it (Slot.Cached); the result is a fresh slot's, up to the
+// arithmetic of other prefill batches.
 type Request struct {
-	Prompt []int
-	// Continue keeps the slot's cache: only the part of Prompt that differs
-	// from the tokens already seen is prefilled (and votes the selection).
-	// Without it the slot starts over.
-	Continue  bool
+	Prompt    []int
 	MaxTokens int
 	Sampling  Sampling
 	Stop      []string // stop strings; the text ends before the first one
@@ -136,6 +143,11 @@ type Request struct {
 	// the TopLogprobs most likely tokens at its place (Result.Logprobs).
 	Logprobs    bool
 	TopLogprobs int
+	// OnLogprob, with Logprobs, receives each generated token's entry as it
+	// is sampled, before its text reaches OnText.
+	OnLogprob func(TokenLogprob)
+	// Format constrains the output to JSON (of a schema): structured.go.
+	Format *constrain.Grammar
 }
 
 // TokenLogprob is a generated token with its log probability under the
@@ -161,8 +173,8 @@ type Result struct {
 }
 
 // selection returns the selection of a request, nil for all loaded neurons.
-func (s *Slot) selection(r *Request) (*runner.Selection, error) {
-	def := s.e.opt.Selection
+func (e *Engine) selection(r *Request) (*runner.Selection, error) {
+	def := e.opt.Selection
 	if r.Phi == 0 && r.Select == runner.MethodAuto {
 		return def, nil
 	}
@@ -170,7 +182,7 @@ func (s *Slot) selection(r *Request) (*runner.Selection, error) {
 	if def != nil {
 		sel = *def
 	} else {
-		sel.Base = float64(s.e.opt.Model.Pack.Index.BaseFraction)
+		sel.Base = float64(e.opt.Model.Pack.Index.BaseFraction)
 	}
 	if r.Phi != 0 {
 		sel.Phi = r.Phi
@@ -178,7 +190,7 @@ func (s *Slot) selection(r *Request) (*runner.Selection, error) {
 	if r.Select != runner.MethodAuto {
 		sel.Method = r.Select
 	}
-	m := s.e.opt.Model
+	m := e.opt.Model
 	rs := sel.For(m)
 	if err := rs.Validate(m.Config.IntermediateSize, m.Pack.LoadedRanks); err != nil {
 		return nil, err
@@ -196,7 +208,7 @@ func (s *Slot) Generate(ctx context.Context, r Request) (*Result, error) {
 	if len(r.Prompt) == 0 {
 		return nil, fmt.Errorf("empty prompt")
 	}
-	sel, err := s.selection(&r)
+	sel, err := s.e.selection(&r)
 	if err != nil {
 		return nil, err
 	}
@@ -212,19 +224,13 @@ func (s *Slot) Generate(ctx context.Context, r Request) (*Result, error) {
 		return nil, err
 	}
 
-	// What to feed: with Continue, the prompt's tokens past the common
-	// prefix with the history; the cache holds the first ss.Pos of those.
-	keep := 0
-	if r.Continue {
-		keep = commonPrefix(ss.History, r.Prompt)
-		if keep == len(r.Prompt) { // nothing new: re-feed the last token so there are logits
-			keep--
-		}
-	}
-	ss.History = ss.History[:keep]
-	ss.Pos = min(ss.Pos, keep)
+	// What to feed: the prompt past what the cache holds as a fresh slot's
+	// prefill would (under the paper's selection, with the votes of what it
+	// keeps); the cache past that is dropped.
+	keep := ss.Cached(r.Prompt, sel)
+	ss.Truncate(keep)
 	feed := r.Prompt[keep:]
-	res := &Result{PromptTokens: len(r.Prompt), PrefilledTokens: len(feed) + len(ss.Pending()), FinishReason: "length"}
+	res := &Result{PromptTokens: len(r.Prompt), PrefilledTokens: len(feed), FinishReason: "length"}
 
 	start := time.Now()
 	ss.Sel = sel
@@ -238,6 +244,8 @@ func (s *Slot) Generate(ctx context.Context, r Request) (*Result, error) {
 	decodeStart := time.Now()
 
 	sampler := runner.NewSampler(sc)
+	// con is the JSON grammar's mask (structured.go); nil without r.Format.
+	con := s.constraint(&r)
 	var raw []float32 // the logits as the model gave them, for Logprobs
 	counts := map[int]int{}
 	var stream tokenizer.TextStream
@@ -276,7 +284,11 @@ func (s *Slot) Generate(ctx context.Context, r Request) (*Result, error) {
 				logits[t] -= float32(r.Sampling.PresencePenalty + r.Sampling.FrequencyPenalty*float64(n))
 			}
 		}
-		tok := sampler.Sample(logits, ss.History)
+		tok := con.sample(sampler, logits, ss.History)
+		if tok < 0 { // the grammar allows no token
+			res.FinishReason = con.stuck()
+			break
+		}
 		if s.e.eos[tok] && !r.IgnoreEOS {
 			res.FinishReason = "stop"
 			break
@@ -284,7 +296,11 @@ func (s *Slot) Generate(ctx context.Context, r Request) (*Result, error) {
 		ss.History = append(ss.History, tok)
 		res.Tokens = append(res.Tokens, tok)
 		if r.Logprobs {
-			res.Logprobs = append(res.Logprobs, TokenLogprob{ID: tok, Logprob: float64(raw[tok]) - lse, Top: top})
+			lp := TokenLogprob{ID: tok, Logprob: float64(raw[tok]) - lse, Top: top}
+			res.Logprobs = append(res.Logprobs, lp)
+			if r.OnLogprob != nil {
+				r.OnLogprob(lp)
+			}
 		}
 		counts[tok]++
 		out.WriteString(stream.Push(s.e.Tok.TokenBytes(tok)))
@@ -296,6 +312,10 @@ func (s *Slot) Generate(ctx context.Context, r Request) (*Result, error) {
 			break
 		}
 		emit(false)
+		if con.done() { // the JSON value is complete
+			res.FinishReason = "stop"
+			break
+		}
 		if i == r.MaxTokens-1 {
 			break
 		}
@@ -315,15 +335,6 @@ func (s *Slot) Generate(ctx context.Context, r Request) (*Result, error) {
 	res.CompletionTokens = len(res.Tokens)
 	res.Decode = time.Since(decodeStart)
 	return res, nil
-}
-
-// commonPrefix is the length of the common prefix of a and b.
-func commonPrefix(a, b []int) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	return n
 }
 
 // findStop finds the first stop string in text[from:]. None can start

@@ -16,7 +16,7 @@ import (
 // runner.LogProb over the logits a session of the same model gives the
 // same prompt; greedy picks the most likely, so each token is its top
 // alternative; alternatives come most likely first, at most as many as
-// asked; bad values and streams are refused by name.
+// asked; bad values are refused by name (TestStreamedLogprobs streams them).
 func TestLogprobs(t *testing.T) {
 	ts := startServer(t, Options{Parallel: 1}, nil)
 	post := func(path, body string) (int, map[string]any) {
@@ -82,7 +82,6 @@ func TestLogprobs(t *testing.T) {
 	for _, c := range []struct{ path, body, param string }{
 		{"/v1/chat/completions", `{"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 21}`, "top_logprobs"},
 		{"/v1/chat/completions", `{"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2}`, "top_logprobs"},
-		{"/v1/chat/completions", `{"messages": [{"role": "user", "content": "x"}], "logprobs": true, "stream": true}`, "logprobs"},
 		{"/v1/completions", `{"prompt": "x", "logprobs": 6}`, "logprobs"},
 		{"/v1/completions", `{"prompt": "x", "logprobs": true}`, "logprobs"},
 	} {

@@ -77,8 +77,8 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		{"ffn_phi", "gauge", "those records as a fraction of all FFN neurons (φ)", m.lastPhiRecords},
 		{"ffn_records_loaded", "gauge", "FFN neuron records loaded (γ's prefix), all layers", float64(s.e.LoadedRecords())},
 		{"slots_total", "gauge", "slots (requests generated at once)", float64(len(s.all))},
-		{"slots_busy", "gauge", "slots generating now", float64(len(s.all) - len(s.slots))},
-		{"requests_waiting", "gauge", "requests waiting for a slot", float64(max(0, len(s.waiting)-(len(s.all)-len(s.slots))))},
+		{"slots_busy", "gauge", "slots generating now", float64(len(s.all) - len(s.idle))},
+		{"requests_waiting", "gauge", "requests waiting for a slot", float64(max(0, len(s.waiting)-(len(s.all)-len(s.idle))))},
 	}
 	m.mu.Unlock()
 	var b strings.Builder

@@ -52,6 +52,7 @@ type ollamaCommon struct {
 type ollamaChatRequest struct {
 	ollamaCommon
 	Messages json.RawMessage `json:"messages"`
+	Tools    json.RawMessage `json:"tools"` // tools.go
 }
 
 type ollamaGenerateRequest struct {
@@ -127,8 +128,9 @@ func (s *Server) ollamaDecode(w http.ResponseWriter, r *http.Request, v any) boo
 // prompt) through params.request, so that both APIs check values alike;
 // numCtx is the request's num_ctx (0: the server's).
 func (c *ollamaCommon) request(ctx int) (Request, int, error) {
-	if !isNull(c.Format) && string(c.Format) != `""` {
-		return Request{}, 0, fieldErr("format", "format is not supported: this server cannot constrain its output to JSON")
+	format, err := parseOllamaFormat(c.Format) // structured.go
+	if err != nil {
+		return Request{}, 0, err
 	}
 	// ollama's defaults, which its users' settings are tuned against.
 	temp, topK, topP, rep := 0.8, 40, 0.9, 1.1
@@ -164,6 +166,7 @@ func (c *ollamaCommon) request(ctx int) (Request, int, error) {
 		}
 		return gen, 0, err
 	}
+	gen.Format = format
 	gen.MaxTokens = -1
 	if o := c.Options; o != nil && o.NumPredict != nil {
 		// -1 (endless) and -2 (fill the context) both end with the context.
@@ -225,7 +228,11 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 		ollamaError(w, http.StatusBadRequest, "the model has no chat template (convert it with sipack convert --chat-template FILE); use /api/generate with \"raw\": true")
 		return
 	}
-	text, err := tmpl.Render(msgs, true)
+	tu, err := toolUseOf(req.Tools, nil, tmpl)
+	text := ""
+	if err == nil {
+		text, err = tmpl.RenderTools(msgs, tu.list(), true)
+	}
 	if err == nil {
 		err = s.ollamaPrepare(&gen, chat.Encode(s.e.Tok, text), numCtx)
 	}
@@ -233,9 +240,7 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 		ollamaError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	s.ollamaRun(w, r, req.Stream, gen, arrived, func(text string, res *Result) map[string]any {
-		return map[string]any{"model": model, "message": map[string]string{"role": "assistant", "content": text}}
-	})
+	s.ollamaRun(w, r, req.Stream, gen, arrived, tu.ollamaChatFrame(model))
 }
 
 // noImages refuses messages with images: this server reads text only, and
@@ -320,10 +325,11 @@ func ollamaTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // ollamaRun waits for a slot and generates; it streams NDJSON, one object
 // per line, unless stream is false (ollama streams by default). frame makes
-// an object of the text (res is nil but in the last); the last object
-// says done, why, and the counts and durations (nanoseconds).
+// an object of the text (res is nil but in the last; a nil object sends no
+// line); the last object says done, why, and the counts and durations
+// (nanoseconds).
 func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, stream *bool, gen Request, arrived time.Time, frame func(string, *Result) map[string]any) {
-	sl, release := s.generating(w, r)
+	sl, release := s.generating(w, r, &gen)
 	if sl == nil {
 		return
 	}
@@ -345,9 +351,10 @@ func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, stream *bool,
 	}
 	gen.OnText = func(t string) {
 		if streaming {
-			f := frame(t, nil)
-			f["created_at"], f["done"] = ollamaTime(time.Now()), false
-			line(f)
+			if f := frame(t, nil); f != nil { // nil: nothing to send yet
+				f["created_at"], f["done"] = ollamaTime(time.Now()), false
+				line(f)
+			}
 		}
 		if s.onText != nil {
 			s.onText(r.Context())

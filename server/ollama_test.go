@@ -251,7 +251,7 @@ func TestOllamaBadRequests(t *testing.T) {
 		{"/api/chat", `{` + msg + `, "options": {"stop": 5}}`, "options.stop must be a string or an array of strings"},
 		{"/api/chat", `{` + msg + `, "options": {"stop": [""]}}`, "options.stop[0] must be 1-256 bytes"},
 		{"/api/chat", `{` + msg + `, "stream": "yes"}`, "stream must be a boolean"},
-		{"/api/chat", `{` + msg + `, "format": "json"}`, "format is not supported"},
+		{"/api/chat", `{` + msg + `, "format": "yaml"}`, `format must be "json" or a JSON schema object, got "yaml"`},
 		{"/api/chat", `{` + msg + `, "model": 7}`, "model must be a string"},
 		{"/api/generate", `{"prompt": 5}`, "prompt must be a string, got 5"},
 		{"/api/generate", `{"prompt": "x", "system": ["a"]}`, "system must be a string"},

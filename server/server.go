@@ -8,9 +8,12 @@
 //
 // The server has --parallel slots, each with its own KV cache and
 // selection; a request waits for a slot in a bounded queue and gets 503 when
-// the queue is full. Every request is prefilled from the start, so its
-// prompt alone votes its decode set. A client that disconnects cancels its
-// generation; Serve drains in-flight requests when its context ends.
+// the queue is full. As llama-server, it takes the free slot whose cache
+// holds the longest prefix of its prompt, if over a tenth of it (ties and
+// none: the least recently used), and prefills only the rest; its answer
+// and decode set are what a fresh slot would give (Slot.Cached). A client
+// that disconnects cancels its generation; Serve drains in-flight requests
+// when its context ends.
 //
 // It refuses, with an OpenAI-style JSON error and a 4xx status, bodies over
 // MaxBodyBytes, JSON nested deeper than maxDepth, malformed JSON, missing or
@@ -63,9 +66,11 @@ const maxDepth = 32
 type Server struct {
 	e       *Engine
 	opt     Options
-	slots   chan *Slot
+	idle    chan struct{} // one token per slot in free
 	waiting chan struct{} // one token per request queued or running
 	all     []*Slot
+	mu      sync.Mutex
+	free    []*Slot // the slots not generating, least recently used first
 	seq     atomic.Uint64
 	created int64
 
@@ -92,7 +97,7 @@ func New(e *Engine, opt Options) (*Server, error) {
 	if opt.Model == "" {
 		opt.Model = "sipack"
 	}
-	s := &Server{e: e, opt: opt, slots: make(chan *Slot, opt.Parallel),
+	s := &Server{e: e, opt: opt, idle: make(chan struct{}, opt.Parallel),
 		waiting: make(chan struct{}, opt.Parallel+opt.Queue), created: time.Now().Unix()}
 	for range opt.Parallel {
 		sl, err := e.NewSlot()
@@ -100,8 +105,8 @@ func New(e *Engine, opt Options) (*Server, error) {
 			s.Close()
 			return nil, err
 		}
-		s.all = append(s.all, sl)
-		s.slots <- sl
+		s.all, s.free = append(s.all, sl), append(s.free, sl)
+		s.idle <- struct{}{}
 	}
 	return s, nil
 }
@@ -323,7 +328,7 @@ func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "slots_idle": len(s.slots), "slots_total": s.opt.Parallel})
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "slots_idle": len(s.idle), "slots_total": s.opt.Parallel})
 }
 
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
@@ -413,9 +418,9 @@ func jsonDepth(b []byte) int {
 	return deepest
 }
 
-// acquire waits for a slot. It answers 503 itself when the queue is full and
-// returns nil when the client went away first.
-func (s *Server) acquire(w http.ResponseWriter, r *http.Request) *Slot {
+// acquire waits for a slot for gen. It answers 503 itself when the queue is
+// full and returns nil when the client went away first.
+func (s *Server) acquire(w http.ResponseWriter, r *http.Request, gen *Request) *Slot {
 	select {
 	case s.waiting <- struct{}{}:
 	default:
@@ -425,26 +430,57 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) *Slot {
 		return nil
 	}
 	select {
-	case sl := <-s.slots:
-		return sl
+	case <-s.idle:
+		return s.take(gen)
 	case <-r.Context().Done():
 		<-s.waiting
 		return nil
 	}
 }
 
+// slotSimilarity is the share of a prompt a slot's cache must give it for
+// the slot to be chosen for it (llama-server's --slot-prompt-similarity
+// default): a shared system prompt alone does not take another
+// conversation's slot.
+const slotSimilarity = 0.1
+
+// take removes from the free slots the one whose cache gives gen the most
+// prompt tokens, if more than slotSimilarity of them; of equals, or when
+// none gives that many, the least recently used: a conversation's next
+// turn finds its own cache, and a new one evicts the oldest.
+func (s *Server) take(gen *Request) *Slot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	best, most := 0, -1
+	for i, sl := range s.free {
+		n := sl.Cached(gen)
+		if float64(n) <= slotSimilarity*float64(len(gen.Prompt)) {
+			n = 0
+		}
+		if n > most { // of equals the first: the least recently used
+			best, most = i, n
+		}
+	}
+	sl := s.free[best]
+	s.free = slices.Delete(s.free, best, best+1)
+	return sl
+}
+
 func (s *Server) release(sl *Slot) {
-	s.slots <- sl
+	s.mu.Lock()
+	s.free = append(s.free, sl)
+	s.mu.Unlock()
+	s.idle <- struct{}{}
 	<-s.waiting
 }
 
-// generating waits for a slot (acquire answers w when there is none) and
-// returns it with a release that gives it back once however often it is
-// called, and runs the test hook. A handler releases the slot as soon as
-// generation ends, before the answer's last bytes: a client that sends its
-// next request on reading them must find the slot free.
-func (s *Server) generating(w http.ResponseWriter, r *http.Request) (*Slot, func()) {
-	sl := s.acquire(w, r)
+// generating waits for a slot for gen (acquire answers w when there is
+// none) and returns it with a release that gives it back once however often
+// it is called, and runs the test hook. A handler releases the slot as soon
+// as generation ends, before the answer's last bytes: a client that sends
+// its next request on reading them must find the slot free.
+func (s *Server) generating(w http.ResponseWriter, r *http.Request, gen *Request) (*Slot, func()) {
+	sl := s.acquire(w, r, gen)
 	if sl == nil {
 		return nil, nil
 	}
@@ -484,6 +520,46 @@ func newSSE(w http.ResponseWriter) *sse {
 func (e *sse) send(v any) {
 	b, _ := json.Marshal(v)
 	e.raw(b)
+}
+
+// streamedLogprobs holds the log probabilities of the tokens sampled since
+// the last chunk, for the next one: a chunk's text may lag its tokens (text
+// is held back while it may begin a stop string), so a chunk carries the
+// entries of the tokens sampled since the one before, and the last chunk
+// the rest; together they are the unstreamed answer's.
+type streamedLogprobs struct {
+	s       *Server
+	chat    bool
+	pending []TokenLogprob
+	offset  int // text_offset of the next token (text completions)
+}
+
+func (l *streamedLogprobs) add(lp TokenLogprob) { l.pending = append(l.pending, lp) }
+
+// attach sets the chunk's choice's logprobs to the pending entries, in
+// OpenAI's shape: chat's {"content": [...]}, a text completion's parallel
+// lists with text offsets counted on from the last chunk's.
+func (l *streamedLogprobs) attach(chunk map[string]any) map[string]any {
+	if len(l.pending) == 0 {
+		return chunk
+	}
+	res := &Result{Logprobs: l.pending}
+	var lp any
+	if l.chat {
+		lp = l.s.chatLogprobs(res)
+	} else {
+		m := l.s.completionLogprobs(res).(map[string]any)
+		for i, off := range m["text_offset"].([]int) {
+			m["text_offset"].([]int)[i] = l.offset + off
+		}
+		for _, e := range l.pending {
+			l.offset += len(l.s.e.Tok.TokenBytes(e.ID))
+		}
+		lp = m
+	}
+	chunk["choices"].([]any)[0].(map[string]any)["logprobs"] = lp
+	l.pending = nil
+	return chunk
 }
 
 func (e *sse) raw(b []byte) {

@@ -165,8 +165,9 @@ var chatCmd = &cli.Command{
 	Name:      "chat",
 	Usage:     "chat with the pack interactively, with its chat template (lines from stdin; /reset starts over)",
 	ArgsUsage: "PACK",
-	Description: "Each turn prefills only the new turn (the KV cache is kept) and votes the decode set\n" +
-		"again from it. /reset forgets the conversation; end of input (Ctrl-D) ends the chat and\n" +
+	Description: "Each turn prefills only what the KV cache lacks (the new turn, and the last answer where the\n" +
+		"decode computed a selection); the whole conversation votes the decode set, as if sent cold.\n" +
+		"/reset forgets the conversation; end of input (Ctrl-D) ends the chat and\n" +
 		"prints the timing summary.",
 	Flags: append([]cli.Flag{
 		&cli.StringFlag{Name: "system", Usage: "system prompt `TEXT`"},

@@ -1,6 +1,10 @@
 // Command loadtest runs sirun serve on a pack and drives it with N clients
-// (the official OpenAI Go SDK) for a while: plain and streamed chat and text
-// completions. It prints requests/s, p50/p99 latency, errors (any is a
+// for a while, each cycling through the endpoints people use: OpenAI's chat
+// and text completions (the official Go SDK; plain, streamed, with
+// logprobs, with a JSON schema whose answers must validate, a conversation
+// that grows turn by turn over the prompt cache), ollama's /api/chat
+// (NDJSON stream) and /api/generate (format "json"), and llama-server's
+// /tokenize, /detokenize and /metrics. It prints requests/s, p50/p99 latency, errors (any is a
 // failure), the server's peak RSS and its RSS over the run, and fails when
 // the RSS of the last minute exceeds the first minute's by more than 10 %.
 // `make loadtest` runs it on the tiny model; it is not part of go test.
@@ -8,9 +12,13 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +31,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // model is the id sirun serve gives the pack: its file name without .sip.
@@ -41,7 +50,7 @@ func main() {
 	model = strings.TrimSuffix(filepath.Base(*pack), ".sip")
 
 	cmd := exec.Command(*sirun, "serve", *pack, "--port", "0", "--parallel", strconv.Itoa(*parallel),
-		"--threads", strconv.Itoa(*threads), "--queue", strconv.Itoa(4**clients), "-q")
+		"--threads", strconv.Itoa(*threads), "--queue", strconv.Itoa(4**clients), "--metrics", "-q")
 	stderr, err := cmd.StderrPipe()
 	must(err)
 	must(cmd.Start())
@@ -63,6 +72,7 @@ func main() {
 		}
 	}()
 	client := openai.NewClient(option.WithBaseURL(url+"/v1/"), option.WithAPIKey("none"), option.WithMaxRetries(0))
+	base = url
 
 	// RSS of the server, sampled every second.
 	type sample struct {
@@ -90,7 +100,6 @@ func main() {
 		}
 	}()
 
-	prompts := []string{"In the beginning", "Tell me about the LORD.", "What did Moses say?", "Spanish: Y dijo Dios\nEnglish:", "¿Qué tal? 🙂"}
 	var mu sync.Mutex
 	var lat []time.Duration
 	var errs []string
@@ -105,7 +114,7 @@ func main() {
 				}
 				p := prompts[(c+i)%len(prompts)]
 				t0 := time.Now()
-				n, err := request(&client, (c+i)%4, p, *maxTokens, int64(c*1000+i))
+				n, err := request(&client, (c+i)%kinds, p, *maxTokens, int64(c*1000+i))
 				d := time.Since(t0)
 				mu.Lock()
 				if err != nil {
@@ -183,7 +192,7 @@ func request(c *openai.Client, kind int, prompt string, maxTokens, seed int64) (
 			return 0, err
 		}
 		return r.Usage.CompletionTokens, nil
-	default: // text completion, streamed, with a stop string
+	case 3: // text completion, streamed, with a stop string
 		s := c.Completions.NewStreaming(ctx, openai.CompletionNewParams{Model: openai.CompletionNewParamsModel(model),
 			Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String(prompt)}, MaxTokens: openai.Int(maxTokens),
 			Temperature: openai.Float(0), Stop: openai.CompletionNewParamsStopUnion{OfString: openai.String("LORD")}})
@@ -192,7 +201,156 @@ func request(c *openai.Client, kind int, prompt string, maxTokens, seed int64) (
 			n++
 		}
 		return n, s.Err()
+	case 4: // chat, streamed, with logprobs
+		s := c.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: model, Messages: msgs,
+			MaxTokens: openai.Int(maxTokens), Logprobs: openai.Bool(true), TopLogprobs: openai.Int(3)})
+		var n int64
+		for s.Next() {
+			for _, ch := range s.Current().Choices {
+				n += int64(len(ch.Logprobs.Content))
+			}
+		}
+		return n, s.Err()
+	case 5: // chat with a JSON schema: a finished answer must validate
+		r, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: model, Messages: msgs,
+			MaxTokens: openai.Int(maxTokens), Temperature: openai.Float(1), Seed: openai.Int(seed),
+			ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &openai.ResponseFormatJSONSchemaParam{
+				JSONSchema: openai.ResponseFormatJSONSchemaJSONSchemaParam{Name: "person", Schema: personSchema}}}})
+		if err != nil {
+			return 0, err
+		}
+		if len(r.Choices) == 1 && r.Choices[0].FinishReason == "stop" {
+			if err := validate(r.Choices[0].Message.Content); err != nil {
+				return 0, err
+			}
+		}
+		return r.Usage.CompletionTokens, nil
+	case 6: // a conversation growing by a turn a request (the prompt cache)
+		conv := slices.Clone(msgs)
+		var n int64
+		for turn := range 3 {
+			r, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: model, Messages: conv,
+				MaxTokens: openai.Int(maxTokens / 2), Temperature: openai.Float(0)})
+			if err != nil {
+				return n, err
+			}
+			n += r.Usage.CompletionTokens
+			conv = append(conv, openai.AssistantMessage(r.Choices[0].Message.Content), openai.UserMessage(prompts[turn]))
+		}
+		return n, nil
+	case 7: // ollama /api/chat, NDJSON stream
+		body := map[string]any{"model": model, "messages": []map[string]string{{"role": "user", "content": prompt}},
+			"options": map[string]any{"num_predict": maxTokens, "temperature": 0.8, "seed": seed}}
+		var last struct {
+			Done      bool  `json:"done"`
+			EvalCount int64 `json:"eval_count"`
+		}
+		err := post("/api/chat", body, func(line []byte) error { return json.Unmarshal(line, &last) })
+		if err == nil && !last.Done {
+			err = fmt.Errorf("/api/chat: the stream ended without done")
+		}
+		return last.EvalCount, err
+	case 8: // ollama /api/generate, format json, not streamed
+		body := map[string]any{"model": model, "prompt": prompt, "stream": false, "format": "json",
+			"options": map[string]any{"num_predict": maxTokens}}
+		var r struct {
+			Response   string `json:"response"`
+			DoneReason string `json:"done_reason"`
+			EvalCount  int64  `json:"eval_count"`
+		}
+		if err := post("/api/generate", body, func(b []byte) error { return json.Unmarshal(b, &r) }); err != nil {
+			return 0, err
+		}
+		if r.DoneReason == "stop" && !json.Valid([]byte(r.Response)) {
+			return 0, fmt.Errorf("/api/generate format json: not JSON: %q", r.Response)
+		}
+		return r.EvalCount, nil
+	default: // llama-server: tokenize, detokenize, metrics
+		var tok struct{ Tokens []int }
+		if err := post("/tokenize", map[string]any{"content": prompt}, func(b []byte) error { return json.Unmarshal(b, &tok) }); err != nil {
+			return 0, err
+		}
+		var detok struct{ Content string }
+		if err := post("/detokenize", map[string]any{"tokens": tok.Tokens}, func(b []byte) error { return json.Unmarshal(b, &detok) }); err != nil {
+			return 0, err
+		}
+		if strings.TrimSpace(detok.Content) != strings.TrimSpace(prompt) {
+			return 0, fmt.Errorf("/detokenize of /tokenize: %q, want %q", detok.Content, prompt)
+		}
+		resp, err := http.Get(base + "/metrics")
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		if b, _ := io.ReadAll(resp.Body); resp.StatusCode != 200 || !bytes.Contains(b, []byte("# TYPE")) {
+			return 0, fmt.Errorf("/metrics: %s", resp.Status)
+		}
+		return 0, nil
 	}
+}
+
+// kinds is how many kinds of request request sends.
+const kinds = 10
+
+// base is the server's address; prompts are the clients' questions.
+var (
+	base    string
+	prompts = []string{"In the beginning", "Tell me about the LORD.", "What did Moses say?", "Spanish: Y dijo Dios\nEnglish:", "¿Qué tal? 🙂"}
+)
+
+// personSchema is the structured requests' schema; validate checks an
+// answer against it.
+var personSchema = map[string]any{"type": "object", "properties": map[string]any{
+	"name": map[string]any{"type": "string", "maxLength": 12},
+	"age":  map[string]any{"type": "integer", "minimum": 0, "maximum": 120},
+}, "required": []any{"name", "age"}, "additionalProperties": false}
+
+var compiled = func() *jsonschema.Schema {
+	c := jsonschema.NewCompiler()
+	must(c.AddResource("person.json", personSchema))
+	s, err := c.Compile("person.json")
+	must(err)
+	return s
+}()
+
+func validate(answer string) error {
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(answer))
+	if err != nil {
+		return fmt.Errorf("structured answer %q: %v", answer, err)
+	}
+	if err := compiled.Validate(v); err != nil {
+		return fmt.Errorf("structured answer %q: %v", answer, err)
+	}
+	return nil
+}
+
+// post sends body as JSON to path and gives each line of a 200 answer to
+// line (an NDJSON stream's objects, or the one JSON answer).
+func post(path string, body any, line func([]byte) error) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	resp, err := http.Post(base+path, "application/json", bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		msg, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("%s: %s: %s", path, resp.Status, bytes.TrimSpace(msg))
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		if err := line(sc.Bytes()); err != nil {
+			return fmt.Errorf("%s: %v", path, err)
+		}
+	}
+	return sc.Err()
 }
 
 func meanRSS[S any](ss []S, from, to time.Duration, get func(S) (time.Duration, uint64)) uint64 {
