@@ -6,6 +6,7 @@
 #include "emu.h"
 #include "kernels/sipack.cu"
 
+#include <csetjmp>
 #include <ucontext.h>
 #include <cstdio>
 #include <cstdlib>
@@ -22,14 +23,18 @@ namespace {
 
 const int kStack = 256 * 1024;
 
+// A fiber starts once through makecontext/setcontext and then switches
+// by _setjmp/_longjmp, which save no signal mask: swapcontext's
+// sigprocmask system call at every switch was most of the emulator's time.
 struct Fiber {
 	ucontext_t ctx;
+	jmp_buf jb;
 	std::vector<char> stack;
-	bool done = false;
+	bool done = false, started = false;
 	unsigned tid = 0;
 };
 
-ucontext_t sched;
+jmp_buf sched;
 std::vector<Fiber> fibers;
 int cur = 0;
 int live = 0;                  // threads of the block not yet returned
@@ -38,7 +43,9 @@ std::vector<int> warpArrived, warpGen, warpLive;
 std::vector<double> warpSlot;   // (warps, 32)
 std::function<void()> body;     // the kernel call of the current launch
 
-void yield() { swapcontext(&fibers[cur].ctx, &sched); }
+void yield() {
+	if (_setjmp(fibers[cur].jb) == 0) _longjmp(sched, 1);
+}
 
 void entry() {
 	body();
@@ -50,7 +57,7 @@ void entry() {
 	if (live > 0 && barArrived == live) { barArrived = 0; barGen++; }
 	int w = f.tid / 32;
 	if (warpLive[w] > 0 && warpArrived[w] == warpLive[w]) { warpArrived[w] = 0; warpGen[w]++; }
-	swapcontext(&f.ctx, &sched);
+	_longjmp(sched, 1);
 }
 
 void warpBarrier() {
@@ -83,11 +90,12 @@ void runBlock(unsigned threads) {
 		Fiber& f = fibers[t];
 		if (f.stack.empty()) f.stack.resize(kStack);
 		f.done = false;
+		f.started = false;
 		f.tid = t;
 		getcontext(&f.ctx);
 		f.ctx.uc_stack.ss_sp = f.stack.data();
 		f.ctx.uc_stack.ss_size = f.stack.size();
-		f.ctx.uc_link = &sched;
+		f.ctx.uc_link = nullptr; // entry never returns: it jumps back
 		makecontext(&f.ctx, entry, 0);
 		warpLive[t / 32]++;
 	}
@@ -98,7 +106,13 @@ void runBlock(unsigned threads) {
 			if (fibers[t].done) continue;
 			cur = t;
 			threadIdx = {t % blockDim.x, (t / blockDim.x) % blockDim.y, t / (blockDim.x * blockDim.y)};
-			swapcontext(&sched, &fibers[t].ctx);
+			if (_setjmp(sched) == 0) {
+				if (!fibers[t].started) {
+					fibers[t].started = true;
+					setcontext(&fibers[t].ctx);
+				}
+				_longjmp(fibers[t].jb, 1);
+			}
 		}
 	}
 }
