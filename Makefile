@@ -14,9 +14,11 @@ all: build
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo devel)
 LDFLAGS = -s -w -X github.com/sipack/sipack/cmd/internal/cliutil.version=$(VERSION)
 
+# urfave_cli_no_docs leaves out urfave/cli's man and markdown writers
+# (and their markdown libraries): 0.33 MB of sirun.
 build:
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/sipack ./cmd/sipack
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/sirun ./cmd/sirun
+	$(GO) build -trimpath -tags urfave_cli_no_docs -ldflags '$(LDFLAGS)' -o $(BIN)/sipack ./cmd/sipack
+	$(GO) build -trimpath -tags urfave_cli_no_docs -ldflags '$(LDFLAGS)' -o $(BIN)/sirun ./cmd/sirun
 
 
 vet:
