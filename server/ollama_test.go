@@ -2,13 +2,10 @@ package server
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -366,40 +363,4 @@ func TestOllamaListShowVersionPS(t *testing.T) {
 		show.ModelInfo["llama.block_count"] != float64(c.NumLayers) || show.ModelInfo["llama.embedding_length"] != float64(c.HiddenSize) {
 		t.Fatalf("show: %s", rec.Body)
 	}
-}
-
-// TestOllamaClient drives the server with the official ollama npm client
-// (testdata/ollama/client.mjs): chat, generate, streaming, list, show,
-// version, ps and a missing model. It needs node, and the client
-// installed by npm ci in testdata/ollama (done here when npm can).
-func TestOllamaClient(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: runs node")
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("no node on PATH")
-	}
-	dir, _ := filepath.Abs("../testdata/ollama")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "ollama")); err != nil {
-		// Bounded: npm retries an unreachable registry for minutes.
-		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Skipf("npm ci in testdata/ollama failed (offline?): %v\n%s", err, out)
-		}
-	}
-	ts := startServer(t, Options{Parallel: 1}, nil)
-	cmd := exec.CommandContext(t.Context(), node, "client.mjs", ts.url)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("client.mjs: %v\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "ok ") {
-		t.Fatalf("client.mjs said nothing: %s", out)
-	}
-	t.Logf("%s", out)
 }
