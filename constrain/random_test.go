@@ -65,23 +65,6 @@ func naiveMask(m *Matcher, toks [][]byte, mask []uint64) {
 	}
 }
 
-func compileChecker(t *testing.T, schema []byte) *jsonschema.Schema {
-	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("s.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	sch, err := c.Compile("s.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sch
-}
-
 // TestRandomWalks: on random schemas, random generations through the masks
 // (a token drawn among those allowed, EOS when the value may end) always
 // end in JSON that validates; at every step the trie walk's mask is the
@@ -106,7 +89,7 @@ func TestRandomWalks(t *testing.T) {
 				t.Fatalf("%s: %v", schema, err)
 			}
 		}
-		sch = compileChecker(t, schema)
+		sch = schematest.Validator(t, schema)
 		for range 2 {
 			m := g.Matcher(v)
 			var out []byte

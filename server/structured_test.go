@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"math/rand/v2"
 	"net/http"
@@ -108,23 +107,6 @@ func formatBody(path, prompt string, schema any) map[string]any {
 	return body
 }
 
-func validator(t *testing.T, schema []byte) *jsonschema.Schema {
-	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("s.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	sch, err := c.Compile("s.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sch
-}
-
 var structuredPaths = []string{"/v1/chat/completions", "/v1/completions", "/api/chat", "/api/generate"}
 
 // TestStructuredRandomSchemas: random schemas × prompts on the tiny model,
@@ -165,7 +147,7 @@ func TestStructuredRandomSchemas(t *testing.T) {
 			t.Errorf("%s %s: answer %q does not parse: %v", path, raw, text, err)
 			continue
 		}
-		if err := validator(t, raw).Validate(inst); err != nil {
+		if err := schematest.Validator(t, raw).Validate(inst); err != nil {
 			t.Errorf("%s %s: answer %q does not validate: %v", path, raw, text, err)
 		}
 		if testing.Verbose() {
@@ -335,7 +317,7 @@ func TestStructuredOpenAIClient(t *testing.T) {
 	if err != nil || res.Choices[0].FinishReason != "stop" {
 		t.Fatalf("%q (finish %s): %v", text, res.Choices[0].FinishReason, err)
 	}
-	if err := validator(t, raw).Validate(inst); err != nil {
+	if err := schematest.Validator(t, raw).Validate(inst); err != nil {
 		t.Fatalf("%q: %v", text, err)
 	}
 	p.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}

@@ -5,8 +5,12 @@
 package schematest
 
 import (
+	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Options bound a random schema.
@@ -99,4 +103,23 @@ func Object(rng *rand.Rand, o Options) map[string]any {
 		s["additionalProperties"] = false
 	}
 	return s
+}
+
+// Validator compiles schema with jsonschema/v6, the independent check of
+// what the recognizer lets through.
+func Validator(t testing.TB, schema []byte) *jsonschema.Schema {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("s.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("s.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sch
 }
