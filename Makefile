@@ -6,7 +6,7 @@ FUZZTIME ?= 30s
 SYNTH   ?= /tmp/sipack-synth-1b
 
 .PHONY: all build test demo badinput generate fuzz bench compare compare-routed routed-packs compare-avx2 recache bench-packs synth clean vet accuracy accuracy-quant test-arm64 test-arm32 cross loadtest qemu-user \
-	cuda-kernels cuda-check build-cuda device-check device-rehearse
+	cuda-kernels cuda-check build-cuda device-check device-rehearse cuda-cross-tools cuda-cross-arm64
 
 all: build
 
@@ -288,8 +288,53 @@ cuda-check:
 	@echo "cuda-check: ok (the default sirun links no CUDA)"
 	@rm -f $(BIN)/sipack.fatbin.check $(BIN)/sirun-cuda.check $(BIN)/cuda.test.check $(BIN)/devicecheck.test.check
 
+# build-cuda builds for this machine, or with GOARCH=arm64 on an x86 host
+# cross-builds for linux/arm64 (a Jetson: docs/jetson.md) with Debian's
+# cross compiler (make cuda-cross-tools). The binary links against a
+# libcuda stub built here (backend/cuda/stub/libcuda.c, soname
+# libcuda.so.1); the device's driver provides the real one. CGO_LDFLAGS
+# comes before gorgonia.org/cu's own flags, so its -L puts the stub first;
+# the x86 library folders that package hard-codes are skipped by the
+# linker as incompatible (--no-warn-search-mismatch quiets that).
+HOSTARCH   := $(shell $(GO) env GOHOSTARCH)
+CUDA_ARCH_GO = $(or $(GOARCH),$(HOSTARCH))
+SIRUN_CUDA ?= $(BIN)/sirun-cuda
+CROSS_CC_arm64 := aarch64-linux-gnu-gcc
+CUDA_STUB   = $(BIN)/stub-$(CUDA_ARCH_GO)
+# JetPack 6 (Ubuntu 22.04) has glibc 2.35: the arm64 binary must need no newer.
+GLIBC_MAX_arm64 := 2.35
+
 build-cuda:
-	$(GO) build -tags cuda -o $(BIN)/sirun-cuda ./cmd/sirun
+ifeq ($(CUDA_ARCH_GO),$(HOSTARCH))
+	$(GO) build -tags cuda -o $(SIRUN_CUDA) ./cmd/sirun
+else ifeq ($(CUDA_ARCH_GO),arm64)
+	@command -v $(CROSS_CC_arm64) >/dev/null || { echo "build-cuda: no $(CROSS_CC_arm64): make cuda-cross-tools"; exit 1; }
+	@mkdir -p $(CUDA_STUB)
+	$(CROSS_CC_arm64) -shared -fPIC -Wl,-soname,libcuda.so.1 -o $(CUDA_STUB)/libcuda.so backend/cuda/stub/libcuda.c
+	CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC=$(CROSS_CC_arm64) CXX=aarch64-linux-gnu-g++ \
+	  CGO_LDFLAGS="-L$(abspath $(CUDA_STUB)) -Wl,--no-warn-search-mismatch" \
+	  $(GO) build -trimpath -tags cuda -ldflags '$(LDFLAGS)' -o $(SIRUN_CUDA) ./cmd/sirun
+else
+	@echo "build-cuda: GOARCH=$(CUDA_ARCH_GO): only this machine's arch or arm64 (linux) are built"; exit 1
+endif
+
+# Debian's aarch64 cross compiler, installed when missing (CI installs it
+# before its parallel stage).
+cuda-cross-tools:
+	command -v aarch64-linux-gnu-gcc >/dev/null && command -v aarch64-linux-gnu-g++ >/dev/null || \
+	  (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y gcc-aarch64-linux-gnu g++-aarch64-linux-gnu)
+
+# What CI runs for the Jetson build: sirun-cuda cross-built for linux/arm64
+# (into its own file), checked to be an aarch64 ELF that needs no glibc
+# newer than JetPack 6's and imports only cu* symbols the stub defines.
+cuda-cross-arm64: cuda-cross-tools
+	./.ci/cuda-toolkit.sh
+	$(MAKE) build-cuda GOARCH=arm64 SIRUN_CUDA=$(BIN)/sirun-cuda-arm64
+	file $(BIN)/sirun-cuda-arm64 | grep -q 'ELF 64-bit LSB .*ARM aarch64' || { file $(BIN)/sirun-cuda-arm64; exit 1; }
+	@g=$$(aarch64-linux-gnu-objdump -T $(BIN)/sirun-cuda-arm64 | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -1); \
+	  if [ "$$(printf '%s\n' $$g $(GLIBC_MAX_arm64) | sort -V | tail -1)" != "$(GLIBC_MAX_arm64)" ]; then \
+	    echo "cuda-cross-arm64: needs glibc $$g, JetPack 6 has $(GLIBC_MAX_arm64)"; exit 1; fi; \
+	  echo "cuda-cross-arm64: ok: $(BIN)/sirun-cuda-arm64 is linux/arm64, needs glibc $$g (JetPack 6: $(GLIBC_MAX_arm64))"
 
 # The folder a GPU machine (no Go, no network) runs: the tagged test
 # binaries, sirun-cuda, prep (synthetic checkpoint and packs), the tiny and

@@ -21,6 +21,8 @@ type Device struct {
 	name       string
 	sms        int
 	integrated bool
+	info       devInfo
+	hostUse    HostUse
 
 	mu         sync.Mutex
 	closed     bool
@@ -31,21 +33,43 @@ type Device struct {
 	graphs     bool     // Execs run decode steps as CUDA graphs
 }
 
-// region is host memory mapped into the device's address space.
+// region is host memory mapped into the device's address space: host
+// (the pack's bytes) at dev, either registered in place or, when pinned is
+// set, read into pinned (page-locked, device-mapped) memory at dev.
 type region struct {
-	host []byte
-	dev  uint64
+	host   []byte
+	dev    uint64
+	pinned []byte
+}
+
+// HostUse is how the device reads the weights UseHost was given.
+type HostUse int
+
+const (
+	HostCopied     HostUse = iota // copied to device memory (a discrete GPU)
+	HostRegistered                // registered read-only and read in place
+	HostPinned                    // read once into pinned host memory the GPU maps
+)
+
+func (u HostUse) String() string {
+	switch u {
+	case HostRegistered:
+		return "used in place (registered read-only)"
+	case HostPinned:
+		return "read once into pinned host memory the GPU maps (read-only registration refused)"
+	}
+	return "copied to device memory"
 }
 
 var _ backend.Device = (*Device)(nil)
 
 // Open opens GPU ordinal (0 is the first) and loads the kernels.
 func Open(ordinal int) (*Device, error) {
-	drv, name, sms, integrated, err := openDriver(ordinal)
+	drv, info, err := openDriver(ordinal)
 	if err != nil {
 		return nil, err
 	}
-	return &Device{drv: drv, name: name, sms: sms, integrated: integrated, graphs: os.Getenv("SIPACK_CUDA_GRAPH") != "0"}, nil
+	return &Device{drv: drv, name: info.name, sms: info.sms, integrated: info.integrated, info: info, graphs: os.Getenv("SIPACK_CUDA_GRAPH") != "0"}, nil
 }
 
 // SetGraphs makes the Execs started afterwards queue each decode step (one
@@ -70,25 +94,60 @@ func (d *Device) Name() string {
 // Integrated reports whether the GPU shares the host's memory.
 func (d *Device) Integrated() bool { return d.integrated }
 
-// UseHost registers host memory (the mapped pack) for the device, read
-// only, on an integrated GPU: tensors made resident afterwards that lie
-// inside it are used in place instead of copied. On a discrete GPU it does
-// nothing (every read would cross the bus) and returns nil.
+// UseHost makes host memory (the mapped γ prefix of the pack) the
+// weights' home on an integrated GPU, whose memory is the host's: tensors
+// made resident afterwards that lie inside it are not copied to device
+// memory. Where the device registers host memory read-only, b is
+// registered and read in place; where it cannot (the attribute says no, or
+// the registration is refused), b is read once into pinned host memory the
+// GPU maps: one copy of the weights either way, never a second one in
+// device memory. On a discrete GPU it does nothing (every read would cross
+// the bus) and returns nil. HostUse says which was done.
 func (d *Device) UseHost(b []byte) error {
 	if !d.integrated || len(b) == 0 {
 		return nil
 	}
-	return d.register(b)
+	var refused error
+	if d.info.readOnlyRegister {
+		if refused = d.register(b); refused == nil {
+			d.hostUse = HostRegistered
+			return nil
+		}
+	}
+	if !d.info.mapHost {
+		return fmt.Errorf("cuda: %s maps no host memory (read-only registration: %v)", d.name, refusal(refused))
+	}
+	if err := d.pin(b); err != nil {
+		return fmt.Errorf("%w (read-only registration: %v)", err, refusal(refused))
+	}
+	d.hostUse = HostPinned
+	return nil
 }
 
-// UseHostAnyway is UseHost on any GPU: on a discrete one the weights stay
-// in host memory and every read crosses the bus. It measures the
-// integrated case's device memory on a discrete GPU (SIPACK_CUDA_IN_PLACE=1).
+// refusal words why read-only registration was not used.
+func refusal(err error) string {
+	if err == nil {
+		return "not supported by the device"
+	}
+	return err.Error()
+}
+
+// HostUse says how the weights given to UseHost are read.
+func (d *Device) HostUse() HostUse { return d.hostUse }
+
+// UseHostAnyway registers b in place on any GPU: on a discrete one the
+// weights stay in host memory and every read crosses the bus. It measures
+// the integrated case's device memory on a discrete GPU
+// (SIPACK_CUDA_IN_PLACE=1).
 func (d *Device) UseHostAnyway(b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
-	return d.register(b)
+	if err := d.register(b); err != nil {
+		return err
+	}
+	d.hostUse = HostRegistered
+	return nil
 }
 
 func (d *Device) register(b []byte) error {
@@ -99,6 +158,22 @@ func (d *Device) register(b []byte) error {
 	}
 	d.mu.Lock()
 	d.regions = append(d.regions, region{host: b, dev: p})
+	d.mu.Unlock()
+	return nil
+}
+
+// pin reads b into new pinned host memory the device maps and makes it b's
+// device address.
+func (d *Device) pin(b []byte) error {
+	defer d.enter()()
+	h, p, err := d.drv.hostAlloc(len(b))
+	if err != nil {
+		return fmt.Errorf("cuda: %s: %w", d.name, err)
+	}
+	copy(h, b)
+	pageOut(b)
+	d.mu.Lock()
+	d.regions = append(d.regions, region{host: b, dev: p, pinned: h})
 	d.mu.Unlock()
 	return nil
 }
@@ -366,11 +441,25 @@ func (d *Device) NewExec(pool backend.Pool) (backend.Exec, error) {
 	return &Exec{d: d, ropeLen: -1, posVal: -1, graphs: d.graphs}, nil
 }
 
-// HostScratchBytes is 0: the Exec runs no kernels on the host pool, so the
-// pool's scratch stays empty (the few per-call host slices are not counted).
-func (*Device) HostScratchBytes(tokens, hidden, intermediate, heads, kvHeads, headDim, ctx, threads int) uint64 {
+// HostScratchBytes is the host memory a run needs besides the weights, the
+// KV cache and the activation buffers a memory plan counts. The Exec runs
+// no kernels on the host pool, so on a discrete GPU it is 0. An integrated
+// GPU's memory is the host's: its KV cache and buffers are the plan's, and
+// what it holds besides — the CUDA context and the loaded kernels, the
+// norms, the record tables — is IntegratedReserve.
+func (d *Device) HostScratchBytes(tokens, hidden, intermediate, heads, kvHeads, headDim, ctx, threads int) uint64 {
+	if d.integrated {
+		return IntegratedReserve
+	}
 	return 0
 }
+
+// IntegratedReserve is what --mem-budget sets aside on an integrated GPU
+// for the device's own memory besides the plan's KV cache and buffers:
+// the CUDA context and module (tens of MiB on a Jetson) and the per-layer
+// norms and record tables (under 2 MiB for a 3B model). An allowance, not
+// a measurement.
+const IntegratedReserve = 128 << 20
 
 // Close frees the weights, unregisters host memory and releases the
 // context. The pack must stay open until then.
@@ -390,7 +479,11 @@ func (d *Device) Close() error {
 		d.drv.free(p)
 	}
 	for _, r := range d.regions {
-		if err := d.drv.unregisterHost(r.host); err != nil {
+		free := func() error { return d.drv.unregisterHost(r.host) }
+		if r.pinned != nil {
+			free = func() error { return d.drv.hostFree(r.pinned) }
+		}
+		if err := free(); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -34,5 +34,36 @@ type driver interface {
 	// registerHost maps host memory for the device, read-only.
 	registerHost(b []byte) (uint64, error)
 	unregisterHost(b []byte) error
+	// hostAlloc returns n bytes of page-locked host memory mapped for the
+	// device, and its device address; hostFree frees it.
+	hostAlloc(n int) ([]byte, uint64, error)
+	hostFree(b []byte) error
 	close() error
 }
+
+// devInfo is what openDriver learns of the device.
+type devInfo struct {
+	name string
+	sms  int
+	// integrated: the GPU shares the host's memory (CU_DEVICE_ATTRIBUTE_INTEGRATED).
+	integrated bool
+	// readOnlyRegister: cuMemHostRegister takes CU_MEMHOSTREGISTER_READ_ONLY,
+	// which a read-only file mapping (the pack) needs
+	// (CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED and
+	// CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED).
+	readOnlyRegister bool
+	// mapHost: page-locked host memory can be mapped into the device's
+	// address space (CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY).
+	mapHost bool
+}
+
+// EmuDeviceEnv names the environment variable that makes the emulated
+// device integrated, as a Jetson is, for the integrated-memory paths
+// (read only by the emulator build, when a device is opened):
+//
+//	integrated          read-only host registration supported and granted
+//	integrated-refuse   supported, but every registration is refused
+//	integrated-noreg    the device reports no read-only host registration
+//
+// Unset or empty: a discrete GPU.
+const EmuDeviceEnv = "SIPACK_CUDA_EMU_DEVICE"

@@ -30,60 +30,67 @@ type cuDriver struct {
 	graphStream cu.Stream
 }
 
-// openDriver opens GPU ordinal and returns its name, multiprocessor count
-// and whether it is integrated.
-func openDriver(ordinal int) (driver, string, int, bool, error) {
+// openDriver opens GPU ordinal after checking that the driver can load
+// the embedded fatbin.
+func openDriver(ordinal int) (driver, devInfo, error) {
+	var info devInfo
+	if err := checkDriver(cu.Version(), fatbin); err != nil {
+		return nil, info, err
+	}
 	n, err := cu.NumDevices()
 	if err != nil {
-		return nil, "", 0, false, fmt.Errorf("cuda: counting devices: %w", err)
+		return nil, info, fmt.Errorf("cuda: counting devices: %w", err)
 	}
 	if ordinal < 0 || ordinal >= n {
-		return nil, "", 0, false, fmt.Errorf("cuda: no device %d (%d found)", ordinal, n)
+		return nil, info, fmt.Errorf("cuda: no device %d (%d found)", ordinal, n)
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	d := &cuDriver{fns: map[string]cu.Function{}}
 	if d.dev, err = cu.GetDevice(ordinal); err != nil {
-		return nil, "", 0, false, fmt.Errorf("cuda: device %d: %w", ordinal, err)
+		return nil, info, fmt.Errorf("cuda: device %d: %w", ordinal, err)
 	}
-	name, err := d.dev.Name()
-	if err != nil {
-		return nil, "", 0, false, fmt.Errorf("cuda: device %d name: %w", ordinal, err)
+	if info.name, err = d.dev.Name(); err != nil {
+		return nil, info, fmt.Errorf("cuda: device %d name: %w", ordinal, err)
 	}
-	sms, err := d.dev.Attribute(cu.MultiprocessorCount)
-	if err != nil {
-		return nil, "", 0, false, fmt.Errorf("cuda: %s: %w", name, err)
+	name := info.name
+	if info.sms, err = d.dev.Attribute(cu.MultiprocessorCount); err != nil {
+		return nil, info, fmt.Errorf("cuda: %s: %w", name, err)
 	}
 	integrated, err := d.dev.Attribute(cu.Integrated)
 	if err != nil {
-		return nil, "", 0, false, fmt.Errorf("cuda: %s: %w", name, err)
+		return nil, info, fmt.Errorf("cuda: %s: %w", name, err)
+	}
+	info.integrated = integrated != 0
+	if err := hostCaps(int(d.dev), &info); err != nil {
+		return nil, info, fmt.Errorf("cuda: %s: %w", name, err)
 	}
 	if d.ctx, err = d.dev.RetainPrimaryCtx(); err != nil {
-		return nil, "", 0, false, fmt.Errorf("cuda: %s: primary context: %w", name, err)
+		return nil, info, fmt.Errorf("cuda: %s: primary context: %w", name, err)
 	}
 	if err := cu.SetCurrentContext(d.ctx); err != nil {
 		d.dev.ReleasePrimaryCtx()
-		return nil, "", 0, false, fmt.Errorf("cuda: %s: %w", name, err)
+		return nil, info, fmt.Errorf("cuda: %s: %w", name, err)
 	}
 	if d.mod, err = cu.LoadFatBinary(string(fatbin)); err != nil {
 		d.dev.ReleasePrimaryCtx()
-		return nil, "", 0, false, fmt.Errorf("cuda: %s: loading the kernels (fatbin of %d bytes: sm_87, sm_90, compute_80 PTX): %w", name, len(fatbin), err)
+		return nil, info, fmt.Errorf("cuda: %s: loading the kernels (fatbin of %d bytes: %s): %w", name, len(fatbin), describeFatbin(fatbin), err)
 	}
 	if d.graphStream, err = cu.MakeStream(cu.DefaultStream); err != nil {
 		d.mod.Unload()
 		d.dev.ReleasePrimaryCtx()
-		return nil, "", 0, false, fmt.Errorf("cuda: %s: creating a stream: %w", name, err)
+		return nil, info, fmt.Errorf("cuda: %s: creating a stream: %w", name, err)
 	}
 	for k := range cudaplan.Signatures {
 		f, err := d.mod.Function(k)
 		if err != nil {
 			d.mod.Unload()
 			d.dev.ReleasePrimaryCtx()
-			return nil, "", 0, false, fmt.Errorf("cuda: kernel %s: %w", k, err)
+			return nil, info, fmt.Errorf("cuda: kernel %s: %w", k, err)
 		}
 		d.fns[k] = f
 	}
-	return d, name, sms, integrated != 0, nil
+	return d, info, nil
 }
 
 // enter makes the context current on a locked OS thread: a goroutine may
@@ -179,6 +186,10 @@ func (d *cuDriver) memInfo() (int64, int64, error) { return cu.MemInfo() }
 func (d *cuDriver) registerHost(b []byte) (uint64, error) { return registerHost(b) }
 
 func (d *cuDriver) unregisterHost(b []byte) error { return unregisterHost(b) }
+
+func (d *cuDriver) hostAlloc(n int) ([]byte, uint64, error) { return hostAlloc(n) }
+
+func (d *cuDriver) hostFree(b []byte) error { return hostFree(b) }
 
 func (d *cuDriver) close() error {
 	d.graphStream.Destroy()

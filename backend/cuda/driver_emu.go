@@ -10,6 +10,7 @@ package cuda
 #include <string.h>
 int emu_launch(const char* name, int gx, int gy, int gz, int bx, int by, int bz, const uint64_t* vals, int n);
 static uint64_t emu_alloc(size_t n) { return (uint64_t)(uintptr_t)calloc(n ? n : 1, 1); }
+static void* emu_ptr(uint64_t p) { return (void*)(uintptr_t)p; }
 static void emu_free(uint64_t p) { free((void*)(uintptr_t)p); }
 static void emu_memset0(uint64_t p, size_t n) { memset((void*)(uintptr_t)p, 0, n); }
 static void emu_htod(uint64_t dst, const void* src, size_t n) { memcpy((void*)(uintptr_t)dst, src, n); }
@@ -21,6 +22,7 @@ import "C"
 import (
 	_ "embed"
 	"fmt"
+	"os"
 	"sync"
 	"unsafe"
 
@@ -32,7 +34,7 @@ import (
 // address, and launches run block by block with the block's threads as
 // fibers. It is slow and exists to rehearse the backend without a GPU: the
 // host code, the launch shapes and parameters and the kernels' logic.
-type emuDriver struct{}
+type emuDriver struct{ refuseRegister bool }
 
 // emuGraphs are the captured decode steps: replay launches them again.
 var (
@@ -50,15 +52,31 @@ var kernelSource string
 // emuMu serialises launches: the scheduler's state is global.
 var emuMu sync.Mutex
 
-func openDriver(ordinal int) (driver, string, int, bool, error) {
+func openDriver(ordinal int) (driver, devInfo, error) {
+	// Four "multiprocessors": splits stay few, as on a small GPU.
+	info := devInfo{name: "CPU emulator", sms: 4, mapHost: true, readOnlyRegister: true}
 	if kernelSource == "" {
-		return nil, "", 0, false, fmt.Errorf("cuda emulator: kernel source missing")
+		return nil, info, fmt.Errorf("cuda emulator: kernel source missing")
 	}
 	if ordinal != 0 {
-		return nil, "", 0, false, fmt.Errorf("cuda emulator: no device %d (1 found)", ordinal)
+		return nil, info, fmt.Errorf("cuda emulator: no device %d (1 found)", ordinal)
 	}
-	// Four "multiprocessors": splits stay few, as on a small GPU.
-	return emuDriver{}, "CPU emulator", 4, false, nil
+	d := &emuDriver{}
+	switch v := os.Getenv(EmuDeviceEnv); v {
+	case "":
+	case "integrated":
+		info.integrated = true
+	case "integrated-refuse":
+		info.integrated, d.refuseRegister = true, true
+	case "integrated-noreg":
+		info.integrated, info.readOnlyRegister = true, false
+	default:
+		return nil, info, fmt.Errorf("cuda emulator: %s=%q: want integrated, integrated-refuse or integrated-noreg", EmuDeviceEnv, v)
+	}
+	if info.integrated {
+		info.name = "CPU emulator as an integrated GPU"
+	}
+	return d, info, nil
 }
 
 func (emuDriver) enter() func() { return func() {} }
@@ -157,12 +175,30 @@ func (emuDriver) memInfo() (int64, int64, error) {
 	return 0, 0, fmt.Errorf("emulator: no device memory")
 }
 
-// registerHost: the emulator reads host memory where it is.
-func (emuDriver) registerHost(b []byte) (uint64, error) {
+// registerHost: the emulator reads host memory where it is, unless it
+// plays a device that refuses registration.
+func (d emuDriver) registerHost(b []byte) (uint64, error) {
+	if d.refuseRegister {
+		return 0, fmt.Errorf("cuMemHostRegister of %d bytes: CUDA_ERROR_NOT_SUPPORTED (emulated refusal)", len(b))
+	}
 	return uint64(uintptr(unsafe.Pointer(&b[0]))), nil
 }
 
 func (emuDriver) unregisterHost([]byte) error { return nil }
+
+// hostAlloc: pinned host memory is C memory, its device address its host one.
+func (emuDriver) hostAlloc(n int) ([]byte, uint64, error) {
+	p := uint64(C.emu_alloc(C.size_t(n)))
+	if p == 0 {
+		return nil, 0, fmt.Errorf("out of memory allocating %d pinned bytes", n)
+	}
+	return unsafe.Slice((*byte)(C.emu_ptr(C.uint64_t(p))), n), p, nil
+}
+
+func (emuDriver) hostFree(b []byte) error {
+	C.emu_free(C.uint64_t(uintptr(unsafe.Pointer(&b[0]))))
+	return nil
+}
 
 func (emuDriver) close() error { return nil }
 

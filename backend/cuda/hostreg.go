@@ -23,6 +23,32 @@ static CUresult sip_register(void* p, size_t n, unsigned long long* dptr) {
 
 static CUresult sip_unregister(void* p) { return cuMemHostUnregister(p); }
 
+// sip_host_alloc allocates n bytes of page-locked host memory mapped for
+// the device and returns both addresses.
+static CUresult sip_host_alloc(size_t n, void** p, unsigned long long* dptr) {
+	CUresult r = cuMemHostAlloc(p, n, CU_MEMHOSTALLOC_DEVICEMAP);
+	if (r != CUDA_SUCCESS) return r;
+	CUdeviceptr d;
+	r = cuMemHostGetDevicePointer(&d, *p, 0);
+	if (r != CUDA_SUCCESS) {
+		cuMemFreeHost(*p);
+		return r;
+	}
+	*dptr = (unsigned long long)d;
+	return CUDA_SUCCESS;
+}
+
+static CUresult sip_host_free(void* p) { return cuMemFreeHost(p); }
+
+// sip_host_caps reads the device's host-memory attributes: can it map host
+// memory, register host memory, register it read-only.
+static CUresult sip_host_caps(int dev, int* mapHost, int* reg, int* readOnly) {
+	CUresult r = cuDeviceGetAttribute(mapHost, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, dev);
+	if (r == CUDA_SUCCESS) r = cuDeviceGetAttribute(reg, CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED, dev);
+	if (r == CUDA_SUCCESS) r = cuDeviceGetAttribute(readOnly, CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED, dev);
+	return r;
+}
+
 // CUDA graphs of a decode step: capture the launches made on stream s,
 // instantiate, replay.
 static CUresult sip_capture_begin(void* s) { return cuStreamBeginCapture((CUstream)s, CU_STREAM_CAPTURE_MODE_RELAXED); }
@@ -64,6 +90,31 @@ func registerHost(b []byte) (uint64, error) {
 		return 0, fmt.Errorf("cuMemHostRegister of %d bytes: %s", len(b), C.GoString(C.sip_error_name(r)))
 	}
 	return uint64(d), nil
+}
+
+// hostAlloc allocates n bytes of page-locked host memory the device maps.
+func hostAlloc(n int) ([]byte, uint64, error) {
+	var p unsafe.Pointer
+	var d C.ulonglong
+	if r := C.sip_host_alloc(C.size_t(n), &p, &d); r != C.CUDA_SUCCESS {
+		return nil, 0, fmt.Errorf("cuMemHostAlloc of %d bytes: %s", n, C.GoString(C.sip_error_name(r)))
+	}
+	return unsafe.Slice((*byte)(p), n), uint64(d), nil
+}
+
+func hostFree(b []byte) error {
+	return cuErr("cuMemFreeHost", C.sip_host_free(unsafe.Pointer(&b[0])))
+}
+
+// hostCaps reads device dev's host-memory attributes into info.
+func hostCaps(dev int, info *devInfo) error {
+	var mapHost, reg, readOnly C.int
+	if err := cuErr("cuDeviceGetAttribute", C.sip_host_caps(C.int(dev), &mapHost, &reg, &readOnly)); err != nil {
+		return err
+	}
+	info.mapHost = mapHost != 0
+	info.readOnlyRegister = reg != 0 && readOnly != 0
+	return nil
 }
 
 func cuErr(what string, r C.CUresult) error {

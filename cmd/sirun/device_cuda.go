@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/sipack/sipack/backend"
 	"github.com/sipack/sipack/backend/cpu"
@@ -48,7 +49,36 @@ func onDevice(dev backend.Device, pack *format.Pack, m *runner.Model) (*runner.M
 	if err := use(pack.Bytes()); err != nil {
 		fmt.Fprintf(os.Stderr, "sirun: %v; copying the weights instead\n", err)
 	}
-	return runner.Load(pack, d)
+	gm, err := runner.Load(pack, d)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "sirun: cuda: %s: the pack's %s loaded prefix %s; device copies %s; process memory %s\n",
+		d.Name(), cliutil.HumanBytes(uint64(len(pack.Bytes()))), d.HostUse(), cliutil.HumanBytes(d.ResidentBytes()), processMemory())
+	return gm, nil
+}
+
+// processMemory is the process's resident memory now, from
+// /proc/self/status: the total and its anonymous (heap, pinned copies) and
+// file-backed (the mapped pack) shares. An integrated GPU's allocations
+// are in the same memory but not always in these counts (driver-held).
+func processMemory() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "unknown"
+	}
+	kb := map[string]uint64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		var n uint64
+		if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &n); err == nil {
+			kb[k] = n << 10
+		}
+	}
+	return fmt.Sprintf("RSS %s (anonymous %s, file %s)", cliutil.HumanBytes(kb["VmRSS"]), cliutil.HumanBytes(kb["RssAnon"]), cliutil.HumanBytes(kb["RssFile"]))
 }
 
 // deviceSummary is the summary's device line ("" on the CPU): weights
