@@ -494,6 +494,7 @@ func avx512Table(avx2 *Table) *Table {
 	if cpu.X86.HasAVX512BF16 {
 		bf16DotTable(t)
 	}
+	kquantAVX512(t, cpu.X86.HasAVX512VNNI)
 	if !cpu.X86.HasAVX512VNNI {
 		return t
 	}

@@ -452,3 +452,670 @@ q4kaxpypair:
 	JNZ  q4kaxpy
 	VZEROUPPER
 	RET
+
+// AVX-512 forms. K4ROWSCALES(w, r): row r's eight d·sc to r·64(SP) and
+// eight dmin·m to r·64+32(SP) (the products axpyQ4KAVX2 forms).
+#define K4ROWSCALES(w, r) \
+	K4SCALES(w); \
+	VMULPS Y10, Y8, Y8; \
+	VMULPS Y11, Y9, Y9; \
+	VMOVUPS Y8, (r*64)(SP); \
+	VMOVUPS Y9, (r*64+32)(SP)
+
+// K4TABLES(p, r, lo, hi): row r's x̂ of every 4-bit q for sub-blocks 2p
+// (into lo) and 2p+1 (hi), q·(d·sc) − dmin·m rounded as axpyQ4KAVX2
+// rounds it (Z14: the floats 0..15), so a VPERMPS by nibble gives x̂.
+#define K4TABLES(p, r, lo, hi) \
+	VMULPS.BCST (r*64+8*p)(SP), Z14, lo; \
+	VSUBPS.BCST (r*64+32+8*p)(SP), lo, lo; \
+	VMULPS.BCST (r*64+8*p+4)(SP), Z14, hi; \
+	VSUBPS.BCST (r*64+32+8*p+4)(SP), hi, hi
+
+// K4AXROW(p, k, w, lo, hi, a): row w (factor a in every lane) into Z0
+// (elements 64p+16k..: sub-block 2p, low nibbles) and Z1 (64p+32+16k..:
+// sub-block 2p+1, high nibbles), one FMA each (VPERMPS reads an index's
+// low four bits: the low nibble needs no mask; Z2, Z3 scratch).
+#define K4AXROW(p, k, w, lo, hi, a) \
+	VPMOVZXBD (16+32*p+16*k)(w), Z2; \
+	VPSRLD $4, Z2, Z3; \
+	VPERMPS lo, Z2, Z2; \
+	VPERMPS hi, Z3, Z3; \
+	VFMADD231PS Z2, a, Z0; \
+	VFMADD231PS Z3, a, Z1
+
+// AXPY4K16(p, k): the four rows' 32 elements of K4AXROW(p, k) into y,
+// loaded and stored once, rows added in order (tables in Z24-Z31).
+#define AXPY4K16(p, k) \
+	VMOVUPS (4*(64*p+16*k))(DI), Z0; \
+	VMOVUPS (4*(64*p+32+16*k))(DI), Z1; \
+	K4AXROW(p, k, R10, Z24, Z25, Z20); \
+	K4AXROW(p, k, R11, Z26, Z27, Z21); \
+	K4AXROW(p, k, R12, Z28, Z29, Z22); \
+	K4AXROW(p, k, R13, Z30, Z31, Z23); \
+	VMOVUPS Z0, (4*(64*p+16*k))(DI); \
+	VMOVUPS Z1, (4*(64*p+32+16*k))(DI)
+
+// AXPY4KPAIR(p): sub-blocks 2p and 2p+1 of the four rows.
+#define AXPY4KPAIR(p) \
+	K4TABLES(p, 0, Z24, Z25); \
+	K4TABLES(p, 1, Z26, Z27); \
+	K4TABLES(p, 2, Z28, Z29); \
+	K4TABLES(p, 3, Z30, Z31); \
+	AXPY4K16(p, 0); \
+	AXPY4K16(p, 1)
+
+// func axpy4Q4KAVX512(y *float32, a *[4]float32, w0, w1, w2, w3 *byte, nsb int)
+//
+// Four Q4_K rows into one y, y[i] += a[r]·x̂_r[i] for r = 0..3 in turn,
+// each element's arithmetic axpyQ4KAVX2's (so the same bits as four row
+// axpys), y loaded and stored once per four rows.
+TEXT ·axpy4Q4KAVX512(SB), NOSPLIT, $256-56
+	MOVQ y+0(FP), DI
+	MOVQ a+8(FP), R9
+	MOVQ w0+16(FP), R10
+	MOVQ w1+24(FP), R11
+	MOVQ w2+32(FP), R12
+	MOVQ w3+40(FP), R13
+	MOVQ nsb+48(FP), CX
+	VBROADCASTSS 0(R9), Z20
+	VBROADCASTSS 4(R9), Z21
+	VBROADCASTSS 8(R9), Z22
+	VBROADCASTSS 12(R9), Z23
+	VMOVUPS k4zq<>(SB), Z14
+a4q4kloop:
+	K4ROWSCALES(R10, 0)
+	K4ROWSCALES(R11, 1)
+	K4ROWSCALES(R12, 2)
+	K4ROWSCALES(R13, 3)
+	AXPY4KPAIR(0)
+	AXPY4KPAIR(1)
+	AXPY4KPAIR(2)
+	AXPY4KPAIR(3)
+	ADDQ $144, R10
+	ADDQ $144, R11
+	ADDQ $144, R12
+	ADDQ $144, R13
+	ADDQ $1024, DI
+	DECQ CX
+	JNZ  a4q4kloop
+	VZEROUPPER
+	RET
+
+// Q6_K on AVX-512 VNNI. K6ZCONSTS: Z15 = 0x0f bytes, Z14 = 0x30 bytes,
+// Z13 = 0x20 bytes, Z12/Z11 the word shifts that bring qh's bits 2k, 2k+1
+// to bits 4-5 (left 4 | left 2 for k = 0, 1; right 0 | right 2 for k = 2,
+// 3), Z16-Z19 the permutes that spread sub-block scales over a vector's
+// lanes, Z10 the one that spreads eight block scales over sixteen.
+#define K6ZCONSTS \
+	MOVL $0x0f0f0f0f, AX; \
+	VPBROADCASTD AX, Z15; \
+	MOVL $0x30303030, AX; \
+	VPBROADCASTD AX, Z14; \
+	MOVL $0x20202020, AX; \
+	VPBROADCASTD AX, Z13; \
+	VMOVDQU64 k6zshl<>(SB), Z12; \
+	VMOVDQU64 k6zshr<>(SB), Z11; \
+	VMOVDQU64 k6zidx<>+0(SB), Z16; \
+	VMOVDQU64 k6zidx<>+64(SB), Z17; \
+	VMOVDQU64 k6zidx<>+128(SB), Z18; \
+	VMOVDQU64 k6zidx<>+192(SB), Z19; \
+	VMOVDQU64 k6zdx<>(SB), Z10
+
+// K6ZQ(w): the super-block at w's 256 six-bit values as bytes, elements
+// 0-63 in Z24, 64-127 in Z25, 128-191 in Z26, 192-255 in Z27 (each the
+// nibbles of ql with qh's two bits at 4-5), and d·sc of its sixteen
+// sub-blocks in Z28 (Z0-Z3 scratch).
+#define K6ZQ(w) \
+	VMOVDQU64 0(w), Z0; \
+	VBROADCASTI64X4 128(w), Z1; \
+	VPANDD Z15, Z0, Z24; \
+	VPSLLVW Z12, Z1, Z2; \
+	VPANDD Z14, Z2, Z2; \
+	VPORD Z2, Z24, Z24; \
+	VPSRLW $4, Z0, Z25; \
+	VPANDD Z15, Z25, Z25; \
+	VPSRLVW Z11, Z1, Z2; \
+	VPANDD Z14, Z2, Z2; \
+	VPORD Z2, Z25, Z25; \
+	VMOVDQU64 64(w), Z0; \
+	VBROADCASTI64X4 160(w), Z1; \
+	VPANDD Z15, Z0, Z26; \
+	VPSLLVW Z12, Z1, Z2; \
+	VPANDD Z14, Z2, Z2; \
+	VPORD Z2, Z26, Z26; \
+	VPSRLW $4, Z0, Z27; \
+	VPANDD Z15, Z27, Z27; \
+	VPSRLVW Z11, Z1, Z2; \
+	VPANDD Z14, Z2, Z2; \
+	VPORD Z2, Z27, Z27; \
+	VPMOVSXBD 192(w), Z28; \
+	VCVTDQ2PS Z28, Z28; \
+	VPBROADCASTW 208(w), Y3; \
+	VCVTPH2PS Y3, Z3; \
+	VMULPS Z3, Z28, Z28
+
+// K6ZPART(q, off, idx, x, acc): Σ (q − 32)·qx per four elements of the 64
+// values q against the activations at off(x), times d·sc·dx of their
+// sub-block (Z4's lanes, spread by idx), added to acc (Z5-Z7 scratch).
+#define K6ZPART(q, off, idx, x, acc) \
+	VPXORD Z5, Z5, Z5; \
+	VPXORD Z6, Z6, Z6; \
+	VPDPBUSD off(x), q, Z5; \
+	VPDPBUSD off(x), Z13, Z6; \
+	VPSUBD Z6, Z5, Z5; \
+	VCVTDQ2PS Z5, Z5; \
+	VPERMPS Z4, idx, Z7; \
+	VFMADD231PS Z7, Z5, acc
+
+// K6ZTOK(x, xd, acc, acc2): the super-block unpacked by K6ZQ against one
+// token's 256 activations at x and eight block scales at xd, into the
+// lanes of acc (elements 0-127) and acc2 (128-255): two chains.
+#define K6ZTOK(x, xd, acc, acc2) \
+	VMOVUPS (xd), Y4; \
+	VPERMPS Z4, Z10, Z4; \
+	VMULPS Z28, Z4, Z4; \
+	K6ZPART(Z24, 0, Z16, x, acc); \
+	K6ZPART(Z25, 64, Z17, x, acc); \
+	K6ZPART(Z26, 128, Z18, x, acc2); \
+	K6ZPART(Z27, 192, Z19, x, acc2)
+
+// K6ZSUM(acc, acc2): acc's and acc2's lanes summed into X0 (Y1 scratch).
+#define K6ZSUM(acc, acc2) \
+	VADDPS acc2, acc, Z0; \
+	VEXTRACTF64X4 $1, Z0, Y1; \
+	VADDPS Y1, Y0, Y0; \
+	HSUM
+
+// func dotQ6KQ8VNNI(w *byte, xq *int8, xd *float32, nsb int) float32
+//
+// A Q6_K row against Q8 activations: per four elements the integer
+// Σ (q − 32)·qx (VPDPBUSD, the 32s subtracted by a second), then in float
+// acc += isum·(d·sc·dx) lane by lane, the lanes summed at the end. The
+// four-token form does the same per token, so each gives this one's bits.
+TEXT ·dotQ6KQ8VNNI(SB), NOSPLIT, $0-36
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xd+16(FP), R8
+	MOVQ nsb+24(FP), CX
+	K6ZCONSTS
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+q6kzloop:
+	K6ZQ(SI)
+	K6ZTOK(DI, R8, Z8, Z9)
+	ADDQ $210, SI
+	ADDQ $256, DI
+	ADDQ $32, R8
+	DECQ CX
+	JNZ  q6kzloop
+	K6ZSUM(Z8, Z9)
+	VZEROUPPER
+	MOVSS X0, ret+32(FP)
+	RET
+
+// func dot4Q6KQ8VNNI(w *byte, x *[4]*int8, d *[4]*float32, nsb int, out *[4]float32)
+#define K6ZTOK4(t, acc, acc2) \
+	MOVQ (t*8)(R9), BX; \
+	ADDQ R11, BX; \
+	MOVQ (t*8)(R10), DX; \
+	ADDQ R13, DX; \
+	K6ZTOK(BX, DX, acc, acc2)
+
+TEXT ·dot4Q6KQ8VNNI(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), R9
+	MOVQ d+16(FP), R10
+	MOVQ nsb+24(FP), CX
+	XORQ R11, R11
+	XORQ R13, R13
+	K6ZCONSTS
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	VPXORD Z29, Z29, Z29
+	VPXORD Z30, Z30, Z30
+q6kz4loop:
+	K6ZQ(SI)
+	K6ZTOK4(0, Z8, Z9)
+	K6ZTOK4(1, Z20, Z21)
+	K6ZTOK4(2, Z22, Z23)
+	K6ZTOK4(3, Z29, Z30)
+	ADDQ $210, SI
+	ADDQ $256, R11
+	ADDQ $32, R13
+	DECQ CX
+	JNZ  q6kz4loop
+	MOVQ out+32(FP), DX
+	K6ZSUM(Z8, Z9)
+	VMOVSS X0, 0(DX)
+	K6ZSUM(Z20, Z21)
+	VMOVSS X0, 4(DX)
+	K6ZSUM(Z22, Z23)
+	VMOVSS X0, 8(DX)
+	K6ZSUM(Z29, Z30)
+	VMOVSS X0, 12(DX)
+	VZEROUPPER
+	RET
+
+// k6zshl, k6zshr: word shift counts, 4 | 2 and 0 | 2 by 256-bit half.
+DATA k6zshl<>+0(SB)/8, $0x0004000400040004
+DATA k6zshl<>+8(SB)/8, $0x0004000400040004
+DATA k6zshl<>+16(SB)/8, $0x0004000400040004
+DATA k6zshl<>+24(SB)/8, $0x0004000400040004
+DATA k6zshl<>+32(SB)/8, $0x0002000200020002
+DATA k6zshl<>+40(SB)/8, $0x0002000200020002
+DATA k6zshl<>+48(SB)/8, $0x0002000200020002
+DATA k6zshl<>+56(SB)/8, $0x0002000200020002
+GLOBL k6zshl<>(SB), RODATA|NOPTR, $64
+DATA k6zshr<>+0(SB)/8, $0
+DATA k6zshr<>+8(SB)/8, $0
+DATA k6zshr<>+16(SB)/8, $0
+DATA k6zshr<>+24(SB)/8, $0
+DATA k6zshr<>+32(SB)/8, $0x0002000200020002
+DATA k6zshr<>+40(SB)/8, $0x0002000200020002
+DATA k6zshr<>+48(SB)/8, $0x0002000200020002
+DATA k6zshr<>+56(SB)/8, $0x0002000200020002
+GLOBL k6zshr<>(SB), RODATA|NOPTR, $64
+
+// k6zidx: for the vector of elements 64v.. (v = 0..3), lane i's sub-block
+// of sixteen, 4v + i/4, as int32 pairs.
+DATA k6zidx<>+0(SB)/8, $0x0000000000000000
+DATA k6zidx<>+8(SB)/8, $0x0000000000000000
+DATA k6zidx<>+16(SB)/8, $0x0000000100000001
+DATA k6zidx<>+24(SB)/8, $0x0000000100000001
+DATA k6zidx<>+32(SB)/8, $0x0000000200000002
+DATA k6zidx<>+40(SB)/8, $0x0000000200000002
+DATA k6zidx<>+48(SB)/8, $0x0000000300000003
+DATA k6zidx<>+56(SB)/8, $0x0000000300000003
+DATA k6zidx<>+64(SB)/8, $0x0000000400000004
+DATA k6zidx<>+72(SB)/8, $0x0000000400000004
+DATA k6zidx<>+80(SB)/8, $0x0000000500000005
+DATA k6zidx<>+88(SB)/8, $0x0000000500000005
+DATA k6zidx<>+96(SB)/8, $0x0000000600000006
+DATA k6zidx<>+104(SB)/8, $0x0000000600000006
+DATA k6zidx<>+112(SB)/8, $0x0000000700000007
+DATA k6zidx<>+120(SB)/8, $0x0000000700000007
+DATA k6zidx<>+128(SB)/8, $0x0000000800000008
+DATA k6zidx<>+136(SB)/8, $0x0000000800000008
+DATA k6zidx<>+144(SB)/8, $0x0000000900000009
+DATA k6zidx<>+152(SB)/8, $0x0000000900000009
+DATA k6zidx<>+160(SB)/8, $0x0000000a0000000a
+DATA k6zidx<>+168(SB)/8, $0x0000000a0000000a
+DATA k6zidx<>+176(SB)/8, $0x0000000b0000000b
+DATA k6zidx<>+184(SB)/8, $0x0000000b0000000b
+DATA k6zidx<>+192(SB)/8, $0x0000000c0000000c
+DATA k6zidx<>+200(SB)/8, $0x0000000c0000000c
+DATA k6zidx<>+208(SB)/8, $0x0000000d0000000d
+DATA k6zidx<>+216(SB)/8, $0x0000000d0000000d
+DATA k6zidx<>+224(SB)/8, $0x0000000e0000000e
+DATA k6zidx<>+232(SB)/8, $0x0000000e0000000e
+DATA k6zidx<>+240(SB)/8, $0x0000000f0000000f
+DATA k6zidx<>+248(SB)/8, $0x0000000f0000000f
+GLOBL k6zidx<>(SB), RODATA|NOPTR, $256
+
+// k6zdx: lane s takes block scale s/2 (two sub-blocks of 16 a block).
+DATA k6zdx<>+0(SB)/8, $0x0000000000000000
+DATA k6zdx<>+8(SB)/8, $0x0000000100000001
+DATA k6zdx<>+16(SB)/8, $0x0000000200000002
+DATA k6zdx<>+24(SB)/8, $0x0000000300000003
+DATA k6zdx<>+32(SB)/8, $0x0000000400000004
+DATA k6zdx<>+40(SB)/8, $0x0000000500000005
+DATA k6zdx<>+48(SB)/8, $0x0000000600000006
+DATA k6zdx<>+56(SB)/8, $0x0000000700000007
+GLOBL k6zdx<>(SB), RODATA|NOPTR, $64
+
+// k4zq: the floats 0..15.
+DATA k4zq<>+0(SB)/8, $0x3f80000000000000
+DATA k4zq<>+8(SB)/8, $0x4040000040000000
+DATA k4zq<>+16(SB)/8, $0x40a0000040800000
+DATA k4zq<>+24(SB)/8, $0x40e0000040c00000
+DATA k4zq<>+32(SB)/8, $0x4110000041000000
+DATA k4zq<>+40(SB)/8, $0x4130000041200000
+DATA k4zq<>+48(SB)/8, $0x4150000041400000
+DATA k4zq<>+56(SB)/8, $0x4170000041600000
+GLOBL k4zq<>(SB), RODATA|NOPTR, $64
+
+// Q4_K on AVX-512 VNNI. K4ZCONSTS: Z15 = 0x0f bytes, Z16-Z19 the
+// permutes that spread sub-block factors over vector v's lanes (0-7:
+// sub-block 2v, 8-15: 2v+1).
+#define K4ZCONSTS \
+	MOVL $0x0f0f0f0f, AX; \
+	VPBROADCASTD AX, Z15; \
+	VMOVDQU64 k4zidx<>+0(SB), Z16; \
+	VMOVDQU64 k4zidx<>+64(SB), Z17; \
+	VMOVDQU64 k4zidx<>+128(SB), Z18; \
+	VMOVDQU64 k4zidx<>+192(SB), Z19
+
+// K4ZW(w): the super-block at w's nibbles as bytes in element order,
+// sub-blocks 2v and 2v+1 in Z24+v (the low nibbles of a 64-byte half hold
+// sub-blocks 0 and 2, the high ones 1 and 3: VSHUFI64X2 pairs them), d·sc
+// in Y28 and dmin·m in Y29 (Z0-Z3 scratch).
+#define K4ZW(w) \
+	VMOVDQU64 16(w), Z0; \
+	VPSRLW $4, Z0, Z1; \
+	VPANDD Z15, Z0, Z0; \
+	VPANDD Z15, Z1, Z1; \
+	VSHUFI64X2 $0x44, Z1, Z0, Z24; \
+	VSHUFI64X2 $0xee, Z1, Z0, Z25; \
+	VMOVDQU64 80(w), Z2; \
+	VPSRLW $4, Z2, Z3; \
+	VPANDD Z15, Z2, Z2; \
+	VPANDD Z15, Z3, Z3; \
+	VSHUFI64X2 $0x44, Z3, Z2, Z26; \
+	VSHUFI64X2 $0xee, Z3, Z2, Z27; \
+	K4ZSCALES(w)
+
+// K4ZSCALES(w): d·sc of the super-block's eight sub-blocks in Y28 and
+// dmin·m in Y29, the 6-bit fields gathered by byte shuffles (k4zs: A puts
+// bytes j, j+4 or j+4 where the low bits are, B bytes j−4 or j where the
+// top two are; then A & 63 or & 15, A >> 4, | (B >> 6) << 4), all sixteen
+// widened at once (Z0-Z3 scratch).
+#define K4ZSCALES(w) \
+	VMOVDQU 4(w), X0; \
+	VPSHUFB k4zs<>+0(SB), X0, X1; \
+	VPSHUFB k4zs<>+16(SB), X0, X2; \
+	VPSRLW $4, X1, X3; \
+	VPAND k4zs<>+32(SB), X1, X1; \
+	VPAND k4zs<>+48(SB), X3, X3; \
+	VPOR X3, X1, X1; \
+	VPSRLW $2, X2, X2; \
+	VPAND k4zs<>+64(SB), X2, X2; \
+	VPOR X2, X1, X1; \
+	VPMOVZXBD X1, Z1; \
+	VCVTDQ2PS Z1, Z1; \
+	VPBROADCASTW 0(w), X2; \
+	VPBROADCASTW 2(w), X3; \
+	VINSERTI128 $1, X3, Y2, Y2; \
+	VCVTPH2PS Y2, Z2; \
+	VMULPS Z2, Z1, Z28; \
+	VEXTRACTF64X4 $1, Z28, Y29
+
+// K4ZPART(q, off, idx, x, acc): Σ q·qx per four elements of the 64 values
+// q against the activations at off(x), times d·sc·dx of their sub-block
+// (Y5's lanes, spread by idx), added to acc (Z6, Z7 scratch).
+#define K4ZPART(q, off, idx, x, acc) \
+	VPXORD Z6, Z6, Z6; \
+	VPDPBUSD off(x), q, Z6; \
+	VCVTDQ2PS Z6, Z6; \
+	VPERMPS Z5, idx, Z7; \
+	VFMADD231PS Z7, Z6, acc
+
+// K4ZTOK(x, xd, xs, acc, acc2, accm): the super-block unpacked by K4ZW
+// against one token's 256 activations at x, block scales at xd and sums
+// at xs: the lanes of acc (sub-blocks 0-3) and acc2 (4-7) += isum·(d·sc·dx),
+// accm's += dx·(dmin·m·S) (two chains of multiply-adds: one would wait on
+// four latencies a super-block; Y4-Y7 scratch).
+#define K4ZTOK(x, xd, xs, acc, acc2, accm) \
+	VMOVUPS (xd), Y4; \
+	VMULPS Y28, Y4, Y5; \
+	VCVTDQ2PS (xs), Y6; \
+	VMULPS Y29, Y6, Y6; \
+	VFMADD231PS Y6, Y4, accm; \
+	K4ZPART(Z24, 0, Z16, x, acc); \
+	K4ZPART(Z25, 64, Z17, x, acc); \
+	K4ZPART(Z26, 128, Z18, x, acc2); \
+	K4ZPART(Z27, 192, Z19, x, acc2)
+
+// K4ZSUM(acc, acc2, accm): acc's and acc2's lanes less accm's, summed, in X0.
+#define K4ZSUM(acc, acc2, accm) \
+	VADDPS acc2, acc, Z0; \
+	VEXTRACTF64X4 $1, Z0, Y1; \
+	VADDPS Y1, Y0, Y0; \
+	VSUBPS accm, Y0, Y0; \
+	HSUM
+
+// func dotQ4KQ8VNNI(w *byte, xq *int8, xd *float32, xs *int32, nsb int) float32
+//
+// A Q4_K row against Q8 activations: per four elements the integer
+// Σ q·qx (VPDPBUSD), then in float acc += isum·(d·sc·dx) lane by lane and
+// the mins' dx·(dmin·m·S) per block, summed at the end. The pair and
+// four-token forms do the same per row and token: each gives this one's bits.
+TEXT ·dotQ4KQ8VNNI(SB), NOSPLIT, $0-44
+	MOVQ w+0(FP), SI
+	MOVQ xq+8(FP), DI
+	MOVQ xd+16(FP), R8
+	MOVQ xs+24(FP), R9
+	MOVQ nsb+32(FP), CX
+	K4ZCONSTS
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z12, Z12, Z12
+q4kzloop:
+	K4ZW(SI)
+	K4ZTOK(DI, R8, R9, Z20, Z21, Y12)
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $32, R8
+	ADDQ $32, R9
+	DECQ CX
+	JNZ  q4kzloop
+	K4ZSUM(Z20, Z21, Y12)
+	VZEROUPPER
+	MOVSS X0, ret+40(FP)
+	RET
+
+// func dot2Q4KQ8VNNI(a, b *byte, xq *int8, xd *float32, xs *int32, nsb int, out *[2]float32, next *byte)
+//
+// Rows a and b as dotQ4KQ8VNNI takes each, prefetching 432 bytes of next
+// a super-block into L2 (the record to come: three rows' super-blocks).
+TEXT ·dot2Q4KQ8VNNI(SB), NOSPLIT, $0-64
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), BX
+	MOVQ xq+16(FP), DI
+	MOVQ xd+24(FP), R8
+	MOVQ xs+32(FP), R9
+	MOVQ nsb+40(FP), CX
+	MOVQ next+56(FP), R12
+	K4ZCONSTS
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+q4kz2loop:
+	PREFETCHT2 0(R12)
+	PREFETCHT2 64(R12)
+	PREFETCHT2 128(R12)
+	PREFETCHT2 192(R12)
+	PREFETCHT2 256(R12)
+	PREFETCHT2 320(R12)
+	PREFETCHT2 384(R12)
+	K4ZW(SI)
+	K4ZTOK(DI, R8, R9, Z20, Z21, Y12)
+	K4ZW(BX)
+	K4ZTOK(DI, R8, R9, Z22, Z23, Y13)
+	ADDQ $144, SI
+	ADDQ $144, BX
+	ADDQ $432, R12
+	ADDQ $256, DI
+	ADDQ $32, R8
+	ADDQ $32, R9
+	DECQ CX
+	JNZ  q4kz2loop
+	MOVQ out+48(FP), DX
+	K4ZSUM(Z20, Z21, Y12)
+	VMOVSS X0, 0(DX)
+	K4ZSUM(Z22, Z23, Y13)
+	VMOVSS X0, 4(DX)
+	VZEROUPPER
+	RET
+
+// func dot4Q4KQ8VNNI(w *byte, x *[4]*int8, d *[4]*float32, s *[4]*int32, nsb int, out *[4]float32)
+#define K4ZTOK4(t, acc, acc2, accm) \
+	MOVQ (t*8)(R8), BX; \
+	ADDQ R11, BX; \
+	MOVQ (t*8)(R9), DI; \
+	ADDQ R13, DI; \
+	MOVQ (t*8)(R10), R12; \
+	ADDQ R13, R12; \
+	K4ZTOK(BX, DI, R12, acc, acc2, accm)
+
+TEXT ·dot4Q4KQ8VNNI(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), R8
+	MOVQ d+16(FP), R9
+	MOVQ s+24(FP), R10
+	MOVQ nsb+32(FP), CX
+	XORQ R11, R11
+	XORQ R13, R13
+	K4ZCONSTS
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z30, Z30, Z30
+	VPXORD Z31, Z31, Z31
+q4kz4loop:
+	K4ZW(SI)
+	K4ZTOK4(0, Z20, Z21, Y12)
+	K4ZTOK4(1, Z22, Z23, Y13)
+	K4ZTOK4(2, Z8, Z9, Y30)
+	K4ZTOK4(3, Z10, Z11, Y31)
+	ADDQ $144, SI
+	ADDQ $256, R11
+	ADDQ $32, R13
+	DECQ CX
+	JNZ  q4kz4loop
+	MOVQ out+40(FP), DX
+	K4ZSUM(Z20, Z21, Y12)
+	VMOVSS X0, 0(DX)
+	K4ZSUM(Z22, Z23, Y13)
+	VMOVSS X0, 4(DX)
+	K4ZSUM(Z8, Z9, Y30)
+	VMOVSS X0, 8(DX)
+	K4ZSUM(Z10, Z11, Y31)
+	VMOVSS X0, 12(DX)
+	VZEROUPPER
+	RET
+
+// k4zidx: vector v's lanes 0-7 take sub-block 2v's factor, 8-15 2v+1's.
+DATA k4zidx<>+0(SB)/8, $0
+DATA k4zidx<>+8(SB)/8, $0
+DATA k4zidx<>+16(SB)/8, $0
+DATA k4zidx<>+24(SB)/8, $0
+DATA k4zidx<>+32(SB)/8, $0x0000000100000001
+DATA k4zidx<>+40(SB)/8, $0x0000000100000001
+DATA k4zidx<>+48(SB)/8, $0x0000000100000001
+DATA k4zidx<>+56(SB)/8, $0x0000000100000001
+DATA k4zidx<>+64(SB)/8, $0x0000000200000002
+DATA k4zidx<>+72(SB)/8, $0x0000000200000002
+DATA k4zidx<>+80(SB)/8, $0x0000000200000002
+DATA k4zidx<>+88(SB)/8, $0x0000000200000002
+DATA k4zidx<>+96(SB)/8, $0x0000000300000003
+DATA k4zidx<>+104(SB)/8, $0x0000000300000003
+DATA k4zidx<>+112(SB)/8, $0x0000000300000003
+DATA k4zidx<>+120(SB)/8, $0x0000000300000003
+DATA k4zidx<>+128(SB)/8, $0x0000000400000004
+DATA k4zidx<>+136(SB)/8, $0x0000000400000004
+DATA k4zidx<>+144(SB)/8, $0x0000000400000004
+DATA k4zidx<>+152(SB)/8, $0x0000000400000004
+DATA k4zidx<>+160(SB)/8, $0x0000000500000005
+DATA k4zidx<>+168(SB)/8, $0x0000000500000005
+DATA k4zidx<>+176(SB)/8, $0x0000000500000005
+DATA k4zidx<>+184(SB)/8, $0x0000000500000005
+DATA k4zidx<>+192(SB)/8, $0x0000000600000006
+DATA k4zidx<>+200(SB)/8, $0x0000000600000006
+DATA k4zidx<>+208(SB)/8, $0x0000000600000006
+DATA k4zidx<>+216(SB)/8, $0x0000000600000006
+DATA k4zidx<>+224(SB)/8, $0x0000000700000007
+DATA k4zidx<>+232(SB)/8, $0x0000000700000007
+DATA k4zidx<>+240(SB)/8, $0x0000000700000007
+DATA k4zidx<>+248(SB)/8, $0x0000000700000007
+GLOBL k4zidx<>(SB), RODATA|NOPTR, $256
+
+// k4zs: K4ZSCALES's shuffles (A, B; 0x80 gives zero) and masks (A's low
+// bits, A >> 4's, B >> 2's top two at bits 4-5).
+DATA k4zs<>+0(SB)/8, $0x0b0a090803020100
+DATA k4zs<>+8(SB)/8, $0x0b0a090807060504
+DATA k4zs<>+16(SB)/8, $0x0302010080808080
+DATA k4zs<>+24(SB)/8, $0x0706050480808080
+DATA k4zs<>+32(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA k4zs<>+40(SB)/8, $0x000000003f3f3f3f
+DATA k4zs<>+48(SB)/8, $0
+DATA k4zs<>+56(SB)/8, $0x0f0f0f0f00000000
+DATA k4zs<>+64(SB)/8, $0x3030303030303030
+DATA k4zs<>+72(SB)/8, $0x3030303030303030
+GLOBL k4zs<>(SB), RODATA|NOPTR, $80
+
+// AXPY1K16(p, k): K4AXROW(p, k) of the one row at SI into y.
+#define AXPY1K16(p, k) \
+	VMOVUPS (4*(64*p+16*k))(DI), Z0; \
+	VMOVUPS (4*(64*p+32+16*k))(DI), Z1; \
+	K4AXROW(p, k, SI, Z24, Z25, Z20); \
+	VMOVUPS Z0, (4*(64*p+16*k))(DI); \
+	VMOVUPS Z1, (4*(64*p+32+16*k))(DI)
+
+#define AXPY1KPAIR(p) \
+	K4TABLES(p, 0, Z24, Z25); \
+	AXPY1K16(p, 0); \
+	AXPY1K16(p, 1)
+
+// func axpyQ4KAVX512(y *float32, a float32, w *byte, nsb int)
+//
+// y[i] += a·x̂_i for one Q4_K row, each element's arithmetic
+// axpyQ4KAVX2's (and axpy4Q4KAVX512's): the same bits.
+TEXT ·axpyQ4KAVX512(SB), NOSPLIT, $64-32
+	MOVQ y+0(FP), DI
+	VBROADCASTSS a+8(FP), Z20
+	MOVQ w+16(FP), SI
+	MOVQ nsb+24(FP), CX
+	VMOVUPS k4zq<>(SB), Z14
+a1q4kloop:
+	K4ROWSCALES(SI, 0)
+	AXPY1KPAIR(0)
+	AXPY1KPAIR(1)
+	AXPY1KPAIR(2)
+	AXPY1KPAIR(3)
+	ADDQ $144, SI
+	ADDQ $1024, DI
+	DECQ CX
+	JNZ  a1q4kloop
+	VZEROUPPER
+	RET
+
+// WIDEN1K16(p, k): the 32 elements of K4AXROW(p, k) of the row at SI,
+// x̂ itself, to dst (DI).
+#define WIDEN1K16(p, k) \
+	VPMOVZXBD (16+32*p+16*k)(SI), Z2; \
+	VPSRLD $4, Z2, Z3; \
+	VPERMPS Z24, Z2, Z2; \
+	VPERMPS Z25, Z3, Z3; \
+	VMOVUPS Z2, (4*(64*p+16*k))(DI); \
+	VMOVUPS Z3, (4*(64*p+32+16*k))(DI)
+
+#define WIDEN1KPAIR(p) \
+	K4TABLES(p, 0, Z24, Z25); \
+	WIDEN1K16(p, 0); \
+	WIDEN1K16(p, 1)
+
+// func widenQ4KAVX512(dst *float32, w *byte, nsb int)
+//
+// dst[i] = x̂_i of a Q4_K row, q·(d·sc) − dmin·m rounded as
+// dequantQ4KBlock rounds it (the same bits).
+TEXT ·widenQ4KAVX512(SB), NOSPLIT, $64-24
+	MOVQ dst+0(FP), DI
+	MOVQ w+8(FP), SI
+	MOVQ nsb+16(FP), CX
+	VMOVUPS k4zq<>(SB), Z14
+w1q4kloop:
+	K4ROWSCALES(SI, 0)
+	WIDEN1KPAIR(0)
+	WIDEN1KPAIR(1)
+	WIDEN1KPAIR(2)
+	WIDEN1KPAIR(3)
+	ADDQ $144, SI
+	ADDQ $1024, DI
+	DECQ CX
+	JNZ  w1q4kloop
+	VZEROUPPER
+	RET
