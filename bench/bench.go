@@ -192,7 +192,7 @@ func runPacks(opt Options, paths []string, pool *kernels.Pool, probe *BandwidthP
 			p.Close()
 			return nil, fmt.Errorf("%s: a %d-token prompt and %d decode tokens need a context of %d, the model has %d", path, opt.decodeDepth(), opt.Tokens, need, ctx)
 		}
-		pb.r.DType = p.Index.RecordDType.String()
+		pb.r.DType = p.DTypeName()
 		base := 0.3
 		if b := float64(p.Index.BaseFraction); b > 0 {
 			base = b

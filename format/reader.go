@@ -599,6 +599,20 @@ func (p *Pack) SparseIndex(l int) (int, bool) {
 	return i, ok
 }
 
+// DTypeName is the dtype the pack was converted to, as --dtype names it:
+// its records' dtype, or q4_k_m for Q4_K records beside Q6_K dense tensors
+// (llama.cpp's mix; no other conversion writes both).
+func (p *Pack) DTypeName() string {
+	if p.Index.RecordDType == Q4_K {
+		for _, t := range p.Index.DenseTensors {
+			if t.DType == Q6_K {
+				return "q4_k_m"
+			}
+		}
+	}
+	return p.Index.RecordDType.String()
+}
+
 // Split reports whether the pack's band blocks hold their gate rows
 // together (versions 2 and 3, §5) rather than whole records (version 1).
 func (p *Pack) Split() bool { return p.Layout() != Interleaved }

@@ -34,6 +34,9 @@ func (p *Pack) Summary(w io.Writer) {
 	}
 	fmt.Fprintf(w, "chat templates  %s\n", chatT)
 	fmt.Fprintf(w, "record dtype    %s (%d bytes per neuron record)\n", idx.RecordDType, idx.RecordBytes)
+	if n := p.DTypeName(); n != idx.RecordDType.String() {
+		fmt.Fprintf(w, "converted as    %s\n", n)
+	}
 	var sparse, dense []string
 	for _, sl := range idx.SparseLayers {
 		sparse = append(sparse, fmt.Sprint(sl.Layer))

@@ -172,6 +172,10 @@ func TestKQuantGreedy(t *testing.T) {
 	if kq.RecDType != format.Q4_K {
 		t.Fatalf("q4_k_m records are %v, want q4_k", kq.RecDType)
 	}
+	// What bench and inspect call the pack: the --dtype it was converted as.
+	if a, b := kq.Pack.DTypeName(), q40.Pack.DTypeName(); a != "q4_k_m" || b != "q4_0" {
+		t.Errorf("dtype names %q and %q, want q4_k_m and q4_0", a, b)
+	}
 	want := map[string]format.DType{"output": format.Q6_K, "layers.2.wv": format.Q6_K, "layers.5.wv": format.Q6_K,
 		"layers.0.wv": format.Q4_K, "layers.3.wq": format.Q4_K, "tok_embeddings": format.Q4_K}
 	for _, ti := range kq.Pack.Index.DenseTensors {
