@@ -176,3 +176,13 @@ type KVCache struct {
 
 // Bytes is the cache's size.
 func (c *KVCache) Bytes() int { return 2 * 4 * c.Layers * c.Ctx * c.KVDim }
+
+// Argmaxer is an Exec that finds a row's largest value where the row is
+// (a GPU), so greedy decoding reads back a token id, not the logits. The
+// runner uses it for greedy decode steps when the Exec has it.
+type Argmaxer interface {
+	// Argmax returns the index of the largest of b's floats, as
+	// runner.Argmax scans them (the lower index on ties; NaN never chosen
+	// unless b's first float is NaN, then 0), and whether all are finite.
+	Argmax(b Buf) (int, bool)
+}

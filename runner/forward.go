@@ -140,13 +140,69 @@ func (s *State) Forward(token, pos int) ([]float32, error) {
 // batch). It returns the logits of the last token, or of every token from
 // pass.LogitsFrom on when pass.All is set ((T − LogitsFrom, vocab)).
 func (s *State) ForwardBatch(tokens []int, pos int, pass Pass) ([]float32, error) {
+	c, e := &s.m.Config, s.ex
+	T := len(tokens)
+	logits, first, err := s.forward(tokens, pos, pass)
+	if err != nil {
+		return nil, err
+	}
+	rows := T - first
+	s.Logits = grow(s.Logits, rows*c.VocabSize)
+	e.Read(s.Logits, logits)
+	if err := e.Err(); err != nil {
+		return nil, err
+	}
+	if !finite(s.Logits) {
+		at := pos + first
+		for i := first; i < T; i++ {
+			if finite(s.Logits[(i-first)*c.VocabSize : (i-first+1)*c.VocabSize]) {
+				at++
+				continue
+			}
+			break
+		}
+		return nil, &NonFiniteError{Pack: s.m.packPath(), Pos: at}
+	}
+	return s.Logits, nil
+}
+
+// ForwardArgmax is Forward followed by Argmax of the logits. Where the
+// backend finds the argmax itself (backend.Argmaxer) only the token comes
+// back to the host, not the vocabulary's logits.
+func (s *State) ForwardArgmax(token, pos int, pass Pass) (int, error) {
+	am, ok := s.ex.(backend.Argmaxer)
+	if !ok || pass.All {
+		logits, err := s.ForwardBatch([]int{token}, pos, pass)
+		if err != nil {
+			return 0, err
+		}
+		return Argmax(logits), nil
+	}
+	logits, _, err := s.forward([]int{token}, pos, pass)
+	if err != nil {
+		return 0, err
+	}
+	tok, fin := am.Argmax(logits)
+	if err := s.ex.Err(); err != nil {
+		return 0, err
+	}
+	if !fin {
+		return 0, &NonFiniteError{Pack: s.m.packPath(), Pos: pos}
+	}
+	return tok, nil
+}
+
+// forward runs the batch through the model and queues the logits' matmul:
+// it returns the logits buffer (rows T − first) and first, the batch's
+// first token with logits.
+func (s *State) forward(tokens []int, pos int, pass Pass) (backend.Buf, int, error) {
 	m, c, e := s.m, &s.m.Config, s.ex
 	T := len(tokens)
 	if T == 0 {
-		return nil, fmt.Errorf("no tokens")
+		return nil, 0, fmt.Errorf("no tokens")
 	}
 	if pos < 0 || pos+T > s.Ctx {
-		return nil, fmt.Errorf("positions %d..%d exceed the context of %d tokens", pos, pos+T-1, s.Ctx)
+		return nil, 0, fmt.Errorf("positions %d..%d exceed the context of %d tokens", pos, pos+T-1, s.Ctx)
 	}
 	s.size(T)
 	H, hd := c.HiddenSize, c.HeadDim
@@ -154,11 +210,11 @@ func (s *State) ForwardBatch(tokens []int, pos int, pass Pass) ([]float32, error
 	if pass.From == 0 {
 		// x = embed_tokens(tokens)
 		if err := e.Embed(s.x, m.Embed, tokens); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	} else {
 		if pass.From < 0 || pass.From >= len(m.Layers) || len(pass.Input) != T*H {
-			return nil, fmt.Errorf("resuming at layer %d of %d with %d floats for %d tokens of %d", pass.From, len(m.Layers), len(pass.Input), T, H)
+			return nil, 0, fmt.Errorf("resuming at layer %d of %d with %d floats for %d tokens of %d", pass.From, len(m.Layers), len(pass.Input), T, H)
 		}
 		e.Write(s.x, pass.Input)
 	}
@@ -200,7 +256,7 @@ func (s *State) ForwardBatch(tokens []int, pos int, pass Pass) ([]float32, error
 			if T == 1 && lp[l].Route > 0 {
 				var err error
 				if recs, err = s.routed(l, L, lp[l]); err != nil {
-					return nil, err
+					return nil, 0, err
 				}
 			}
 		}
@@ -228,7 +284,7 @@ func (s *State) ForwardBatch(tokens []int, pos int, pass Pass) ([]float32, error
 	first := T - 1
 	if pass.All {
 		if pass.LogitsFrom < 0 || pass.LogitsFrom >= T {
-			return nil, fmt.Errorf("logits from token %d of a batch of %d", pass.LogitsFrom, T)
+			return nil, 0, fmt.Errorf("logits from token %d of a batch of %d", pass.LogitsFrom, T)
 		}
 		first = pass.LogitsFrom
 	}
@@ -238,23 +294,7 @@ func (s *State) ForwardBatch(tokens []int, pos int, pass Pass) ([]float32, error
 	e.RMSNorm(xb, xs, m.Norm, c.RMSNormEps)
 	logits := s.sizeLogits(rows)
 	e.MatMul([]backend.Buf{logits}, []backend.Matrix{m.Output}, xb)
-	s.Logits = grow(s.Logits, rows*c.VocabSize)
-	e.Read(s.Logits, logits)
-	if err := e.Err(); err != nil {
-		return nil, err
-	}
-	if !finite(s.Logits) {
-		at := pos + first
-		for i := first; i < T; i++ {
-			if finite(s.Logits[(i-first)*c.VocabSize : (i-first+1)*c.VocabSize]) {
-				at++
-				continue
-			}
-			break
-		}
-		return nil, &NonFiniteError{Pack: m.packPath(), Pos: at}
-	}
-	return s.Logits, nil
+	return logits, first, nil
 }
 
 // NonFiniteError is logits that came out NaN or infinite: weights that

@@ -139,6 +139,20 @@ func (ss *Session) Next(token int) ([]float32, error) {
 	return logits, nil
 }
 
+// NextArgmax is Next followed by Argmax of the logits, which then need not
+// leave the device (backend.Argmaxer): a greedy decode step.
+func (ss *Session) NextArgmax(token int) (int, error) {
+	next, err := ss.S.ForwardArgmax(token, ss.Pos, Pass{Plan: ss.Plan})
+	if err != nil {
+		return 0, err
+	}
+	if ss.Plan == nil && ss.exact == ss.Pos {
+		ss.exact++
+	}
+	ss.Pos++
+	return next, nil
+}
+
 // prefill runs a new prompt and returns the next-token logits and, when the
 // session selects by votes, the prompt's votes (nil otherwise).
 func (ss *Session) prefill(prompt []int) ([]float32, *Votes, error) {
@@ -360,8 +374,14 @@ func (ss *Session) Generate(prompt []int, opt GenerateOptions) (*Stats, error) {
 	}
 	st.ActiveRecords = ss.Plan.Active(ss.M)
 	decodeStart := time.Now()
+	// Greedy without a penalty needs only each step's argmax, not its logits.
+	greedy := ss.sampler.cfg.Temperature == 0 && ss.sampler.cfg.RepetitionPenalty == 1
+	next := -1 // the token NextArgmax chose (−1: sample from logits)
 	for i := 0; i < opt.MaxTokens; i++ {
-		tok := ss.sampler.Sample(logits, ss.History)
+		tok := next
+		if tok < 0 {
+			tok = ss.sampler.Sample(logits, ss.History)
+		}
 		if i == 0 {
 			st.Prefill = time.Since(start)
 			decodeStart = time.Now()
@@ -391,7 +411,11 @@ func (ss *Session) Generate(prompt []int, opt GenerateOptions) (*Stats, error) {
 				return st, err
 			}
 		}
-		if logits, err = ss.Next(tok); err != nil {
+		if greedy {
+			if next, err = ss.NextArgmax(tok); err != nil {
+				return st, err
+			}
+		} else if logits, err = ss.Next(tok); err != nil {
 			return st, err
 		}
 	}

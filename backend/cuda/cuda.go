@@ -69,7 +69,7 @@ func Open(ordinal int) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Device{drv: drv, name: info.name, sms: info.sms, integrated: info.integrated, info: info, graphs: os.Getenv("SIPACK_CUDA_GRAPH") != "0"}, nil
+	return &Device{drv: newCounted(drv), name: info.name, sms: info.sms, integrated: info.integrated, info: info, graphs: os.Getenv("SIPACK_CUDA_GRAPH") != "0"}, nil
 }
 
 // SetGraphs makes the Execs started afterwards queue each decode step (one

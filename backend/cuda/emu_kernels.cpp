@@ -163,6 +163,7 @@ const std::unordered_map<std::string, Kernel>& table() {
 		{"sip_attention", kernel(sip_attention)},
 		{"sip_vote", kernel(sip_vote)},
 		{"sip_kv_append", kernel(sip_kv_append)},
+		{"sip_argmax", kernel(sip_argmax)},
 	};
 	return t;
 }

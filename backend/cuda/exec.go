@@ -50,6 +50,10 @@ type Exec struct {
 	actT   int     // its T and n
 	actN   int
 	counts *devMem // int32 vote counts
+	argOut *devMem // int32 sip_argmax's index, value bits and non-finite flag
+	embedT int     // tokens of the last Embed, until an Argmax
+	fed    bool    // tokens holds the one token fedTok, written by sip_argmax
+	fedTok int
 	posBuf *devMem // int32: the batch's first position, read by RoPE, KV append, attention
 	posVal int     // the value it holds (−1: none)
 
@@ -71,8 +75,9 @@ type Exec struct {
 }
 
 var (
-	_ backend.Exec  = (*Exec)(nil)
-	_ backend.Voter = (*Exec)(nil)
+	_ backend.Exec     = (*Exec)(nil)
+	_ backend.Voter    = (*Exec)(nil)
+	_ backend.Argmaxer = (*Exec)(nil)
 )
 
 func (e *Exec) fail(err error) {
@@ -293,7 +298,15 @@ func (e *Exec) Embed(out backend.Buf, table backend.Matrix, tokens []int) error 
 	}
 	defer e.d.enter()()
 	e.flush()
-	tp := e.upload(&e.tokens, unsafe.Pointer(&ids[0]), 4*len(ids))
+	// A greedy step's token is on the device already (Argmax put it there).
+	var tp uint64
+	if len(ids) == 1 && e.fed && e.fedTok == tokens[0] {
+		tp = e.tokens.p
+	} else {
+		e.fed = false
+		tp = e.upload(&e.tokens, unsafe.Pointer(&ids[0]), 4*len(ids))
+	}
+	e.embedT = len(ids)
 	if e.graphs && len(ids) == 1 {
 		e.queuing, e.queue = true, e.queue[:0]
 	}
@@ -455,6 +468,47 @@ func (e *Exec) downDecode(out backend.Buf, r *records, table, h uint64, n int) {
 	e.launch(dn.Reduce)
 }
 
+// Argmax reduces b on the device (sip_argmax) and reads back 12 bytes:
+// the index, its value and whether b was all finite. A decode step's
+// argmax joins its graph; its read-back is the step's one wait.
+func (e *Exec) Argmax(b backend.Buf) (int, bool) {
+	if e.err != nil {
+		return 0, false
+	}
+	defer e.d.enter()()
+	if e.argOut = e.grow(e.argOut, 16); e.argOut == nil {
+		return 0, false
+	}
+	// After a one-token step the kernel also feeds the next one: its token
+	// id into the tokens buffer and the position one on, so that step
+	// uploads neither.
+	var next, pos uint64
+	if e.embedT == 1 && e.tokens != nil && e.posBuf != nil {
+		next, pos = e.tokens.p, e.posBuf.p
+	}
+	e.embedT = 0
+	e.args.Reset(cudaplan.KArgmax).Ptr(e.argOut.p).Ptr(e.ptr(b)).Int(b.Len()).Ptr(next).Ptr(pos)
+	e.launch(cudaplan.Argmax())
+	if e.queuing {
+		e.runStep()
+	}
+	var out [3]int32
+	if e.err == nil {
+		if err := e.d.drv.dtoh(unsafe.Pointer(&out[0]), e.argOut.p, 12); err != nil {
+			e.fail(fmt.Errorf("cuda: reading the argmax: %w", err))
+		}
+	}
+	e.release()
+	if e.err != nil {
+		return 0, false
+	}
+	if next != 0 {
+		e.fed, e.fedTok = true, int(out[0])
+		e.posVal++
+	}
+	return int(out[0]), out[2] == 0
+}
+
 // Vote counts the last FFN's votes on the device (sip_vote: a radix
 // select of the k-th largest |h| per token), so only the counts cross to
 // the host.
@@ -508,10 +562,10 @@ func (e *Exec) Close() {
 	}
 	done()
 	e.release()
-	for _, m := range []*devMem{e.tokens, e.act, e.partial, e.invFreq, e.counts, e.posBuf} {
+	for _, m := range []*devMem{e.tokens, e.act, e.partial, e.invFreq, e.counts, e.posBuf, e.argOut} {
 		if m != nil {
 			m.free()
 		}
 	}
-	e.tokens, e.act, e.partial, e.invFreq, e.counts, e.posBuf = nil, nil, nil, nil, nil, nil
+	e.tokens, e.act, e.partial, e.invFreq, e.counts, e.posBuf, e.argOut = nil, nil, nil, nil, nil, nil, nil
 }

@@ -52,6 +52,7 @@ const (
 	KAttention      = "sip_attention"
 	KVote           = "sip_vote"
 	KKVAppend       = "sip_kv_append"
+	KArgmax         = "sip_argmax"
 )
 
 // Signatures lists every kernel's parameters: p a device pointer, i an
@@ -72,6 +73,7 @@ var Signatures = map[string]string{
 	KAttention:      "pppppiiiif",
 	KVote:           "ppii",
 	KKVAppend:       "ppppiip",
+	KArgmax:         "ppipp",
 }
 
 // Dim3 is a grid or block size.
@@ -131,6 +133,9 @@ func FFNGateUp(n, T int) Launch {
 	}
 	return launch(KFFNGateUpTiled, ceilDiv(n, TileM), ceilDiv(T, TileN), GemmThreads)
 }
+
+// Argmax: one block reduces the whole row (a decode token's logits).
+func Argmax() Launch { return launch(KArgmax, 1, 1, EWThreads) }
 
 // Attention: one block per (head, token).
 func Attention(heads, T int) Launch { return launch(KAttention, heads, T, AttThreads) }

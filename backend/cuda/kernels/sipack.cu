@@ -442,6 +442,49 @@ extern "C" __global__ void sip_reduce_splits(float* out, const float* partial, i
     out[i] = s;
 }
 
+// sip_argmax: out[0] the index of the largest of x[0, n), out[1] its bits,
+// out[2] 1 when some x is NaN or infinite. Ties go to the lower index and NaN
+// is never chosen unless x[0] is NaN (then 0): runner.Argmax's scan, so greedy
+// decoding reads back 12 bytes, not the logits. Unless null, next[0] gets the
+// index and pos[0] grows by one: the next decode step's token id and position
+// are then on the device without an upload (a wait). grid 1, block SIP_EW_THREADS.
+__device__ __forceinline__ bool argmax_better(float v, int i, float bv, int bi) {
+    return v > bv || (v == bv && i < bi);
+}
+
+extern "C" __global__ void sip_argmax(int* out, const float* x, int n, int* next, int* pos) {
+    __shared__ float sv[SIP_EW_THREADS];
+    __shared__ int si[SIP_EW_THREADS];
+    __shared__ int sbad[SIP_EW_THREADS];
+    int tid = threadIdx.x;
+    // -inf with no index yet: a -inf logit still wins it (v == bv, i < bi).
+    float bv = -INFINITY;
+    int bi = 0x7fffffff, bad = 0;
+    for (int i = tid; i < n; i += SIP_EW_THREADS) {
+        float v = x[i];
+        bad |= (__float_as_uint(v) & 0x7f800000u) == 0x7f800000u;
+        if (argmax_better(v, i, bv, bi)) bv = v, bi = i; // false for NaN
+    }
+    sv[tid] = bv, si[tid] = bi, sbad[tid] = bad;
+    __syncthreads();
+    for (int s = SIP_EW_THREADS / 2; s > 0; s >>= 1) {
+        if (tid < s) {
+            if (argmax_better(sv[tid + s], si[tid + s], sv[tid], si[tid])) sv[tid] = sv[tid + s], si[tid] = si[tid + s];
+            sbad[tid] |= sbad[tid + s];
+        }
+        __syncthreads();
+    }
+    if (tid == 0) {
+        int i = si[0];
+        if (n <= 0 || (__float_as_uint(x[0]) & 0x7fffffffu) > 0x7f800000u || i == 0x7fffffff) i = 0;
+        out[0] = i;
+        out[1] = n > 0 ? (int)__float_as_uint(x[i]) : 0;
+        out[2] = sbad[0];
+        if (next) next[0] = i;
+        if (pos) pos[0] += 1;
+    }
+}
+
 template <int DT>
 __device__ void ffn_down_tiled(Tiles& sm, float* y, const unsigned long long* recs, const float* h, int n, int H, int rowBytes, int T) {
     int i0 = blockIdx.x * SIP_TILE_M, t0 = blockIdx.y * SIP_TILE_N;

@@ -1,0 +1,89 @@
+//go:build cuda || cudaemu
+
+package devicecheck
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/sipack/sipack/backend/cuda"
+	"github.com/sipack/sipack/convert"
+	"github.com/sipack/sipack/kernels"
+	"github.com/sipack/sipack/runner"
+)
+
+// TestDecodeCost holds what one greedy decode token of the tiny model
+// costs the device, with CUDA graphs and without: one wait, at most 16
+// bytes read back (the argmax on the device, not the logits), nothing
+// uploaded (the argmax feeds the next step), and at most 4 + 15 launches
+// a layer. The tokens are the CPU's.
+func TestDecodeCost(t *testing.T) {
+	path := packOf(t, testdata("tinyllama"), convert.Options{})
+	golden := readGolden(t, testdata("tinyllama", "golden.json"))
+	prompt, n := golden[0].ids(), 6
+	restore := kernels.Use(&kernels.Generic)
+	defer restore()
+	pool := kernels.NewPool(1)
+	defer pool.Close()
+	cpuM := onCPU(t, openPack(t, path, 1))
+	want := gen(t, cpuM, nil, prompt, n)
+	for _, graphs := range []bool{true, false} {
+		m := onGPU(t, openPack(t, path, 1))
+		d := m.Dev.(*cuda.Device)
+		d.SetGraphs(graphs)
+		layers := len(m.Layers)
+		ss, err := m.NewSession(pool, len(prompt)+n+1, runner.SamplerConfig{TopP: 1, RepetitionPenalty: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		logits, err := ss.Start(prompt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := []int{runner.Argmax(logits)}
+		var costs []cuda.Counters
+		for len(got) < n {
+			before := d.Counters()
+			tok, err := ss.NextArgmax(got[len(got)-1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			costs = append(costs, d.Counters().Sub(before))
+			got = append(got, tok)
+		}
+		// The logits' path, as a sampler that needs them takes, for the log.
+		before := d.Counters()
+		if _, err := ss.Next(got[len(got)-1]); err != nil {
+			t.Fatal(err)
+		}
+		withLogits := d.Counters().Sub(before)
+		ss.S.Close()
+		if !slices.Equal(got, want) {
+			t.Errorf("graphs %v: greedy ids %v, the CPU's %v", graphs, got, want)
+		}
+		for i, c := range costs {
+			// The first decode token follows the prefill, whose logits the
+			// host read: its token id and position are uploaded (two waits).
+			syncs, up := int64(1), int64(0)
+			if i == 0 {
+				syncs, up = 3, 8
+			}
+			if c.DtoH > 16 || c.Syncs > syncs || c.HtoD > up {
+				t.Errorf("graphs %v, decode token %d: %d bytes read back, %d uploaded, %d waits; want ≤ 16, ≤ %d, ≤ %d", graphs, i+1, c.DtoH, c.HtoD, c.Syncs, up, syncs)
+			}
+			// The step's launches: 2 (embed, argmax) + 2 (final norm, lm
+			// head) + 15 a layer (norm, q, k, v, 2 RoPE, KV append,
+			// attention, o, add, norm, gate-up, down partial, its
+			// reduction, add).
+			if c.Launches > int64(4+15*layers) {
+				t.Errorf("graphs %v, decode token %d: %d launches, want ≤ %d", graphs, i+1, c.Launches, 4+15*layers)
+			}
+			if graphs && i > 0 && c.Graphs != 1 {
+				t.Errorf("decode token %d: %d graph replays, want 1 (the step replayed)", i+1, c.Graphs)
+			}
+		}
+		last := costs[len(costs)-1]
+		t.Logf("graphs %v, %d layers, vocabulary %d: a greedy decode token: %d launches (%d graph replays), %d waits, %d bytes read back, %d bytes uploaded in %d copies; reading the logits instead: %d waits, %d bytes read back",
+			graphs, layers, m.Config.VocabSize, last.Launches, last.Graphs, last.Syncs, last.DtoH, last.HtoD, last.HtoDOps, withLogits.Syncs, withLogits.DtoH)
+	}
+}
