@@ -153,6 +153,17 @@ func GatherGroups(e Exec, all Records, static, G int, groups []int32, reuse Reco
 	return e.Gather(all, ranks, static, false)
 }
 
+// GroupRouter is an Exec that chooses the router's groups where the scores
+// are (a GPU), so a routed decode token neither waits for the host nor
+// uploads a table. Of the n groups first.. it takes the k of largest
+// scores[first+i] (ties: the lower group first) and returns the decode set
+// GatherGroups(all, static, G, those groups) computes, possibly with
+// records that add nothing (zeros) to fill each group to G entries. reuse
+// is as GroupGatherer's.
+type GroupRouter interface {
+	RouteGroups(all Records, scores Buf, first, n, k, static, G int, reuse Records) (Records, error)
+}
+
 // Voter is an Exec that counts SelectInfer's prefill votes where the FFN
 // activations are (a GPU), so they need not come to the host. The runner
 // uses it when the Exec has it and no one asked for the activations;

@@ -297,8 +297,7 @@ func generate(t *testing.T, m *runner.Model, sel *runner.Selection, prompt []int
 
 // TestSelectionMatchesCPU: at γ 0.7, φ 0.4 (δ 0.3, α 0.2) the GPU's greedy
 // continuation of every golden prompt is the CPU's, with the paper's
-// selection and with the router's (the device's scores, the host's
-// choice); how many of the paper's decode sets' ranks agree is logged (the votes come from activations that differ in the last
+// selection and with the router's (scores and choice on the device); how many of the paper's decode sets' ranks agree is logged (the votes come from activations that differ in the last
 // bits, so a tie may fall the other way).
 func TestSelectionMatchesCPU(t *testing.T) {
 	dtypes, cases, n := []string{"", "q8_0", "q4_0"}, 5, 24
@@ -314,7 +313,7 @@ func TestSelectionMatchesCPU(t *testing.T) {
 			// table does; the integer Q8 path would be a different rounding.
 			restore := kernels.Use(&kernels.Generic)
 			defer restore()
-			// The router: its scores on the device, the choice on the host.
+			// The router: scores and choice on the device (sip_route).
 			routed := routedPack(t, path)
 			gpuR := onGPU(t, openPack(t, routed, 0.7))
 			cpuR := onCPU(t, openPack(t, routed, 0.7))

@@ -356,8 +356,6 @@ func (s *State) routed(layer int, L *Layer, lp *LayerPlan) (backend.Records, err
 	e.MatMul([]backend.Buf{z}, []backend.Matrix{L.Router.U}, s.xb)
 	e.AddBias(z, L.Router.B)
 	e.MatMul([]backend.Buf{sc}, []backend.Matrix{L.Router.V}, z)
-	rs.host = grow(rs.host, groups)
-	e.Read(rs.host, sc)
 	// Candidates: the groups from the first after the static ranks to the
 	// last holding a loaded rank.
 	first, last := lp.Static/G, (L.Ranks+G-1)/G
@@ -365,6 +363,17 @@ func (s *State) routed(layer int, L *Layer, lp *LayerPlan) (backend.Records, err
 	if n <= 0 {
 		return nil, fmt.Errorf("router: no groups after %d static of %d loaded ranks", lp.Static, L.Ranks)
 	}
+	if rs.recs == nil {
+		rs.recs = make([]backend.Records, len(s.m.Layers))
+	}
+	if gr, ok := e.(backend.GroupRouter); ok {
+		// Chosen where the scores are: no wait, no table upload.
+		recs, err := gr.RouteGroups(L.FFN, sc, first, n, min(lp.Route, n), lp.Static, G, rs.recs[layer])
+		rs.recs[layer] = recs
+		return recs, err
+	}
+	rs.host = grow(rs.host, groups)
+	e.Read(rs.host, sc)
 	if cap(rs.keys) < n {
 		rs.keys, rs.kbuf, rs.sel = make([]uint32, n), make([]uint32, n), make([]int32, 0, n)
 	}
@@ -375,9 +384,6 @@ func (s *State) routed(layer int, L *Layer, lp *LayerPlan) (backend.Records, err
 	rs.sel = topKeys(keys, rs.kbuf[:n], min(lp.Route, n), rs.sel[:0])
 	for i := range rs.sel {
 		rs.sel[i] += int32(first)
-	}
-	if rs.recs == nil {
-		rs.recs = make([]backend.Records, len(s.m.Layers))
 	}
 	recs, err := backend.GatherGroups(e, L.FFN, lp.Static, G, rs.sel, rs.recs[layer])
 	rs.recs[layer] = recs

@@ -280,6 +280,7 @@ type records struct {
 	rowBytes int
 	vec      bool // every record 16-byte aligned and rows whole 16-byte chunks
 	mem      *devMem
+	routed   bool // the table is written on the device (sip_route); host holds no addresses
 }
 
 func (r *records) Len() int   { return len(r.host) }

@@ -13,6 +13,7 @@
 #define __device__
 #define __forceinline__ inline
 #define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
 
 struct emu_dim3 { unsigned x, y, z; };
 extern emu_dim3 threadIdx, blockIdx, blockDim, gridDim;

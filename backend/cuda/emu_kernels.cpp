@@ -164,6 +164,10 @@ const std::unordered_map<std::string, Kernel>& table() {
 		{"sip_vote", kernel(sip_vote)},
 		{"sip_kv_append", kernel(sip_kv_append)},
 		{"sip_argmax", kernel(sip_argmax)},
+		{"sip_matvec_fused", kernel(sip_matvec_fused)},
+		{"sip_ffn_gateup_norm", kernel(sip_ffn_gateup_norm)},
+		{"sip_attention_rope", kernel(sip_attention_rope)},
+		{"sip_route", kernel(sip_route)},
 	};
 	return t;
 }

@@ -50,6 +50,7 @@ type Exec struct {
 	actT   int     // its T and n
 	actN   int
 	counts *devMem // int32 vote counts
+	zero   *devMem // a record of zeros: sip_route's filler
 	argOut *devMem // int32 sip_argmax's index, value bits and non-finite flag
 	embedT int     // tokens of the last Embed, until an Argmax
 	fed    bool    // tokens holds the one token fedTok, written by sip_argmax
@@ -72,12 +73,15 @@ type Exec struct {
 	invFreq *devMem  // (headDim/2) float32 RoPE frequencies
 	ropeKey *float64 // the slice they came from
 	ropeLen int      // and its length
+
+	pend pending // a decode operation held back to fuse with the next (fuse.go)
 }
 
 var (
-	_ backend.Exec     = (*Exec)(nil)
-	_ backend.Voter    = (*Exec)(nil)
-	_ backend.Argmaxer = (*Exec)(nil)
+	_ backend.Exec        = (*Exec)(nil)
+	_ backend.Voter       = (*Exec)(nil)
+	_ backend.Argmaxer    = (*Exec)(nil)
+	_ backend.GroupRouter = (*Exec)(nil)
 )
 
 func (e *Exec) fail(err error) {
@@ -128,6 +132,7 @@ func sameSteps(a, b []queued) bool {
 // flush launches what is queued, one by one, and stops queuing this step
 // (before any operation that is not a launch: the queue must run first).
 func (e *Exec) flush() {
+	e.settle()
 	if !e.queuing {
 		return
 	}
@@ -145,6 +150,7 @@ func (e *Exec) flush() {
 // runStep runs the queued decode step: the cached graph if the step's
 // launches are the cached ones, else a graph captured from them.
 func (e *Exec) runStep() {
+	e.settle()
 	e.queuing = false
 	if e.err != nil {
 		return
@@ -242,6 +248,7 @@ func (e *Exec) Read(dst []float32, b backend.Buf) {
 		return
 	}
 	defer e.d.enter()()
+	e.settle()
 	if e.queuing {
 		e.runStep()
 	}
@@ -318,12 +325,40 @@ func (e *Exec) Embed(out backend.Buf, table backend.Matrix, tokens []int) error 
 func (e *Exec) RMSNorm(out, x backend.Buf, w backend.Vector, eps float32) {
 	v := w.(*vector)
 	defer e.d.enter()()
+	e.settle()
+	if x.Len() == v.n && v.n <= cudaplan.NormMax && dp(out) != dp(x) {
+		// One row: held back to be the prologue of what reads it.
+		p := &e.pend
+		p.norm, p.normOut, p.normX, p.normW, p.normEps = true, e.ptr(out), e.ptr(x), v, eps
+		return
+	}
 	e.args.Reset(cudaplan.KRMSNorm).Ptr(e.ptr(out)).Ptr(e.ptr(x)).Ptr(v.p).Int(v.n).F32(eps)
 	e.launch(cudaplan.RMSNorm(x.Len() / v.n))
 }
 
 func (e *Exec) MatMul(outs []backend.Buf, ws []backend.Matrix, x backend.Buf) {
 	defer e.d.enter()()
+	if fusable(ws, x) { // one token
+		var o [3]uint64
+		var m [3]*Matrix
+		for i := range ws {
+			m[i], o[i] = ws[i].(*Matrix), e.ptr(outs[i])
+		}
+		if nw, from, eps, ok := e.normOf(x, m[0].cols); ok {
+			e.matVecFused(len(ws), o, m, from, nw, eps, e.ptr(x), 0)
+			return
+		}
+		e.settle()
+		if len(ws) == 1 && dp(outs[0]) != dp(x) {
+			// Held back for a residual add into another buffer (o_proj).
+			p := &e.pend
+			p.mat, p.matOut, p.matX, p.matW = true, o[0], e.ptr(x), m[0]
+			return
+		}
+		e.matVecFused(len(ws), o, m, e.ptr(x), nil, 0, 0, 0)
+		return
+	}
+	e.settle()
 	for i, wi := range ws {
 		w := wi.(*Matrix)
 		T := x.Len() / w.cols
@@ -348,12 +383,26 @@ func b2i(b bool) int {
 func (e *Exec) AddBias(x backend.Buf, b backend.Vector) {
 	v := b.(*vector)
 	defer e.d.enter()()
+	e.settle()
 	e.args.Reset(cudaplan.KAddBias).Ptr(e.ptr(x)).Ptr(v.p).Int(v.n).Int(x.Len())
 	e.launch(cudaplan.Elementwise(cudaplan.KAddBias, x.Len()))
 }
 
 func (e *Exec) Add(x, y backend.Buf) {
 	defer e.d.enter()()
+	p := &e.pend
+	switch {
+	case p.mat && p.matOut == dp(y) && x.Len() == y.Len() && y.Len() == p.matW.rows && dp(x) != p.matX:
+		p.mat = false
+		e.matVecFused(1, [3]uint64{p.matOut}, [3]*Matrix{p.matW}, p.matX, nil, 0, 0, e.ptr(x))
+		return
+	case p.reduce && p.redOut == dp(y) && x.Len() == y.Len() && y.Len() == p.redH:
+		p.reduce = false
+		e.args.Reset(cudaplan.KReduceSplits).Ptr(p.redOut).Ptr(p.redPart).Int(p.redH).Int(p.redS).Ptr(e.ptr(x))
+		e.launch(cudaplan.Elementwise(cudaplan.KReduceSplits, p.redH))
+		return
+	}
+	e.settle()
 	e.args.Reset(cudaplan.KAdd).Ptr(e.ptr(x)).Ptr(e.ptr(y)).Int(x.Len())
 	e.launch(cudaplan.Elementwise(cudaplan.KAdd, x.Len()))
 }
@@ -364,7 +413,9 @@ func (e *Exec) RoPE(x backend.Buf, T, headDim, pos int, invFreq []float64) {
 		return
 	}
 	defer e.d.enter()()
+	p := &e.pend
 	if e.ropeKey != &invFreq[0] || e.ropeLen != len(invFreq) {
+		e.settle() // held-back rotations read the old frequencies
 		// The frequencies as float32, as the CPU reference multiplies them.
 		f := make([]float32, len(invFreq))
 		for i, v := range invFreq {
@@ -377,6 +428,18 @@ func (e *Exec) RoPE(x backend.Buf, T, headDim, pos int, invFreq []float64) {
 		return
 	}
 	n := x.Len() / T
+	if T == 1 && (p.ropes == 0 || p.ropes == 1 && p.ropePos == pos && p.ropeHD == headDim) {
+		// One token: held back for the attention (q and k).
+		if p.ropes == 0 {
+			e.settle()
+		}
+		e.setPos(pos)
+		p.ropeX[p.ropes], p.ropeN[p.ropes] = e.ptr(x), n
+		p.ropeHD, p.ropePos = headDim, pos
+		p.ropes++
+		return
+	}
+	e.settle()
 	pp := e.setPos(pos)
 	e.args.Reset(cudaplan.KRoPE).Ptr(e.ptr(x)).Ptr(e.invFreq.p).Int(n).Int(headDim).Ptr(pp)
 	e.launch(cudaplan.RoPE(n/headDim, T))
@@ -395,11 +458,24 @@ func (e *Exec) Attention(out, q, k, v backend.Buf, c *backend.KVCache, layer, po
 	kvDim := c.KVDim
 	layerOff := uint64(4 * layer * c.Ctx * kvDim)
 	kc, vc := e.ptr(c.Keys)+layerOff, e.ptr(c.Values)+layerOff
+	group := c.Heads / (kvDim / c.HeadDim)
+	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
+	p := &e.pend
+	qp, kp, vp := dp(q), dp(k), dp(v)
+	if T == 1 && p.ropes == 2 && p.ropePos == pos && p.ropeHD == c.HeadDim &&
+		(p.ropeX == [2]uint64{qp, kp} || p.ropeX == [2]uint64{kp, qp}) && vp != kp && vp != qp &&
+		q.Len() == c.Heads*c.HeadDim && k.Len() == kvDim && v.Len() == kvDim {
+		// RoPE on q and k, the append and the attention in one launch.
+		p.ropes = 0
+		e.args.Reset(cudaplan.KAttentionRoPE).Ptr(e.ptr(out)).Ptr(e.ptr(q)).Ptr(e.ptr(k)).Ptr(e.ptr(v)).Ptr(kc).Ptr(vc).
+			Ptr(e.posBuf.p).Ptr(e.invFreq.p).Int(c.Heads).Int(c.HeadDim).Int(kvDim).Int(group).F32(scale)
+		e.launch(cudaplan.AttentionRoPE(c.Heads))
+		return
+	}
+	e.settle()
 	pp := e.setPos(pos)
 	e.args.Reset(cudaplan.KKVAppend).Ptr(kc).Ptr(vc).Ptr(e.ptr(k)).Ptr(e.ptr(v)).Int(kvDim).Int(T).Ptr(pp)
 	e.launch(cudaplan.KVAppend(T, kvDim))
-	group := c.Heads / (kvDim / c.HeadDim)
-	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
 	e.args.Reset(cudaplan.KAttention).Ptr(e.ptr(out)).Ptr(e.ptr(q)).Ptr(kc).Ptr(vc).
 		Ptr(pp).Int(c.Heads).Int(c.HeadDim).Int(kvDim).Int(group).F32(scale)
 	e.launch(cudaplan.Attention(c.Heads, T))
@@ -413,6 +489,7 @@ func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {
 	defer e.d.enter()()
 	e.actT, e.actN = T, 0
 	if n == 0 {
+		e.settle()
 		e.flush()
 		if e.err == nil {
 			if err := e.d.drv.memset0(e.ptr(out), 4*out.Len()); err != nil {
@@ -427,6 +504,16 @@ func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {
 	h := e.act.p
 	e.actT, e.actN = T, n
 	// h = silu(gate·x) ⊙ (up·x) over the table's records.
+	if T == 1 && act == nil {
+		if nw, from, eps, ok := e.normOf(x, H); ok {
+			e.args.Reset(cudaplan.KFFNGateUpNorm).Ptr(h).Ptr(r.table).Ptr(from).Int(n).Int(H).Int(r.rowBytes).
+				Int(int(r.dt)).Int(b2i(r.vec)).Ptr(nw.p).Ptr(e.ptr(x)).F32(eps)
+			e.launch(cudaplan.FFNGateUpNorm(n))
+			e.downDecode(out, r, r.table, h, n, true)
+			return
+		}
+	}
+	e.settle()
 	l := cudaplan.FFNGateUp(n, T)
 	e.args.Reset(l.Kernel).Ptr(h).Ptr(r.table).Ptr(e.ptr(x)).Int(n).Int(H).Int(r.rowBytes)
 	if l.Kernel == cudaplan.KFFNGateUp {
@@ -438,7 +525,7 @@ func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {
 	// out = h · D: one token splits the records and reduces the partial
 	// sums; a batch runs the tiled GEMM.
 	if T == 1 {
-		e.downDecode(out, r, r.table, h, n)
+		e.downDecode(out, r, r.table, h, n, act == nil)
 	} else {
 		e.args.Reset(cudaplan.KFFNDownTiled).Ptr(e.ptr(out)).Ptr(r.table).Ptr(h).Int(n).Int(H).Int(r.rowBytes).Int(T).Int(int(r.dt))
 		e.launch(cudaplan.FFNDownTiled(H, T))
@@ -453,8 +540,9 @@ func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {
 
 // downDecode is one token's down projection, out = Σ_j h[j]·d_j over the n
 // records of table (r's dtype and sizes): the records cut into splits,
-// partial sums per split, then one reduction.
-func (e *Exec) downDecode(out backend.Buf, r *records, table, h uint64, n int) {
+// partial sums per split, then one reduction, held back when hold is set
+// (the residual add that follows joins it).
+func (e *Exec) downDecode(out backend.Buf, r *records, table, h uint64, n int, hold bool) {
 	H := r.hidden
 	dn := cudaplan.FFNDown(n, H, r.dt, e.d.sms)
 	if e.partial = e.grow(e.partial, 4*dn.Splits*H); e.partial == nil {
@@ -464,7 +552,12 @@ func (e *Exec) downDecode(out backend.Buf, r *records, table, h uint64, n int) {
 	e.args.Reset(cudaplan.KFFNDownPartial).Ptr(p).Ptr(table).Ptr(h).Int(n).Int(H).Int(r.rowBytes).
 		Int(dn.Chunk).Int(int(r.dt)).Int(b2i(r.vec))
 	e.launch(dn.Partial)
-	e.args.Reset(cudaplan.KReduceSplits).Ptr(e.ptr(out)).Ptr(p).Int(H).Int(dn.Splits)
+	if hold {
+		pd := &e.pend
+		pd.reduce, pd.redOut, pd.redPart, pd.redH, pd.redS = true, e.ptr(out), p, H, dn.Splits
+		return
+	}
+	e.args.Reset(cudaplan.KReduceSplits).Ptr(e.ptr(out)).Ptr(p).Int(H).Int(dn.Splits).Ptr(0)
 	e.launch(dn.Reduce)
 }
 
@@ -476,6 +569,7 @@ func (e *Exec) Argmax(b backend.Buf) (int, bool) {
 		return 0, false
 	}
 	defer e.d.enter()()
+	e.settle()
 	if e.argOut = e.grow(e.argOut, 16); e.argOut == nil {
 		return 0, false
 	}
@@ -541,6 +635,9 @@ func (e *Exec) Gather(all backend.Records, ranks []int, static int, compact bool
 		return nil, e.err
 	}
 	a := all.(*records)
+	if a.routed {
+		return nil, fmt.Errorf("cuda backend: gathering from a routed decode set")
+	}
 	host, err := cudaplan.Gather(a.host, ranks)
 	if err != nil {
 		return nil, err
@@ -550,6 +647,40 @@ func (e *Exec) Gather(all backend.Records, ranks []int, static int, compact bool
 	e.d.mu.Lock()
 	defer e.d.mu.Unlock()
 	return e.d.newRecords(host, a.dt, a.hidden, a.rowBytes, a.vec)
+}
+
+// RouteGroups is backend.GroupRouter: sip_route chooses the groups and
+// writes the decode set's table on the device, into reuse's table when it
+// is a routed set of the same size (the stream orders the overwrite after
+// the last token's FFN), so a decode step allocates and uploads nothing.
+func (e *Exec) RouteGroups(all backend.Records, scores backend.Buf, first, n, k, static, G int, reuse backend.Records) (backend.Records, error) {
+	if e.err != nil {
+		return nil, e.err
+	}
+	a := all.(*records)
+	static = max(0, min(static, a.Len()))
+	if a.routed || G < 1 || first < 0 || n < 0 || first+n > scores.Len() || k < 0 || k > n {
+		return nil, fmt.Errorf("cuda backend: routing %d of groups [%d, %d) of %d over %d scores (routed set: %v)", k, first, first+n, G, scores.Len(), a.routed)
+	}
+	size := static + k*G
+	defer e.d.enter()()
+	e.settle()
+	r, ok := reuse.(*records)
+	if !ok || r == nil || !r.routed || r.Len() != size || r.rowBytes != a.rowBytes || r.dt != a.dt {
+		m := e.grow(nil, 8*max(1, size))
+		if m == nil {
+			return nil, e.err
+		}
+		r = &records{table: m.p, host: make([]uint64, size), dt: a.dt, hidden: a.hidden, rowBytes: a.rowBytes, vec: a.vec, mem: m, routed: true}
+	}
+	if e.zero = e.grow(e.zero, 3*a.rowBytes); e.zero == nil {
+		return nil, e.err
+	}
+	e.keep = append(e.keep, a.mem, r.mem, e.zero)
+	e.args.Reset(cudaplan.KRoute).Ptr(r.table).Ptr(a.table).Ptr(e.ptr(scores)).Int(first).Int(n).Int(k).
+		Int(static).Int(G).Int(a.Len()).Ptr(e.zero.p)
+	e.launch(cudaplan.Route())
+	return r, e.err
 }
 
 // Close releases the Exec's scratch; its buffers are freed when unreachable.
@@ -562,10 +693,10 @@ func (e *Exec) Close() {
 	}
 	done()
 	e.release()
-	for _, m := range []*devMem{e.tokens, e.act, e.partial, e.invFreq, e.counts, e.posBuf, e.argOut} {
+	for _, m := range []*devMem{e.tokens, e.act, e.partial, e.invFreq, e.counts, e.posBuf, e.argOut, e.zero} {
 		if m != nil {
 			m.free()
 		}
 	}
-	e.tokens, e.act, e.partial, e.invFreq, e.counts, e.posBuf, e.argOut = nil, nil, nil, nil, nil, nil, nil
+	e.tokens, e.act, e.partial, e.invFreq, e.counts, e.posBuf, e.argOut, e.zero = nil, nil, nil, nil, nil, nil, nil, nil
 }

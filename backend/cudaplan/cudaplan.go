@@ -32,7 +32,8 @@ const (
 	EWThreads    = 256 // element-wise kernels (SIP_EW_THREADS)
 	VoteThreads  = 256 // voting threads per token (SIP_VOTE_THREADS)
 	RoPEThreads  = 64
-	WarpMaxBatch = 4 // batches of at most this many tokens take the warp-per-row kernels
+	WarpMaxBatch = 4    // batches of at most this many tokens take the warp-per-row kernels
+	NormMax      = 8192 // most values a fused RMSNorm prologue stages (SIP_NORM_MAX)
 )
 
 // Kernel names (extern "C" in sipack.cu).
@@ -53,6 +54,10 @@ const (
 	KVote           = "sip_vote"
 	KKVAppend       = "sip_kv_append"
 	KArgmax         = "sip_argmax"
+	KMatVecFused    = "sip_matvec_fused"
+	KFFNGateUpNorm  = "sip_ffn_gateup_norm"
+	KAttentionRoPE  = "sip_attention_rope"
+	KRoute          = "sip_route"
 )
 
 // Signatures lists every kernel's parameters: p a device pointer, i an
@@ -68,12 +73,16 @@ var Signatures = map[string]string{
 	KFFNGateUp:      "pppiiiii",
 	KFFNGateUpTiled: "pppiiiii",
 	KFFNDownPartial: "pppiiiiii",
-	KReduceSplits:   "ppii",
+	KReduceSplits:   "ppiip",
 	KFFNDownTiled:   "pppiiiii",
 	KAttention:      "pppppiiiif",
 	KVote:           "ppii",
 	KKVAppend:       "ppppiip",
 	KArgmax:         "ppipp",
+	KMatVecFused:    "ppppppiiipiiiippfp",
+	KFFNGateUpNorm:  "pppiiiiippf",
+	KAttentionRoPE:  "ppppppppiiiif",
+	KRoute:          "pppiiiiiip",
 }
 
 // Dim3 is a grid or block size.
@@ -133,6 +142,18 @@ func FFNGateUp(n, T int) Launch {
 	}
 	return launch(KFFNGateUpTiled, ceilDiv(n, TileM), ceilDiv(T, TileN), GemmThreads)
 }
+
+// MatVecFused: one decode token's matvecs over rows in all (a warp a row).
+func MatVecFused(rows int) Launch { return launch(KMatVecFused, ceilDiv(rows, Warps), 1, 32*Warps) }
+
+// FFNGateUpNorm: one decode token's gate and up over n records, a warp a record.
+func FFNGateUpNorm(n int) Launch { return launch(KFFNGateUpNorm, ceilDiv(n, Warps), 1, 32*Warps) }
+
+// AttentionRoPE: one decode token's attention, a block per query head.
+func AttentionRoPE(heads int) Launch { return launch(KAttentionRoPE, heads, 1, AttThreads) }
+
+// Route: one block chooses the router's groups and writes the table.
+func Route() Launch { return launch(KRoute, 1, 1, EWThreads) }
 
 // Argmax: one block reduces the whole row (a decode token's logits).
 func Argmax() Launch { return launch(KArgmax, 1, 1, EWThreads) }
@@ -237,8 +258,8 @@ func CheckAttention(heads, kvHeads, headDim int) error {
 type Args struct {
 	kernel string
 	sig    string
-	slots  [16]uint64
-	ptrs   [16]unsafe.Pointer
+	slots  [24]uint64
+	ptrs   [24]unsafe.Pointer
 	n      int
 	err    error
 }

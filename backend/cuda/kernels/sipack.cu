@@ -35,6 +35,7 @@
 #define SIP_MAX_HEAD_DIM 256
 #define SIP_EW_THREADS 256   // element-wise kernels
 #define SIP_VOTE_THREADS 256 // voting: threads per token
+#define SIP_NORM_MAX 8192    // fused RMSNorm prologue: most values staged in shared memory
 
 // ---- element access ------------------------------------------------------
 
@@ -190,6 +191,33 @@ extern "C" __global__ void sip_rmsnorm(float* out, const float* x, const float* 
     for (int i = threadIdx.x; i < n; i += blockDim.x) os[i] = xs[i] * scale * w[i];
 }
 
+// norm_stage is sip_rmsnorm of one row as the prologue of a decode kernel:
+// xs (shared) = x / sqrt(mean(x²) + eps) ⊙ w, computed by every block (the
+// row is in L2), in sip_rmsnorm's order with 256 threads, so bit-identical;
+// block 0 also stores it to out (may be null). Every thread must call it.
+__device__ void norm_stage(float* xs, const float* x, const float* w, int n, float eps, float* out) {
+    __shared__ double part[SIP_EW_THREADS / 32];
+    double ss = 0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) ss += (double)x[i] * (double)x[i];
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = ss;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double t = 0;
+        for (int i = 0; i < (int)(blockDim.x >> 5); i++) t += part[i];
+        part[0] = t;
+    }
+    __syncthreads();
+    float scale = (float)(1.0 / sqrt(part[0] / n + (double)eps));
+    bool store = out != 0 && blockIdx.x == 0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        float v = x[i] * scale * w[i];
+        xs[i] = v;
+        if (store) out[i] = v;
+    }
+    __syncthreads();
+}
+
 // sip_add_bias: x[i] += b[i % n] over total values. sip_add: x += y.
 // grid ⌈total/256⌉, block 256.
 extern "C" __global__ void sip_add_bias(float* x, const float* b, int n, int total) {
@@ -235,6 +263,42 @@ extern "C" __global__ void sip_matvec(float* out, const uint8_t* W, const float*
 #undef D
     s = warp_sum(s);
     if (lane == 0) out[(size_t)t * rows + r] = s;
+}
+
+// sip_matvec_fused: one decode token's matvecs in one launch: out_m[r] =
+// W_m[r, :] · x for up to three matrices of the same dtype and width (q, k
+// and v; rows_m = 0 leaves one out), a warp per row. When normW is set, x
+// is first RMS-normalised by norm_stage (normOut gets the normalised row);
+// when addTo is set, addTo[r] += out_0[r] too (the residual add after o_proj).
+// grid ⌈(rows0+rows1+rows2)/8⌉, block 256.
+extern "C" __global__ void sip_matvec_fused(float* out0, float* out1, float* out2, const uint8_t* W0, const uint8_t* W1, const uint8_t* W2,
+                                            int rows0, int rows1, int rows2, const float* x, int cols, int rowBytes, int dt, int vec,
+                                            const float* normW, float* normOut, float eps, float* addTo) {
+    __shared__ __align__(16) float xs[SIP_NORM_MAX];
+    const float* xp = x;
+    if (normW) {
+        norm_stage(xs, x, normW, cols, eps, normOut);
+        xp = xs;
+    }
+    int lane = threadIdx.x & 31;
+    int r = blockIdx.x * SIP_WARPS + (threadIdx.x >> 5);
+    float* out = out0;
+    const uint8_t* W = W0;
+    if (r >= rows0) {
+        r -= rows0, out = out1, W = W1;
+        if (r >= rows1) r -= rows1, out = out2, W = W2;
+        if (out == out2 && r >= rows2) return;
+    }
+    const uint8_t* row = W + (size_t)r * rowBytes;
+    float s = 0.f;
+#define D(DT) s = dot_lane<DT>(row, xp, cols, lane, vec)
+    SIP_DISPATCH(dt, D)
+#undef D
+    s = warp_sum(s);
+    if (lane == 0) {
+        out[r] = s;
+        if (addTo) addTo[r] += s;
+    }
 }
 
 // gemm_tile accumulates one 64×32 output tile: acc[i][j] += Σ_k A(m, k)·B(k, n)
@@ -330,6 +394,26 @@ extern "C" __global__ void sip_ffn_gateup(float* h, const unsigned long long* re
     g = warp_sum(g);
     u = warp_sum(u);
     if (lane == 0) h[(size_t)t * n + j] = silu(g) * u;
+}
+
+// sip_ffn_gateup_norm: sip_ffn_gateup for one token whose x is first
+// RMS-normalised by norm_stage (normOut gets the normalised row).
+// grid ⌈n/8⌉, block 256.
+extern "C" __global__ void sip_ffn_gateup_norm(float* h, const unsigned long long* recs, const float* x, int n, int H, int rowBytes, int dt, int vec,
+                                               const float* normW, float* normOut, float eps) {
+    __shared__ __align__(16) float xs[SIP_NORM_MAX];
+    norm_stage(xs, x, normW, H, eps, normOut);
+    int lane = threadIdx.x & 31;
+    int j = blockIdx.x * SIP_WARPS + (threadIdx.x >> 5);
+    if (j >= n) return;
+    const uint8_t* rec = (const uint8_t*)recs[j];
+    float g = 0.f, u = 0.f;
+#define D(DT) g = dot_lane<DT>(rec, xs, H, lane, vec); u = dot_lane<DT>(rec + rowBytes, xs, H, lane, vec)
+    SIP_DISPATCH(dt, D)
+#undef D
+    g = warp_sum(g);
+    u = warp_sum(u);
+    if (lane == 0) h[j] = silu(g) * u;
 }
 
 template <int DT>
@@ -433,13 +517,15 @@ extern "C" __global__ void sip_ffn_down_partial(float* partial, const unsigned l
 #undef M
 }
 
-// sip_reduce_splits: out[i] = Σ_s partial[s, i]. grid ⌈H/256⌉, block 256.
-extern "C" __global__ void sip_reduce_splits(float* out, const float* partial, int H, int splits) {
+// sip_reduce_splits: out[i] = Σ_s partial[s, i], and addTo[i] += out[i]
+// when addTo is set (the residual add after the FFN). grid ⌈H/256⌉, block 256.
+extern "C" __global__ void sip_reduce_splits(float* out, const float* partial, int H, int splits, float* addTo) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= H) return;
     float s = 0.f;
     for (int k = 0; k < splits; k++) s += partial[(size_t)k * H + i];
     out[i] = s;
+    if (addTo) addTo[i] += s;
 }
 
 // sip_argmax: out[0] the index of the largest of x[0, n), out[1] its bits,
@@ -525,19 +611,15 @@ extern "C" __global__ void sip_kv_append(float* kc, float* vc, const float* k, c
     vc[at] = v[i];
 }
 
-// sip_attention: causal softmax attention of query head h of token t (at
-// position pos+t) over cache positions [0, pos+t], keys and values of kv
-// head h/group; online softmax over chunks of 32 keys (scores in shared
-// memory, one warp per key's dot), so any context length fits.
-// The position is read from device memory (*posp). grid (heads, T), block 128.
-extern "C" __global__ void sip_attention(float* out, const float* q, const float* kc, const float* vc, const int* posp, int heads, int headDim, int kvDim, int group, float scale) {
-    __shared__ float qs[SIP_MAX_HEAD_DIM];
+// attend is one query head's causal softmax attention over cache positions
+// [0, n): qs the query (shared), keys and values at kc/vc + s·kvDim + kvh;
+// position n−1's key and value are read from klast/vlast instead when set.
+// Online softmax over chunks of 32 keys (scores in shared memory, one warp
+// per key's dot), so any context length fits. o gets the head's output.
+__device__ void attend(float* o, const float* qs, const float* kc, const float* vc, int n, int kvDim, int kvh, int headDim, float scale,
+                       const float* klast, const float* vlast) {
     __shared__ float sc[SIP_ATT_CHUNK];
-    int h = blockIdx.x, t = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, pos = *posp;
-    int n = pos + t + 1, kvh = (h / group) * headDim;
-    const float* qv = q + (size_t)t * heads * headDim + (size_t)h * headDim;
-    for (int d = tid; d < headDim; d += blockDim.x) qs[d] = qv[d];
-    __syncthreads();
+    int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int per = SIP_MAX_HEAD_DIM / SIP_ATT_THREADS; // output dims per thread
     float acc[per];
 #pragma unroll
@@ -547,7 +629,7 @@ extern "C" __global__ void sip_attention(float* out, const float* q, const float
     for (int s0 = 0; s0 < n; s0 += SIP_ATT_CHUNK) {
         int cnt = min(SIP_ATT_CHUNK, n - s0);
         for (int i = warp; i < cnt; i += warps) {
-            const float* kv = kc + (size_t)(s0 + i) * kvDim + kvh;
+            const float* kv = klast && s0 + i == n - 1 ? klast : kc + (size_t)(s0 + i) * kvDim + kvh;
             float d = 0.f;
             for (int c = lane; c < headDim; c += 32) d += qs[c] * kv[c];
             d = warp_sum(d);
@@ -563,7 +645,7 @@ extern "C" __global__ void sip_attention(float* out, const float* q, const float
         for (int i = 0; i < cnt; i++) {
             float p = expf(sc[i] - cm);
             l += p;
-            const float* vv = vc + (size_t)(s0 + i) * kvDim + kvh;
+            const float* vv = vlast && s0 + i == n - 1 ? vlast : vc + (size_t)(s0 + i) * kvDim + kvh;
 #pragma unroll
             for (int k = 0; k < per; k++) {
                 int d = tid + k * SIP_ATT_THREADS;
@@ -573,12 +655,149 @@ extern "C" __global__ void sip_attention(float* out, const float* q, const float
         m = cm;
         __syncthreads();
     }
-    float* o = out + (size_t)t * heads * headDim + (size_t)h * headDim;
     float inv = 1.f / l;
 #pragma unroll
     for (int k = 0; k < per; k++) {
         int d = tid + k * SIP_ATT_THREADS;
         if (d < headDim) o[d] = acc[k] * inv;
+    }
+}
+
+// sip_attention: causal softmax attention of query head h of token t (at
+// position pos+t) over cache positions [0, pos+t], keys and values of kv
+// head h/group. The position is read from device memory (*posp).
+// grid (heads, T), block 128.
+extern "C" __global__ void sip_attention(float* out, const float* q, const float* kc, const float* vc, const int* posp, int heads, int headDim, int kvDim, int group, float scale) {
+    __shared__ float qs[SIP_MAX_HEAD_DIM];
+    int h = blockIdx.x, t = blockIdx.y, pos = *posp;
+    const float* qv = q + (size_t)t * heads * headDim + (size_t)h * headDim;
+    for (int d = threadIdx.x; d < headDim; d += blockDim.x) qs[d] = qv[d];
+    __syncthreads();
+    attend(out + (size_t)t * heads * headDim + (size_t)h * headDim, qs, kc, vc, pos + t + 1, kvDim, (h / group) * headDim, headDim, scale, 0, 0);
+}
+
+// rope_stage rotates a head held in shared memory as sip_rope does (HF
+// rotate_half, angle float32(pos)·invFreq[i], cos and sin in double).
+__device__ void rope_stage(float* v, const float* invFreq, int headDim, int pos) {
+    int half = headDim / 2;
+    for (int i = threadIdx.x; i < half; i += blockDim.x) {
+        float a = (float)pos * invFreq[i];
+        float c = (float)cos((double)a), s = (float)sin((double)a);
+        float p = v[i], q = v[i + half];
+        v[i] = p * c - q * s;
+        v[i + half] = q * c + p * s;
+    }
+    __syncthreads();
+}
+
+// sip_attention_rope: one decode token's RoPE on q and k, KV append and
+// attention in one launch. Block h rotates its query head and its kv
+// head's key in shared memory and attends with the new key and value from
+// there (the cache slot at pos is written by another block meanwhile and
+// never read here); the first block of each kv group writes the rotated
+// key and the value to the cache at pos: the cache and out as sip_rope ×2,
+// sip_kv_append and sip_attention leave them. q and k are left unrotated
+// (other blocks still read k). grid heads, block 128.
+extern "C" __global__ void sip_attention_rope(float* out, const float* q, const float* k, const float* v, float* kc, float* vc, const int* posp, const float* invFreq,
+                                              int heads, int headDim, int kvDim, int group, float scale) {
+    __shared__ float qs[SIP_MAX_HEAD_DIM];
+    __shared__ float ks[SIP_MAX_HEAD_DIM];
+    __shared__ float vs[SIP_MAX_HEAD_DIM];
+    int h = blockIdx.x, pos = *posp, kvh = (h / group) * headDim;
+    const float* qv = q + (size_t)h * headDim;
+    for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
+        qs[d] = qv[d];
+        ks[d] = k[kvh + d];
+        vs[d] = v[kvh + d];
+    }
+    __syncthreads();
+    rope_stage(qs, invFreq, headDim, pos);
+    rope_stage(ks, invFreq, headDim, pos);
+    if (h % group == 0)
+        for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
+            kc[(size_t)pos * kvDim + kvh + d] = ks[d];
+            vc[(size_t)pos * kvDim + kvh + d] = vs[d];
+        }
+    attend(out + (size_t)h * headDim, qs, kc, vc, pos + 1, kvDim, kvh, headDim, scale, ks, vs);
+}
+
+// ---- the router's decode set ----------------------------------------------
+
+// score_key orders floats as unsigned ints (−0 as +0), as runner.scoreKey.
+__device__ __forceinline__ unsigned score_key(float v) {
+    unsigned b = __float_as_uint(v + 0.f);
+    return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+
+// block_scan returns how many threads of the block below this one have p,
+// and the block's count in total. Every thread must call it.
+__device__ int block_scan(bool p, int* warpCount, int& total) {
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    unsigned ball = __ballot_sync(0xffffffffu, p);
+    if (lane == 0) warpCount[w] = __popc(ball);
+    __syncthreads();
+    int before = __popc(ball & ((1u << lane) - 1u));
+    total = 0;
+    for (int i = 0; i < (int)(blockDim.x >> 5); i++) {
+        if (i < w) before += warpCount[i];
+        total += warpCount[i];
+    }
+    __syncthreads();
+    return before;
+}
+
+// sip_route: the router's decode set of one token, chosen and gathered on
+// the device. Of the n candidate groups first.., the k of largest scores
+// (ties: lower group first, as runner's topKeys) are chosen; table gets
+// all's first nstatic record addresses, then G entries per chosen group in
+// ascending group order: the group's records [max(nstatic, gG), min(nall,
+// (g+1)G)), the rest of the G the address of a zero record (which adds
+// nothing). The k-th largest key by radix select as sip_vote, then in
+// index order a block scan places every chosen group. grid 1, block 256.
+extern "C" __global__ void sip_route(unsigned long long* table, const unsigned long long* all, const float* scores, int first, int n, int k,
+                                     int nstatic, int G, int nall, const unsigned long long* zero) {
+    __shared__ unsigned hist[256];
+    __shared__ unsigned prefix, mask;
+    __shared__ int need, carryEq, carrySel;
+    __shared__ int warpCount[SIP_EW_THREADS / 32];
+    int tid = threadIdx.x;
+    for (int i = tid; i < nstatic; i += blockDim.x) table[i] = all[i];
+    if (k <= 0) return;
+    if (tid == 0) { prefix = 0; mask = 0; need = k; carryEq = 0; carrySel = 0; }
+    __syncthreads();
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        for (int b = tid; b < 256; b += blockDim.x) hist[b] = 0;
+        __syncthreads();
+        for (int j = tid; j < n; j += blockDim.x) {
+            unsigned key = score_key(scores[first + j]);
+            if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255], 1u);
+        }
+        __syncthreads();
+        if (tid == 0) {
+            int above = 0, b = 255;
+            for (; b > 0 && above + (int)hist[b] < need; b--) above += hist[b];
+            prefix |= (unsigned)b << shift;
+            mask |= 255u << shift;
+            need -= above;
+        }
+        __syncthreads();
+    }
+    unsigned thr = prefix;
+    int ties = need; // keys equal to thr that are chosen, lowest index first
+    for (int c0 = 0; c0 < n; c0 += blockDim.x) {
+        int j = c0 + tid, ce = carryEq, cs = carrySel, eqTot, selTot;
+        unsigned key = j < n ? score_key(scores[first + j]) : 0u;
+        bool eq = j < n && key == thr;
+        int eqBefore = ce + block_scan(eq, warpCount, eqTot);
+        bool sel = j < n && (key > thr || (eq && eqBefore < ties));
+        int slot = cs + block_scan(sel, warpCount, selTot);
+        if (sel) {
+            int g = first + j, lo = max(nstatic, g * G), hi = min(nall, (g + 1) * G);
+            unsigned long long* out = table + nstatic + (size_t)slot * G;
+            for (int i = 0; i < G; i++) out[i] = lo + i < hi ? all[lo + i] : (unsigned long long)zero;
+        }
+        if (tid == 0) { carryEq = ce + eqTot; carrySel = cs + selTot; }
+        __syncthreads();
     }
 }
 

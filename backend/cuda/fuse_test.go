@@ -1,0 +1,170 @@
+//go:build cuda || cudaemu
+
+package cuda
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/sipack/sipack/backend"
+	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/kernels"
+)
+
+// TestFusedDecode: decode steps issued as the runner issues them (norm,
+// q/k/v, RoPE on q and k, attention, o_proj and the residual add, norm,
+// FFN and the residual add; then the final norm and the output matrix)
+// run fused in 2 + 6 launches a layer, and give what the same operations
+// give launched one by one (a zero-length Read after each launches what is
+// held back), with graphs, after a prompt that leaves the decode steps'
+// keys across a chunk edge, for every dtype and a grouped-query shape.
+func TestFusedDecode(t *testing.T) {
+	p := newPair(t)
+	rng := rand.New(rand.NewPCG(11, 11))
+	const layers, vocab, n, prompt, steps = 2, 40, 50, 30, 4
+	type shape struct{ H, heads, kvHeads, hd int }
+	for _, dt := range dtypes {
+		for _, sh := range []shape{{64, 4, 2, 16}, {96, 6, 2, 32}} {
+			H, hd := sh.H, sh.hd
+			qDim, kvDim := sh.heads*hd, sh.kvHeads*hd
+			mat := func(rows, cols int) backend.Matrix {
+				b, _ := randRow(rng, dt, rows*cols)
+				m, err := p.gd.Matrix(b, dt, rows, cols)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return m
+			}
+			// Norm weights of about scale: attention scores of a few units
+			// (q·k/√hd ≈ H·scale²), so no key takes all the softmax.
+			vec := func(scale float32) backend.Vector {
+				v := randVec(rng, H)
+				for i := range v {
+					v[i] = scale * (1 + 0.2*v[i]*v[i])
+				}
+				g, _ := p.gd.Vector(v)
+				return g
+			}
+			emb, _ := randRow(rng, format.BF16, vocab*H)
+			table, _ := p.gd.Matrix(emb, format.BF16, vocab, H)
+			type layer struct {
+				wq, wk, wv, wo backend.Matrix
+				an, fn         backend.Vector
+				recs           backend.Records
+			}
+			ls := make([]layer, layers)
+			for l := range ls {
+				c := newFFN(rng, dt, H, n, 20)
+				recs, err := p.gd.Records(c.recordBlocks(dt, H, format.Interleaved), dt, H)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ls[l] = layer{mat(qDim, H), mat(kvDim, H), mat(kvDim, H), mat(H, qDim), vec(float32(math.Sqrt(2 / float64(H)))), vec(1), recs}
+			}
+			out, norm := mat(vocab, H), vec(1)
+			inv := make([]float64, hd/2)
+			for i := range inv {
+				inv[i] = 1 / math.Pow(10000, float64(2*i)/float64(hd))
+			}
+			run := func(fused bool) ([][]float32, int64) {
+				ex, _ := p.gd.NewExec(kernels.NewPool(1))
+				e := ex.(*Exec)
+				defer e.Close()
+				const ctx = prompt + steps
+				cache := &backend.KVCache{Layers: layers, Ctx: ctx, KVDim: kvDim, Heads: sh.heads, HeadDim: hd,
+					Keys: e.Alloc(layers * ctx * kvDim), Values: e.Alloc(layers * ctx * kvDim)}
+				X, XB, Y := e.Alloc(prompt*H), e.Alloc(prompt*H), e.Alloc(prompt*H)
+				Q, K, V, ATT := e.Alloc(prompt*qDim), e.Alloc(prompt*kvDim), e.Alloc(prompt*kvDim), e.Alloc(prompt*qDim)
+				logits := e.Alloc(vocab)
+				sets := make([]backend.Records, layers)
+				for l := range sets {
+					var err error
+					if sets[l], err = e.Gather(ls[l].recs, []int{0, 1, 2, 7, 30, 49}, 3, true); err != nil {
+						t.Fatal(err)
+					}
+				}
+				one := func() {
+					if !fused {
+						e.Read(nil, X) // launches what is held back
+					}
+				}
+				var outs [][]float32
+				var launches int64
+				toks := make([]int, prompt)
+				for i := range toks {
+					toks[i] = (i * 7) % vocab
+				}
+				for pos := 0; pos < prompt+steps; pos++ {
+					T := 1
+					if pos == 0 {
+						T = prompt
+					} else if pos < prompt {
+						continue
+					}
+					x, xb, y := e.Slice(X, 0, T*H), e.Slice(XB, 0, T*H), e.Slice(Y, 0, T*H)
+					q, k, v, att := e.Slice(Q, 0, T*qDim), e.Slice(K, 0, T*kvDim), e.Slice(V, 0, T*kvDim), e.Slice(ATT, 0, T*qDim)
+					before := p.gd.Counters()
+					if err := e.Embed(x, table, toks[:T]); err != nil {
+						t.Fatal(err)
+					}
+					for l := range ls {
+						L := &ls[l]
+						e.RMSNorm(xb, x, L.an, 1e-5)
+						one()
+						e.MatMul([]backend.Buf{q, k, v}, []backend.Matrix{L.wq, L.wk, L.wv}, xb)
+						one()
+						e.RoPE(q, T, hd, pos, inv)
+						one()
+						e.RoPE(k, T, hd, pos, inv)
+						one()
+						e.Attention(att, q, k, v, cache, l, pos, T)
+						one()
+						e.MatMul([]backend.Buf{xb}, []backend.Matrix{L.wo}, att)
+						one()
+						e.Add(x, xb)
+						one()
+						e.RMSNorm(xb, x, L.fn, 1e-5)
+						one()
+						e.FFN(y, xb, sets[l], nil)
+						one()
+						e.Add(x, y)
+						one()
+					}
+					if T > 1 {
+						e.Read(nil, x)
+						continue
+					}
+					e.RMSNorm(xb, x, norm, 1e-5)
+					one()
+					e.MatMul([]backend.Buf{logits}, []backend.Matrix{out}, xb)
+					o1, o2 := make([]float32, vocab), make([]float32, H)
+					e.Read(o1, logits)
+					e.Read(o2, xb)
+					if err := e.Err(); err != nil {
+						t.Fatal(err)
+					}
+					launches = p.gd.Counters().Sub(before).Launches
+					outs = append(outs, append(o1, o2...))
+				}
+				return outs, launches
+			}
+			want, one := run(false)
+			got, fused := run(true)
+			if w := int64(2 + 6*layers); fused != w {
+				t.Errorf("%v %v: %d launches a decode step fused, want %d (%d one by one)", dt, sh, fused, w, one)
+			}
+			for s := range want {
+				var big float64
+				for _, v := range want[s] {
+					big = max(big, math.Abs(float64(v)))
+				}
+				for i := range want[s] {
+					if d := math.Abs(float64(got[s][i] - want[s][i])); !(d <= 1e-5*big) {
+						t.Fatalf("%v %v, decode step %d [%d]: fused %g, one by one %g", dt, sh, s, i, got[s][i], want[s][i])
+					}
+				}
+			}
+		}
+	}
+}
