@@ -17,7 +17,11 @@
 // gate row | up row | down column, each of the hidden size H.
 package backend
 
-import "github.com/sipack/sipack/format"
+import (
+	"fmt"
+
+	"github.com/sipack/sipack/format"
+)
 
 // Buf is a float32 activation buffer on the device.
 type Buf interface{ Len() int }
@@ -176,17 +180,75 @@ type Voter interface {
 }
 
 // KVCache is one sequence's key and value cache: Layers × Ctx positions of
-// KVDim floats each, for keys and for values, laid out as the backend
+// KVDim values each, for keys and for values, laid out as the backend
 // chooses within a layer (the CPU's is head-major: each key/value head's
-// Ctx rows together).
+// Ctx rows together), in element type Type. Keys and Values are Bufs of
+// Floats() floats; an f16 cache packs two halves into each float's bytes,
+// the element at index e (of Layers·Ctx·KVDim) at byte 2e.
 type KVCache struct {
 	Layers, Ctx, KVDim int
 	Heads, HeadDim     int // query heads and head size, for Attention
+	Type               KVType
 	Keys, Values       Buf
 }
 
+// Floats is the length of Keys and of Values in floats.
+func (c *KVCache) Floats() int { return (c.Type.Size()*c.Layers*c.Ctx*c.KVDim + 3) / 4 }
+
 // Bytes is the cache's size.
-func (c *KVCache) Bytes() int { return 2 * 4 * c.Layers * c.Ctx * c.KVDim }
+func (c *KVCache) Bytes() int { return 2 * c.Type.Size() * c.Layers * c.Ctx * c.KVDim }
+
+// KVType is a KV cache's element type.
+type KVType uint8
+
+const (
+	KVF32 KVType = iota // float32
+	KVF16               // IEEE binary16, rounded to nearest even as it is written
+)
+
+// Size is the bytes of one element.
+func (t KVType) Size() int {
+	if t == KVF16 {
+		return 2
+	}
+	return 4
+}
+
+func (t KVType) String() string {
+	switch t {
+	case KVF32:
+		return "f32"
+	case KVF16:
+		return "f16"
+	}
+	return fmt.Sprintf("KVType(%d)", uint8(t))
+}
+
+// ParseKVType is the KVType named s: f32 or f16 (llama.cpp's --cache-type
+// names).
+func ParseKVType(s string) (KVType, error) {
+	switch s {
+	case "f32":
+		return KVF32, nil
+	case "f16":
+		return KVF16, nil
+	}
+	return 0, fmt.Errorf("unknown cache type %q (want f32 or f16)", s)
+}
+
+// KVTyper is a Device whose Attention takes caches of other element types
+// than KVF32, the one every Device takes.
+type KVTyper interface {
+	TakesKV(t KVType) bool
+}
+
+// TakesKV reports whether dev's Attention takes a cache of element type t.
+func TakesKV(dev Device, t KVType) bool {
+	if kt, ok := dev.(KVTyper); ok {
+		return kt.TakesKV(t)
+	}
+	return t == KVF32
+}
 
 // Argmaxer is an Exec that finds a row's largest value where the row is
 // (a GPU), so greedy decoding reads back a token id, not the logits. The

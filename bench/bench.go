@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sipack/sipack/backend"
 	"github.com/sipack/sipack/backend/cpu"
 	"github.com/sipack/sipack/format"
 	"github.com/sipack/sipack/kernels"
@@ -33,8 +34,9 @@ type Options struct {
 	// "no-mmap" (read into the process's memory, sirun --no-mmap). With
 	// both, every pack is measured both ways in the same rounds, as two
 	// reports.
-	Load []string
-	Log  io.Writer // progress lines; nil: none
+	Load   []string
+	KVType backend.KVType // the KV cache's element type
+	Log    io.Writer      // progress lines; nil: none
 }
 
 // decodeDepth is the prompt length the decode figures follow.
@@ -105,6 +107,7 @@ type Report struct {
 	Load               string  `json:"load"` // mmap or no-mmap
 	DType              string  `json:"dtype"`
 	Kernels            string  `json:"kernels"`
+	KVCache            string  `json:"kv_cache"` // the KV cache's element type: f32 or f16
 	Threads            int     `json:"threads"`
 	BandwidthGBs       float64 `json:"bandwidth_gbs"` // the highest of this pack's probes
 	DenseBandwidthGBs  float64 `json:"dense_bandwidth_gbs"`
@@ -150,7 +153,7 @@ type packBench struct {
 	figures []*benchFigure
 }
 
-func openModel(path string, gamma float64, noMmap bool) (*format.Pack, *runner.Model, error) {
+func openModel(path string, gamma float64, noMmap bool, kv backend.KVType) (*format.Pack, *runner.Model, error) {
 	p, err := format.Open(path, format.OpenOptions{Gamma: gamma, NoMmap: noMmap})
 	if err != nil {
 		return nil, nil, err
@@ -160,6 +163,7 @@ func openModel(path string, gamma float64, noMmap bool) (*format.Pack, *runner.M
 		p.Close()
 		return nil, nil, err
 	}
+	m.KVType = kv
 	return p, m, nil
 }
 
@@ -183,8 +187,8 @@ func runPacks(opt Options, paths []string, pool *kernels.Pool, probe *BandwidthP
 	var benches []*packBench
 	for _, pl := range packLoads(paths, loads) {
 		path := pl.path
-		pb := &packBench{path: path, noMmap: pl.load == "no-mmap", r: &Report{Pack: path, Load: pl.load, Kernels: kernels.Active().Name, Threads: pool.Workers(), FMAPeakGFlops: peak / 1e9, Rounds: opt.Rounds, DecodeDepth: opt.decodeDepth()}}
-		p, m, err := openModel(path, 1, pb.noMmap)
+		pb := &packBench{path: path, noMmap: pl.load == "no-mmap", r: &Report{Pack: path, Load: pl.load, Kernels: kernels.Active().Name, KVCache: opt.KVType.String(), Threads: pool.Workers(), FMAPeakGFlops: peak / 1e9, Rounds: opt.Rounds, DecodeDepth: opt.decodeDepth()}}
+		p, m, err := openModel(path, 1, pb.noMmap, opt.KVType)
 		if err != nil {
 			return nil, err
 		}
@@ -312,7 +316,7 @@ func (pb *packBench) measureRound(opt Options, pool *kernels.Pool, probe *Bandwi
 				p.Close()
 			}
 			var err error
-			if p, m, err = openModel(pb.path, f.gamma, pb.noMmap); err != nil {
+			if p, m, err = openModel(pb.path, f.gamma, pb.noMmap, opt.KVType); err != nil {
 				return err
 			}
 		}
@@ -394,7 +398,7 @@ func (r *Report) Markdown(w io.Writer) {
 	if r.Load == "no-mmap" {
 		load = ", read into memory (--no-mmap)"
 	}
-	fmt.Fprintf(w, "\n### %s (%s, kernels %s, %s%s)\n\n", filepath.Base(r.Pack), r.DType, r.Kernels, threads, load)
+	fmt.Fprintf(w, "\n### %s (%s, kernels %s, %s KV cache, %s%s)\n\n", filepath.Base(r.Pack), r.DType, r.Kernels, r.KVCache, threads, load)
 	fmt.Fprintf(w, "decode timed after a %d-token prompt; read bandwidth measured before and after every decode figure, up to %.2f GB/s; medians of %d interleaved rounds; FMA peak %.1f GFLOP/s; peak RSS %s (with the %d MiB probe buffer)%s\n\n", r.DecodeDepth, r.BandwidthGBs, r.Rounds, r.FMAPeakGFlops, humanBytes(r.PeakRSSBytes), ProbeBytes>>20, hugeNote(r))
 	// Against the first pack's dense decode too, when this is another pack.
 	cross := r.FirstPack != r.Pack || r.FirstLoad != r.Load
@@ -460,7 +464,7 @@ func Ops(paths []string, opt Options, w io.Writer) error {
 	defer pool.Close()
 	for _, path := range paths {
 		for _, f := range []struct{ gamma, phi float64 }{{1, 1}, {0.7, 0.4}} {
-			p, m, err := openModel(path, f.gamma, len(opt.Load) > 0 && opt.Load[0] == "no-mmap")
+			p, m, err := openModel(path, f.gamma, len(opt.Load) > 0 && opt.Load[0] == "no-mmap", opt.KVType)
 			if err != nil {
 				return err
 			}

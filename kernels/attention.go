@@ -1,6 +1,10 @@
 package kernels
 
-import "github.com/sipack/sipack/format"
+import (
+	"unsafe"
+
+	"github.com/sipack/sipack/format"
+)
 
 // Attention is causal attention for T new tokens at positions
 // pos..pos+T−1 over a cache that already holds their keys and values:
@@ -18,10 +22,69 @@ import "github.com/sipack/sipack/format"
 // to 32 positions). Elsewhere, and when the shapes do not fit, it is the
 // plain loop: a dot per key, softmax, an axpy per value.
 func Attention(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, headStride, rowStride, pos, T int, scale float32) {
+	attention(p, out, q, keys, values, heads, kvHeads, hd, headStride, rowStride, pos, T, scale)
+}
+
+// AttentionF16 is Attention over a cache of IEEE halves (as F32ToF16s
+// rounds them; the strides count halves): the same paths, each key and
+// value widened exactly to float32 as it is read.
+func AttentionF16(p *Pool, out, q []float32, keys, values []uint16, heads, kvHeads, hd, headStride, rowStride, pos, T int, scale float32) {
+	attention(p, out, q, keys, values, heads, kvHeads, hd, headStride, rowStride, pos, T, scale)
+}
+
+// kvElem is a cache element: float32, or uint16 holding an IEEE half.
+type kvElem interface{ float32 | uint16 }
+
+// kvDType is the dtype of a cache of E: its rows go through that dtype's
+// Ops and GEMM path.
+func kvDType[E kvElem]() format.DType {
+	var e E
+	if unsafe.Sizeof(e) == 2 {
+		return format.F16
+	}
+	return format.F32
+}
+
+// kvBytes is a cache row as bytes.
+func kvBytes[E kvElem](r []E) []byte {
+	var e E
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(r))), len(r)*int(unsafe.Sizeof(e)))
+}
+
+// kvCols is gemmBlock's cols for key rows of hd elements of E: 0 for
+// float32 rows, which need no widening room.
+func kvCols[E kvElem](hd int) int {
+	if kvDType[E]() == format.F32 {
+		return 0
+	}
+	return hd
+}
+
+// attnKernels is a table's decode attention kernels over a cache of E
+// (Table.AttnScores and AttnValues; attnF16Of for halves), nil where it
+// has none.
+type attnKernels[E kvElem] struct {
+	scores func(sc *[4][]float32, q []float32, k []E, kstride, hd, n int, scale float32)
+	values func(out []float32, p *[4][]float32, v []E, vstride, n int)
+}
+
+func attnKernelsOf[E kvElem](t *Table) (ak attnKernels[E]) {
+	switch k := any(&ak).(type) {
+	case *attnKernels[float32]:
+		k.scores, k.values = t.AttnScores, t.AttnValues
+	case *attnKernels[uint16]:
+		f := attnF16Of(t)
+		k.scores, k.values = f.scores, f.values
+	}
+	return ak
+}
+
+func attention[E kvElem](p *Pool, out, q []float32, keys, values []E, heads, kvHeads, hd, headStride, rowStride, pos, T int, scale float32) {
 	g := active.Gemm
 	group := heads / kvHeads
-	if T == 1 && active.AttnValues != nil && (active.AttnScores != nil || g != nil) && hd%64 == 0 && pos+1 >= attnDecodeMin {
-		attentionDecode(p, out, q, keys, values, heads, kvHeads, hd, headStride, rowStride, pos, scale)
+	ak := attnKernelsOf[E](active)
+	if T == 1 && ak.values != nil && (ak.scores != nil || g != nil) && hd%64 == 0 && pos+1 >= attnDecodeMin {
+		attentionDecode(p, out, q, keys, values, heads, kvHeads, hd, headStride, rowStride, pos, scale, ak)
 		return
 	}
 	if g == nil || hd%32 != 0 || hd < gemmRows || T*group < gemmMinT || pos+T < gemmRows {
@@ -34,7 +97,7 @@ func Attention(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, head
 	blocks := (T + attnBlock - 1) / attnBlock
 	npMax := (pos + T + 31) &^ 31
 	M := attnBlock * group
-	per := attnBlockScratch(group, hd, npMax)
+	per := attnBlockScratch(group, hd, npMax, kvCols[E](hd))
 	scratch := p.gemmScratch(p.Workers() * per)
 	ops := active.Ops(format.F32)
 	p.Run(kvHeads*blocks, func(lo, hi, worker int) {
@@ -61,12 +124,7 @@ func Attention(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, head
 			}
 			// Vᵀ, zero-padded to np positions.
 			clear(vt[:hd*np])
-			for i := 0; i < n; i++ {
-				v := values[kv*headStride+i*rowStride : kv*headStride+i*rowStride+hd]
-				for d, x := range v {
-					vt[d*np+i] = x
-				}
-			}
+			kvTranspose(vt, np, values[kv*headStride:], rowStride, hd, n, block)
 			vrow := func(d int) []byte { return f32Bytes(vt[d*np : (d+1)*np]) }
 			gemmRowsOf(g, ops, format.F32, vrow, 0, hd/gemmRows, np, sc, nil, m, block, func(d0, i0 int, o *[24]float32) {
 				for i := 0; i < min(gemmToks, m-i0); i++ {
@@ -91,14 +149,14 @@ const attnDecodeMin = 16
 // each kernel call covers every position. The plain loop, a dot and an
 // axpy per key and head, takes 3.2× the time at 2048 cached positions of a
 // 1B-shape layer (BenchmarkAttentionDecode).
-func attentionDecode(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, headStride, rowStride, pos int, scale float32) {
+func attentionDecode[E kvElem](p *Pool, out, q []float32, keys, values []E, heads, kvHeads, hd, headStride, rowStride, pos int, scale float32, ak attnKernels[E]) {
 	group := heads / kvHeads
 	n := pos + 1
 	m := (group + 3) &^ 3 // query heads in fours
-	scores := active.AttnScores
+	scores := ak.scores
 	per := m*n + n + 4*hd + 4*64
 	if scores == nil {
-		per += gemmBlock(group, 0)
+		per += gemmBlock(group, kvCols[E](hd))
 	}
 	scratch := p.gemmScratch(p.Workers() * per)
 	p.Run(kvHeads, func(lo, hi, worker int) {
@@ -135,7 +193,7 @@ func attentionDecode(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd
 					clear(spare) // zero weights for the padding
 				}
 				for d0 := 0; d0 < hd; d0 += 64 {
-					active.AttnValues(o4, &rows, values[kv*headStride+d0:], rowStride, n)
+					ak.values(o4, &rows, values[kv*headStride+d0:], rowStride, n)
 					for j := 0; j < min(4, group-h0); j++ {
 						h := kv*group + h0 + j
 						copy(out[h*hd+d0:h*hd+d0+64], o4[j*64:(j+1)*64])
@@ -151,10 +209,12 @@ func attentionDecode(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd
 // table's GEMM micro-kernel, the keys as rows; the keys past the last
 // whole four by the row dot. A prompt's attention and a decode token's
 // without a scores kernel both take it.
-func attnScoresGEMM(sc []float32, ld int, qs, keys []float32, rowStride, hd, n, m int, block []float32, scale float32) {
-	key := func(r int) []byte { return f32Bytes(keys[r*rowStride : r*rowStride+hd]) }
+func attnScoresGEMM[E kvElem](sc []float32, ld int, qs []float32, keys []E, rowStride, hd, n, m int, block []float32, scale float32) {
+	dt := kvDType[E]()
+	ops := active.Ops(dt)
+	key := func(r int) []byte { return kvBytes(keys[r*rowStride : r*rowStride+hd]) }
 	quads := n / gemmRows
-	gemmRowsOf(active.Gemm, active.Ops(format.F32), format.F32, key, 0, quads, hd, qs, nil, m, block, func(r0, i0 int, o *[24]float32) {
+	gemmRowsOf(active.Gemm, ops, dt, key, 0, quads, hd, qs, nil, m, block, func(r0, i0 int, o *[24]float32) {
 		for i := 0; i < min(gemmToks, m-i0); i++ {
 			for r := 0; r < gemmRows; r++ {
 				sc[(i0+i)*ld+r0+r] = o[i*gemmRows+r] * scale
@@ -162,9 +222,31 @@ func attnScoresGEMM(sc []float32, ld int, qs, keys []float32, rowStride, hd, n, 
 		}
 	})
 	for r := quads * gemmRows; r < n; r++ {
-		k := keys[r*rowStride : r*rowStride+hd]
+		k := key(r)
 		for i := 0; i < m; i++ {
-			sc[i*ld+r] = DotF32(k, qs[i*hd:(i+1)*hd]) * scale
+			sc[i*ld+r] = ops.Dot(k, qs[i*hd:(i+1)*hd]) * scale
+		}
+	}
+}
+
+// kvTranspose sets vt[d·np + i] to value d of row i for the n rows of hd
+// values rowStride apart from v[0]; halves are widened a row at a time
+// into wide (at least hd floats).
+func kvTranspose[E kvElem](vt []float32, np int, v []E, rowStride, hd, n int, wide []float32) {
+	switch v := any(v).(type) {
+	case []float32:
+		for i := 0; i < n; i++ {
+			for d, x := range v[i*rowStride : i*rowStride+hd] {
+				vt[d*np+i] = x
+			}
+		}
+	case []uint16:
+		ops, w := active.Ops(format.F16), wide[:hd]
+		for i := 0; i < n; i++ {
+			widen(ops, w, kvBytes(v[i*rowStride:i*rowStride+hd]))
+			for d, x := range w {
+				vt[d*np+i] = x
+			}
 		}
 	}
 }
@@ -175,8 +257,9 @@ const attnBlock = 32
 
 // attentionLoop is Attention without the GEMM: per (token, head),
 // a dot per key, softmax, an axpy per value.
-func attentionLoop(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, headStride, rowStride, pos, T int, scale float32) {
+func attentionLoop[E kvElem](p *Pool, out, q []float32, keys, values []E, heads, kvHeads, hd, headStride, rowStride, pos, T int, scale float32) {
 	qDim, group := heads*hd, heads/kvHeads
+	ops := active.Ops(kvDType[E]())
 	n := pos + T
 	if w := p.Workers() * n; len(p.att) < w {
 		p.att = make([]float32, 2*w) // decode grows n by one a step: no allocation each
@@ -190,13 +273,13 @@ func attentionLoop(p *Pool, out, q, keys, values []float32, heads, kvHeads, hd, 
 			kvh := (h / group) * headStride
 			att := scores[:seen]
 			for i := range att {
-				att[i] = DotF32(qv, keys[kvh+i*rowStride:kvh+i*rowStride+hd]) * scale
+				att[i] = ops.Dot(kvBytes(keys[kvh+i*rowStride:kvh+i*rowStride+hd]), qv) * scale
 			}
 			Softmax(att)
 			ov := out[t*qDim+h*hd : t*qDim+(h+1)*hd]
 			clear(ov)
 			for i, a := range att {
-				AxpyF32(ov, a, values[kvh+i*rowStride:kvh+i*rowStride+hd])
+				ops.Axpy(ov, a, kvBytes(values[kvh+i*rowStride:kvh+i*rowStride+hd]))
 			}
 		}
 	})
@@ -235,8 +318,9 @@ func attnScores4Ref(sc *[4][]float32, q, k []float32, kstride, hd, n int, scale 
 // attnBlockScratch is one worker's scratch (floats) for the GEMM attention
 // of a block of attnBlock tokens whose group query heads see up to np
 // (a multiple of 32) keys: the block's queries, their scores, the values
-// transposed, and the GEMM's own block.
-func attnBlockScratch(group, hd, np int) int {
+// transposed, and the GEMM's own block (cols: kvCols, room to widen key
+// rows of halves).
+func attnBlockScratch(group, hd, np, cols int) int {
 	M := attnBlock * group
-	return M*hd + M*np + hd*np + gemmBlock(M, 0)
+	return M*hd + M*np + hd*np + gemmBlock(M, cols)
 }

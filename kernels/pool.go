@@ -267,7 +267,7 @@ func (p *Pool) gemmScratch(n int) []float32 {
 func PrefillScratchBytes(T, H, N, heads, kvHeads, hd, ctx, workers int) uint64 {
 	cols := max(H, heads*hd)
 	np := (ctx + 31) &^ 31
-	attn := attnBlockScratch(max(1, heads/max(1, kvHeads)), hd, np)
+	attn := attnBlockScratch(max(1, heads/max(1, kvHeads)), hd, np, hd) // an f16 cache's, the larger
 	gemm := max(ffnBlock(T, H, max(ffnRecBlock, ffnRecBlockBF16)), gemmBlock(T, cols), attn)
 	floats := workers*(T*H+gemm) + 2*workers*np
 	// xb and xr: 6 bytes a value; acts (int8 values, their VNNI layout, a

@@ -73,25 +73,26 @@ type routeScratch struct {
 	recs       []backend.Records // each layer's decode set of the last token, reused
 }
 
-// NewState allocates a KV cache of ctx positions; its work runs on pool's
-// threads (on the CPU device, on a *kernels.Pool itself).
+// NewState allocates a KV cache of ctx positions of element type
+// m.KVType; its work runs on pool's threads (on the CPU device, on a
+// *kernels.Pool itself).
 func (m *Model) NewState(pool backend.Pool, ctx int) (*State, error) {
 	c := &m.Config
 	if ctx <= 0 || ctx > c.MaxPositionEmbeddings {
 		return nil, fmt.Errorf("context length %d out of range [1, %d]", ctx, c.MaxPositionEmbeddings)
 	}
+	if !backend.TakesKV(m.Dev, m.KVType) {
+		return nil, fmt.Errorf("the %s device has no %s KV cache (use f32)", m.Dev.Name(), m.KVType)
+	}
 	ex, err := m.Dev.NewExec(pool)
 	if err != nil {
 		return nil, err
 	}
-	kv := c.NumKVHeads * c.HeadDim
-	return &State{
-		m: m, ex: ex, Ctx: ctx, pool: pool,
-		cache: backend.KVCache{
-			Layers: c.NumLayers, Ctx: ctx, KVDim: kv, Heads: c.NumHeads, HeadDim: c.HeadDim,
-			Keys: ex.Alloc(c.NumLayers * ctx * kv), Values: ex.Alloc(c.NumLayers * ctx * kv),
-		},
-	}, nil
+	cache := backend.KVCache{
+		Layers: c.NumLayers, Ctx: ctx, KVDim: c.NumKVHeads * c.HeadDim, Heads: c.NumHeads, HeadDim: c.HeadDim, Type: m.KVType,
+	}
+	cache.Keys, cache.Values = ex.Alloc(cache.Floats()), ex.Alloc(cache.Floats())
+	return &State{m: m, ex: ex, Ctx: ctx, pool: pool, cache: cache}, nil
 }
 
 // WrapExec replaces the state's Exec by f of it (a diagnostic wrapper such

@@ -21,7 +21,7 @@ type MemoryPlan struct {
 	Prefix    uint64 // preamble, index and dense section: mapped (and touched) whole
 	BandBytes uint64 // one band of FFN records, mapped; a load maps Bands of them
 	Bands     int    // bands the plan loads
-	KV        uint64 // the KV caches: sequences × 2 (K, V) × f32 × layers × ctx × kv heads × head_dim
+	KV        uint64 // the KV caches: sequences × 2 (K, V) × element size × layers × ctx × kv heads × head_dim
 	Buffers   uint64 // per sequence: a prefill batch's activations and logits, the compact per-prompt records
 	Scratch   uint64 // the device's host scratch for a prefill batch on Threads workers (one pool for all sequences)
 	Tokenizer uint64 // the index read into memory and the parsed tokenizer (≈ 4× its JSON)
@@ -58,8 +58,9 @@ const PlanBatch = 512
 
 // MemoryNeeds is what a run asks of memory besides the pack's bytes.
 type MemoryNeeds struct {
-	Ctx       int // KV cache tokens per sequence (0: the model's context, at most 4096)
-	Sequences int // sequences run at once, each with its own KV cache and buffers (0: 1)
+	Ctx       int            // KV cache tokens per sequence (0: the model's context, at most 4096)
+	KVType    backend.KVType // the caches' element type
+	Sequences int            // sequences run at once, each with its own KV cache and buffers (0: 1)
 	// Compact is the number of records per sparse layer each sequence's
 	// compact per-prompt buffer holds: the φ count less the δ count (0 when
 	// every loaded neuron is computed, or with --gather).
@@ -98,7 +99,7 @@ func PlanMemory(p *format.Pack, n MemoryNeeds) MemoryPlan {
 		Prefix:    p.Preamble.FFNOff,
 		BandBytes: p.Preamble.BandBytes,
 		Bands:     bands,
-		KV:        seqs * uint64(2*4*c.NumLayers*ctx*kvDim),
+		KV:        seqs * uint64(2*n.KVType.Size()*c.NumLayers*ctx*kvDim),
 		Buffers:   seqs * (act + compact),
 		Scratch:   n.Device.HostScratchBytes(T, c.HiddenSize, c.IntermediateSize, c.NumHeads, c.NumKVHeads, c.HeadDim, ctx, max(1, n.Threads)),
 		Tokenizer: p.Preamble.IndexLen + 4*uint64(len(p.Index.TokenizerJSON)),

@@ -53,7 +53,10 @@ type Model struct {
 	// RouterGroup is the ranks of one routed group, 0 when the pack has no
 	// routers.
 	RouterGroup int
-	invFreq     []float64 // (head_dim/2) RoPE frequencies, llama3 scaling applied
+	// KVType is the element type of the KV caches its states allocate
+	// (NewState): KVF32 unless a command asks for another the device takes.
+	KVType  backend.KVType
+	invFreq []float64 // (head_dim/2) RoPE frequencies, llama3 scaling applied
 }
 
 // Load resolves an open pack into a model whose weights are resident on
@@ -155,7 +158,7 @@ func (m *Model) DecodeBytes(activeRecords, pos int) uint64 {
 	}
 	b += uint64(m.Output.Bytes()+m.Embed.Bytes()/m.Embed.Rows()) + uint64(4*c.HiddenSize)
 	b += uint64(activeRecords) * m.Pack.Index.RecordBytes
-	b += uint64(2 * 4 * c.NumLayers * (pos + 1) * c.NumKVHeads * c.HeadDim)
+	b += uint64(2 * m.KVType.Size() * c.NumLayers * (pos + 1) * c.NumKVHeads * c.HeadDim)
 	return b
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"unsafe"
 
 	"github.com/sipack/sipack/backend"
 	"github.com/sipack/sipack/format"
@@ -102,6 +103,11 @@ func New() *Device { return &Device{} }
 var _ backend.Device = (*Device)(nil)
 
 func (*Device) Name() string { return "cpu (" + kernels.Active().Name + ")" }
+
+// TakesKV: the CPU's Attention takes float32 and f16 caches.
+func (*Device) TakesKV(t backend.KVType) bool { return t == backend.KVF32 || t == backend.KVF16 }
+
+var _ backend.KVTyper = (*Device)(nil)
 
 func (*Device) Matrix(data []byte, dt format.DType, rows, cols int) (backend.Matrix, error) {
 	rb, ok := dt.RowBytes(cols)
@@ -254,9 +260,22 @@ func (e *Exec) Attention(out, q, k, v backend.Buf, c *backend.KVCache, layer, po
 	// touched an eighth of every row of the cache).
 	hd, kvDim := c.HeadDim, c.KVDim
 	kvHeads := kvDim / hd
-	kc := F32(c.Keys)[layer*c.Ctx*kvDim : (layer+1)*c.Ctx*kvDim]
-	vc := F32(c.Values)[layer*c.Ctx*kvDim : (layer+1)*c.Ctx*kvDim]
+	lo, hi := layer*c.Ctx*kvDim, (layer+1)*c.Ctx*kvDim
 	kf, vf := F32(k), F32(v)
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	if c.Type == backend.KVF16 {
+		kc, vc := halves(F32(c.Keys))[lo:hi], halves(F32(c.Values))[lo:hi]
+		for t := 0; t < T; t++ {
+			for g := 0; g < kvHeads; g++ {
+				at := g*c.Ctx*hd + (pos+t)*hd
+				kernels.F32ToF16s(kc[at:at+hd], kf[t*kvDim+g*hd:t*kvDim+(g+1)*hd])
+				kernels.F32ToF16s(vc[at:at+hd], vf[t*kvDim+g*hd:t*kvDim+(g+1)*hd])
+			}
+		}
+		kernels.AttentionF16(e.pool, F32(out), F32(q), kc, vc, c.Heads, kvHeads, hd, c.Ctx*hd, hd, pos, T, scale)
+		return
+	}
+	kc, vc := F32(c.Keys)[lo:hi], F32(c.Values)[lo:hi]
 	for t := 0; t < T; t++ {
 		for g := 0; g < kvHeads; g++ {
 			at := g*c.Ctx*hd + (pos+t)*hd
@@ -264,8 +283,13 @@ func (e *Exec) Attention(out, q, k, v backend.Buf, c *backend.KVCache, layer, po
 			copy(vc[at:at+hd], vf[t*kvDim+g*hd:t*kvDim+(g+1)*hd])
 		}
 	}
-	scale := float32(1 / math.Sqrt(float64(hd)))
 	kernels.Attention(e.pool, F32(out), F32(q), kc, vc, c.Heads, kvHeads, hd, c.Ctx*hd, hd, pos, T, scale)
+}
+
+// halves views a buffer's floats as the IEEE halves an f16 cache packs
+// two to a float (backend.KVCache).
+func halves(f []float32) []uint16 {
+	return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(f))), 2*len(f))
 }
 
 func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {

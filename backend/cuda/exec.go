@@ -446,6 +446,12 @@ func (e *Exec) RoPE(x backend.Buf, T, headDim, pos int, invFreq []float64) {
 }
 
 func (e *Exec) Attention(out, q, k, v backend.Buf, c *backend.KVCache, layer, pos, T int) {
+	// The kernels read and write float32 caches only; the runner refuses
+	// other types at state creation (the Device is no backend.KVTyper).
+	if c.Type != backend.KVF32 {
+		e.fail(fmt.Errorf("cuda backend: a %s KV cache is not supported (f32 only)", c.Type))
+		return
+	}
 	if err := cudaplan.CheckAttention(c.Heads, c.KVDim/max(1, c.HeadDim), c.HeadDim); err != nil {
 		e.fail(err)
 		return

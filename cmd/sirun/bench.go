@@ -36,6 +36,7 @@ var benchCmd = &cli.Command{
 		&cli.StringFlag{Name: "select", Value: "auto", Usage: "selections to measure, comma-separated (router,paper: each in every round, against the first)"},
 		&cli.StringFlag{Name: "load", Value: "mmap", Usage: "load packs by mmap, no-mmap, or mmap,no-mmap (both in the same rounds)"},
 		&cli.BoolFlag{Name: "quick", Usage: "dense and γ 0.7 × φ 0.4 only, shorter prefill unless --prefill is given"},
+		cacheTypeFlag,
 		&cli.StringFlag{Name: "cpuprofile", Usage: "write a Go CPU profile of the whole benchmark to `FILE` (go tool pprof)"},
 	},
 	Action: func(c *cli.Context) error {
@@ -52,8 +53,12 @@ var benchCmd = &cli.Command{
 				}
 			}
 		}
+		kv, err := cacheType(c)
+		if err != nil {
+			return err
+		}
 		opt := bench.Options{Threads: c.Int("threads"), Tokens: c.Int("tokens"), Rounds: c.Int("rounds"),
-			Prefill: c.Int("prefill"), Depth: c.Int("depth"), Quick: c.Bool("quick"), Log: os.Stderr}
+			Prefill: c.Int("prefill"), Depth: c.Int("depth"), Quick: c.Bool("quick"), KVType: kv, Log: os.Stderr}
 		for _, name := range strings.Split(c.String("select"), ",") {
 			m, err := runner.ParseMethod(name)
 			if err != nil {

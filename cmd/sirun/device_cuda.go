@@ -53,6 +53,7 @@ func onDevice(dev backend.Device, pack *format.Pack, m *runner.Model) (*runner.M
 	if err != nil {
 		return nil, err
 	}
+	gm.KVType = m.KVType
 	fmt.Fprintf(os.Stderr, "sirun: cuda: %s: the pack's %s loaded prefix %s; device copies %s; process memory %s\n",
 		d.Name(), cliutil.HumanBytes(uint64(len(pack.Bytes()))), d.HostUse(), cliutil.HumanBytes(d.ResidentBytes()), processMemory())
 	return gm, nil

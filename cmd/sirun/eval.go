@@ -25,7 +25,8 @@ import (
 	"github.com/sipack/sipack/runner"
 )
 
-// selectionFlags are the SelectInfer knobs shared by generate and eval.
+// selectionFlags are the SelectInfer knobs and the loading options shared
+// by generate, eval, chat and serve (openSelected reads them).
 var selectionFlags = []cli.Flag{
 	&cli.Float64Flag{Name: "gamma", Usage: "fraction γ of each layer's ranked FFN neurons to load, in (0, 1]", DefaultText: "all the pack holds"},
 	&cli.Float64Flag{Name: "phi", Value: 1.0, Usage: "fraction φ of FFN neurons computed per decode token (1: all loaded)"},
@@ -34,6 +35,20 @@ var selectionFlags = []cli.Flag{
 	&cli.BoolFlag{Name: "verify", Usage: "check the loaded bytes' hashes even if this pack passed before"},
 	&cli.BoolFlag{Name: "no-mmap", Usage: "read the loaded prefix into memory instead of mapping it"},
 	&cli.BoolFlag{Name: "mlock", Usage: "lock the loaded prefix in memory"},
+	cacheTypeFlag,
+}
+
+// cacheTypeFlag is the KV cache's element type, for keys and values both
+// (llama.cpp's --cache-type-k and --cache-type-v).
+var cacheTypeFlag = &cli.StringFlag{Name: "cache-type", Value: "f32", Usage: "KV cache element type: f32 or f16 (half the memory)"}
+
+// cacheType is the element type --cache-type asks for.
+func cacheType(c *cli.Context) (backend.KVType, error) {
+	t, err := backend.ParseKVType(c.String("cache-type"))
+	if err != nil {
+		return 0, fmt.Errorf("--cache-type: %w", err)
+	}
+	return t, nil
 }
 
 // openSelected opens a pack at the γ the flags ask for (or the budget
@@ -51,6 +66,10 @@ func openSelectedFor(c *cli.Context, path string, ctx, seqs int, dev backend.Dev
 	gamma := c.Float64("gamma") // 0: everything the pack holds
 	if c.IsSet("gamma") && !(gamma > 0 && gamma <= 1) {
 		return nil, nil, nil, fmt.Errorf("--gamma must be in (0, 1], got %v", gamma)
+	}
+	kvType, err := cacheType(c)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	if c.IsSet("mem-budget") {
 		if c.IsSet("gamma") {
@@ -94,6 +113,7 @@ func openSelectedFor(c *cli.Context, path string, ctx, seqs int, dev backend.Dev
 		pack.Close()
 		return nil, nil, nil, err
 	}
+	m.KVType = kvType
 	method, err := runner.ParseMethod(c.String("select"))
 	if err != nil {
 		pack.Close()
@@ -154,7 +174,11 @@ func float32Decimal(f float32) float64 {
 // records that buffer holds (φ's count less δ's; an upper bound, since the
 // γ the budget allows may make φ compute every loaded neuron).
 func budgetNeeds(c *cli.Context, path string, ctx, seqs int, dev backend.Device) (runner.MemoryNeeds, error) {
-	needs := runner.MemoryNeeds{Ctx: ctx, Sequences: seqs, Threads: c.Int("threads"), Device: dev}
+	kvType, err := cacheType(c)
+	if err != nil {
+		return runner.MemoryNeeds{}, err
+	}
+	needs := runner.MemoryNeeds{Ctx: ctx, KVType: kvType, Sequences: seqs, Threads: c.Int("threads"), Device: dev}
 	phi := c.Float64("phi")
 	if phi >= 1 {
 		return needs, nil
@@ -343,6 +367,10 @@ func evalBaseline(ctx context.Context, c *cli.Context, path string, man *manifes
 			bp.Close()
 			return nil, err
 		}
+		if bm.KVType, err = cacheType(c); err != nil {
+			bp.Close()
+			return nil, err
+		}
 		opt.Sel = nil
 	}
 	defer bp.Close()
@@ -391,6 +419,7 @@ var perplexityCmd = &cli.Command{
 		&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: defaultThreads(), Usage: "worker threads"},
 		&cli.Float64Flag{Name: "gamma", Usage: "fraction γ of ranked neurons to load (default: all the pack holds: 1, or a sliced pack's prefix)"},
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
+		cacheTypeFlag,
 	},
 	Action: func(c *cli.Context) error {
 		if c.NArg() != 2 {
@@ -414,6 +443,9 @@ var perplexityCmd = &cli.Command{
 		defer pack.Close()
 		m, err := runner.Load(pack, cpu.New())
 		if err != nil {
+			return err
+		}
+		if m.KVType, err = cacheType(c); err != nil {
 			return err
 		}
 		pool := kernels.NewPool(c.Int("threads"))
