@@ -46,8 +46,8 @@ func FFNRecords(p *Pool, y []float32, blocks []format.RecordBlock, dt format.DTy
 	}
 	var tiles *ActTiles // the gate and up rows by the integer GEMM tile
 	var panels [][]byte
-	if useGemm && acts != nil && panelFits(ops, H, T) {
-		tiles, panels = p.actTiles(acts, dt), p.panelScratch(H/format.QK)
+	if useGemm && acts != nil && panelFits(ops, dt, H, T) {
+		tiles, panels = p.actTiles(acts, dt), p.panelScratch(dt, H/format.QK)
 	}
 	if T == 1 {
 		// Chunks of whole tiled blocks: a tiled block cut short reads its

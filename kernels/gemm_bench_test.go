@@ -14,7 +14,7 @@ import (
 // GEMM removed (the Dot4 / integer tiles), one thread: where the GEMM
 // pays. Reports tokens per second.
 func BenchmarkPrefillMatMul(b *testing.B) {
-	for _, dt := range []format.DType{format.BF16, format.Q4_0} {
+	for _, dt := range []format.DType{format.BF16, format.Q4_0, format.Q4_K} {
 		for _, T := range []int{6, 8, 12, 16, 32, 64} {
 			for _, gemm := range []bool{true, false} {
 				b.Run(fmt.Sprintf("%v/T=%d/gemm=%v", dt, T, gemm), func(b *testing.B) {

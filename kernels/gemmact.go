@@ -19,7 +19,8 @@ import (
 // row, token and four blocks. The repacking is paid once per panel and
 // read from cache by every token. arm64's SDOT multiplies signed bytes by
 // signed bytes, so its table packs the values signed (Ops.PanelSigned) and
-// takes four values of four rows per SDOT by element.
+// takes four values of four rows per SDOT by element. The K-quants' panels
+// add per-row sub-block scales and mins to the same layout (gemmactk.go).
 
 const (
 	panelRows = 16 // rows of a packed panel (one 512-bit register of int32 lanes)
@@ -40,15 +41,20 @@ const (
 // side (Q), their scales (D) and their offset corrections (C: −o·Σq, o the
 // weights' unsigned offset: 8 for Q4_0's nibbles, 128 for Q8_0's values
 // with the sign bit flipped; 0 for a signed panel). Tokens past T in the
-// last tile are zero.
+// last tile are zero. The K-quants' tiles differ in C and M (gemmactk.go).
 type ActTiles struct {
 	T, NB int
 	Q     []int8
 	D     []float32
 	C     []int32
+	// M is Q4_K's D·Σq per block and token, the factor of the panel's
+	// per-row min terms (nil for the other dtypes).
+	M []float32
 	// Signed says the panels these tiles meet hold signed values
 	// (Ops.PanelSigned), so C is zero.
 	Signed bool
+	// DT is the dtype of the weights the tiles meet.
+	DT format.DType
 }
 
 // Tiles returns the number of token tiles.
@@ -63,14 +69,31 @@ func panelOffset(dt format.DType) int32 {
 }
 
 // panelFits reports whether T tokens of width cols take ops' integer GEMM
-// tile.
-func panelFits(ops *Ops, cols, T int) bool {
-	return ops.PanelAct != nil && T >= panelMinTokens && cols%format.QK == 0
+// tile for weights of dt (a K-quant's panel blocks are its super-blocks'
+// sub-blocks, so its rows are whole super-blocks).
+func panelFits(ops *Ops, dt format.DType, cols, T int) bool {
+	whole := format.QK
+	if dt.KQuant() {
+		whole = format.QKK
+	}
+	return ops.PanelAct != nil && T >= panelMinTokens && cols%whole == 0
+}
+
+// panelBytes is the size of one packed panel block of dt.
+func panelBytes(dt format.DType) int {
+	if dt.KQuant() {
+		return panelKBlockBytes
+	}
+	return panelBlockBytes
 }
 
 // buildActTiles lays acts out as tiles for weights of dtype dt, packed
 // signed or unsigned (Ops.PanelSigned), reusing a's storage.
 func buildActTiles(a *ActTiles, acts []Q8Act, dt format.DType, signed bool) {
+	if dt.KQuant() {
+		buildActTilesK(a, acts, dt, signed)
+		return
+	}
 	T, nb := len(acts), len(acts[0].D)
 	tiles := (T + panelToks - 1) / panelToks
 	nq, nd := tiles*nb*panelToks*format.QK, tiles*nb*panelToks
@@ -80,7 +103,7 @@ func buildActTiles(a *ActTiles, acts []Q8Act, dt format.DType, signed bool) {
 	if cap(a.D) < nd {
 		a.D, a.C = make([]float32, nd), make([]int32, nd)
 	}
-	a.T, a.NB, a.Q, a.D, a.C, a.Signed = T, nb, a.Q[:nq], a.D[:nd], a.C[:nd], signed
+	a.T, a.NB, a.Q, a.D, a.C, a.M, a.Signed, a.DT = T, nb, a.Q[:nq], a.D[:nd], a.C[:nd], a.M[:0], signed, dt
 	clear(a.Q[(T/panelToks)*nb*panelToks*format.QK:]) // the last tile's missing tokens
 	clear(a.D[(T/panelToks)*nb*panelToks:])
 	clear(a.C[(T/panelToks)*nb*panelToks:])
@@ -106,6 +129,10 @@ func buildActTiles(a *ActTiles, acts []Q8Act, dt format.DType, signed bool) {
 // are zero. (Fixed-size array views keep bounds checks out of the loops: a
 // 256-token Q4_0 prefill packs 21 thousand panels.)
 func packPanel(dst []byte, dt format.DType, row func(r int) []byte, n, nb int, signed bool) {
+	if dt.KQuant() {
+		packPanelK(dst, dt, row, n, nb, signed)
+		return
+	}
 	fast := active.Ops(dt).PackRow
 	for r := 0; r < panelRows; r++ {
 		switch {
@@ -179,7 +206,7 @@ func subBytes(a, b uint32) uint32 {
 // gemmActRows sets out[t·stride + r] to the dot of row(r) with token t's
 // activations for r in [r0, r1): whole panels through ops.PanelAct (the
 // tiles built from the same activations for dt), the rows after the last
-// whole panel through dotActTokens. panel is scratch of nb·panelBlockBytes.
+// whole panel through dotActTokens. panel is scratch of nb·panelBytes(dt).
 func gemmActRows(ops *Ops, dt format.DType, tiles *ActTiles, acts []Q8Act, row func(r int) []byte, r0, r1 int, out []float32, stride int, panel []byte) {
 	var tile [panelRows * panelToks]float32
 	r := r0
@@ -203,6 +230,10 @@ func gemmActRows(ops *Ops, dt format.DType, tiles *ActTiles, acts []Q8Act, row f
 // values u (unsigned, or signed if the tiles say so) and the tiles'
 // corrections C.
 func panelActRef(panel []byte, a *ActTiles, tile int, out *[panelRows * panelToks]float32) {
+	if a.DT.KQuant() {
+		panelActKRef(panel, a, tile, out)
+		return
+	}
 	le := binary.LittleEndian
 	for t := 0; t < panelToks; t++ {
 		for r := 0; r < panelRows; r++ {

@@ -307,3 +307,145 @@ TEXT ·panelQ8AVX2(SB), NOSPLIT, $0-48
 	PASS(GRP8, NOFIX, 6, 7, pa8p3)
 	VZEROUPPER
 	RET
+
+// The K-quants' AVX2 tiles (gemmactk.go): the passes above over a K-quant
+// panel's blocks (640 bytes), two tokens a pass.
+//
+// Q4_K (unsigned nibbles, the tiles' C −8·Σq as for Q4_0): Q4_0's groups
+// and widening, the block's sums folded with the row scales at 512, then
+// the mins' term (8·d·sc − dmin·m at 576) times the token's M (AX).
+//
+// Q6_K (unsigned values 0-63): a pair's sum is at most 2·63·128 = 16128,
+// so each group widens to 32 bits at once; the block's first four groups
+// (values 0-15) take the correction at 0(R9) and the scales at 512, the
+// last four the one at 32(R9) and the scales at 576.
+
+// MINS(t, flo, fhi): the rows' min terms times token t's M.
+#define MINS(t, flo, fhi) \
+	VBROADCASTSS t*4(AX), Y5; \
+	VFMADD231PS 576(SI), Y5, flo; \
+	VFMADD231PS 608(SI), Y5, fhi
+
+// GRP6(k, ta, tb): group k against tokens ta and tb (Q6_K, 32-bit sums).
+#define GRP6(k, ta, tb) \
+	VMOVDQU k*64(SI), Y1; \
+	VMOVDQU k*64+32(SI), Y2; \
+	VPBROADCASTD ta*32+k*4(DI), Y5; \
+	VPMADDUBSW Y5, Y1, Y6; \
+	VPMADDWD Y0, Y6, Y6; \
+	VPADDD Y6, Y8, Y8; \
+	VPMADDUBSW Y5, Y2, Y7; \
+	VPMADDWD Y0, Y7, Y7; \
+	VPADDD Y7, Y9, Y9; \
+	VPBROADCASTD tb*32+k*4(DI), Y5; \
+	VPMADDUBSW Y5, Y1, Y6; \
+	VPMADDWD Y0, Y6, Y6; \
+	VPADDD Y6, Y10, Y10; \
+	VPMADDUBSW Y5, Y2, Y7; \
+	VPMADDWD Y0, Y7, Y7; \
+	VPADDD Y7, Y11, Y11
+
+// CORR(t, o, lo, hi): token t's correction at o(R9) added to its sums.
+#define CORR(t, o, lo, hi) \
+	VPBROADCASTD t*4+o(R9), Y5; \
+	VPADDD Y5, lo, lo; \
+	VPADDD Y5, hi, hi
+
+// FOLDAT(t, o, lo, hi, flo, fhi): FOLD with the row scales at o(SI).
+#define FOLDAT(t, o, lo, hi, flo, fhi) \
+	VCVTDQ2PS lo, lo; \
+	VCVTDQ2PS hi, hi; \
+	VBROADCASTSS t*4(R8), Y5; \
+	VMULPS o(SI), Y5, Y6; \
+	VFMADD231PS Y6, lo, flo; \
+	VMULPS o+32(SI), Y5, Y6; \
+	VFMADD231PS Y6, hi, fhi
+
+// KPASSBEGIN/KPASSSTEP: PASSBEGIN and PASSSTEP over K-quant blocks, the
+// tiles' M (Q4_K) from BX in AX.
+#define KPASSBEGIN \
+	PASSBEGIN; \
+	MOVQ BX, AX
+#define KPASSSTEP \
+	ADDQ $32, AX; \
+	ADDQ $64, SI; \
+	PASSSTEP
+
+// Q4KPASS(ta, tb, label) and Q6KPASS(ta, tb, label): one pass for tokens
+// ta and tb.
+#define Q4KPASS(ta, tb, label) \
+	KPASSBEGIN; \
+label: \
+	ZERO4; \
+	GRP4(0, ta, tb); \
+	GRP4(1, ta, tb); \
+	GRP4(2, ta, tb); \
+	GRP4(3, ta, tb); \
+	GRP4(4, ta, tb); \
+	GRP4(5, ta, tb); \
+	GRP4(6, ta, tb); \
+	GRP4(7, ta, tb); \
+	FIX4(ta, Y8, Y9); \
+	FIX4(tb, Y10, Y11); \
+	FOLD(ta, Y8, Y9, Y12, Y13); \
+	FOLD(tb, Y10, Y11, Y14, Y15); \
+	MINS(ta, Y12, Y13); \
+	MINS(tb, Y14, Y15); \
+	KPASSSTEP; \
+	JNZ label; \
+	PASSEND(ta, tb)
+
+#define Q6KPASS(ta, tb, label) \
+	KPASSBEGIN; \
+label: \
+	ZERO4; \
+	GRP6(0, ta, tb); \
+	GRP6(1, ta, tb); \
+	GRP6(2, ta, tb); \
+	GRP6(3, ta, tb); \
+	CORR(ta, 0, Y8, Y9); \
+	CORR(tb, 0, Y10, Y11); \
+	FOLDAT(ta, 512, Y8, Y9, Y12, Y13); \
+	FOLDAT(tb, 512, Y10, Y11, Y14, Y15); \
+	ZERO4; \
+	GRP6(4, ta, tb); \
+	GRP6(5, ta, tb); \
+	GRP6(6, ta, tb); \
+	GRP6(7, ta, tb); \
+	CORR(ta, 32, Y8, Y9); \
+	CORR(tb, 32, Y10, Y11); \
+	FOLDAT(ta, 576, Y8, Y9, Y12, Y13); \
+	FOLDAT(tb, 576, Y10, Y11, Y14, Y15); \
+	ADDQ $32, R9; \
+	KPASSSTEP; \
+	JNZ label; \
+	PASSEND(ta, tb)
+
+// func panelQ4KAVX2(panel *byte, xq *int8, xd *float32, xc *int32, xm *float32, nb int, out *[128]float32)
+TEXT ·panelQ4KAVX2(SB), NOSPLIT, $0-56
+	MOVQ panel+0(FP), R10
+	MOVQ xq+8(FP), R11
+	MOVQ xd+16(FP), R12
+	MOVQ xc+24(FP), R13
+	MOVQ xm+32(FP), BX
+	MOVQ nb+40(FP), R14
+	MOVQ out+48(FP), DX
+	ONES16
+	Q4KPASS(0, 1, pk4p0)
+	Q4KPASS(2, 3, pk4p1)
+	Q4KPASS(4, 5, pk4p2)
+	Q4KPASS(6, 7, pk4p3)
+	VZEROUPPER
+	RET
+
+// func panelQ6KAVX2(panel *byte, xq *int8, xd *float32, xc *int32, nb int, out *[128]float32)
+TEXT ·panelQ6KAVX2(SB), NOSPLIT, $0-48
+	PANELARGS
+	MOVQ $0, BX
+	ONES16
+	Q6KPASS(0, 1, pk6p0)
+	Q6KPASS(2, 3, pk6p1)
+	Q6KPASS(4, 5, pk6p2)
+	Q6KPASS(6, 7, pk6p3)
+	VZEROUPPER
+	RET

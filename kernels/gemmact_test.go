@@ -10,23 +10,35 @@ import (
 	"github.com/sipack/sipack/format"
 )
 
+// panelDTypes are the dtypes with an integer GEMM tile.
+var panelDTypes = []format.DType{format.Q4_0, format.Q8_0, format.Q4_K, format.Q6_K}
+
+// panelCases are the shapes the tile tests take for dt (a K-quant's rows
+// are whole super-blocks).
+func panelCases(dt format.DType) []struct{ rows, cols, T int } {
+	if dt.KQuant() {
+		return []struct{ rows, cols, T int }{{16, 256, 8}, {16, 2048, 20}, {37, 512, 13}, {5, 768, 3}, {48, 256, 17}}
+	}
+	return []struct{ rows, cols, T int }{{16, 64, 8}, {16, 2048, 20}, {37, 512, 13}, {5, 96, 3}, {48, 256, 17}}
+}
+
 // TestPanelActMatchesReference: every table's integer GEMM tile against
 // panelActRef on the same packed panel and tiles, and gemmActRows (packing,
 // tiles, the tile and the rows after the last whole panel) against the
-// reference dot of every row with every token's activations, for Q4_0 and
-// Q8_0, token counts that leave the last tile short, and rows that leave a
-// panel short.
+// reference dot of every row with every token's activations, for Q4_0,
+// Q8_0, Q4_K and Q6_K, token counts that leave the last tile short, and
+// rows that leave a panel short.
 func TestPanelActMatchesReference(t *testing.T) {
 	ran := false
 	for _, tb := range Tables() {
-		for _, dt := range []format.DType{format.Q4_0, format.Q8_0} {
+		for _, dt := range panelDTypes {
 			ops := tb.Ops(dt)
 			if ops.PanelAct == nil {
 				continue
 			}
 			ran = true
 			rng := rand.New(rand.NewPCG(41, 42))
-			for _, c := range []struct{ rows, cols, T int }{{16, 64, 8}, {16, 2048, 20}, {37, 512, 13}, {5, 96, 3}, {48, 256, 17}} {
+			for _, c := range panelCases(dt) {
 				wb, _ := randRow(rng, dt, c.rows*c.cols)
 				rb, _ := dt.RowBytes(c.cols)
 				row := func(r int) []byte { return wb[r*rb : (r+1)*rb] }
@@ -35,7 +47,7 @@ func TestPanelActMatchesReference(t *testing.T) {
 				var tiles ActTiles
 				buildActTiles(&tiles, acts, dt, ops.PanelSigned)
 				nb := c.cols / format.QK
-				panel := make([]byte, nb*panelBlockBytes)
+				panel := make([]byte, nb*panelBytes(dt))
 
 				// The tile against its reference, on the first panel.
 				packPanel(panel, dt, row, min(c.rows, panelRows), nb, ops.PanelSigned)
@@ -76,8 +88,8 @@ func TestPanelActMatchesReference(t *testing.T) {
 // against panelActRef above where the CPU has them).
 func TestPanelLayouts(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	const rows, cols, T = 16, 128, 11
-	for _, dt := range []format.DType{format.Q4_0, format.Q8_0} {
+	const rows, cols, T = 16, 512, 11
+	for _, dt := range panelDTypes {
 		ops := Generic.Ops(dt)
 		wb, _ := randRow(rng, dt, rows*cols)
 		rb, _ := dt.RowBytes(cols)
@@ -87,7 +99,7 @@ func TestPanelLayouts(t *testing.T) {
 		for _, signed := range []bool{false, true} {
 			var tiles ActTiles
 			buildActTiles(&tiles, acts, dt, signed)
-			panel := make([]byte, nb*panelBlockBytes)
+			panel := make([]byte, nb*panelBytes(dt))
 			packPanel(panel, dt, row, rows, nb, signed)
 			for k := 0; k < tiles.Tiles(); k++ {
 				var got [panelRows * panelToks]float32
@@ -105,46 +117,56 @@ func TestPanelLayouts(t *testing.T) {
 	}
 }
 
-// BenchmarkPackPanel: one 16-row panel of a 2048-wide Q4_0 matrix, the
-// integer GEMM tile's packing (reported per packed weight byte).
+// BenchmarkPackPanel: one 16-row panel of a 2048-wide matrix of each
+// dtype with a panel, the integer GEMM tile's packing (reported per packed
+// weight byte).
 func BenchmarkPackPanel(b *testing.B) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	const cols = 2048
-	wb, _ := randRow(rng, format.Q4_0, panelRows*cols)
-	rb, _ := format.Q4_0.RowBytes(cols)
-	panel := make([]byte, cols/format.QK*panelBlockBytes)
-	b.SetBytes(int64(len(wb)))
-	for i := 0; i < b.N; i++ {
-		packPanel(panel, format.Q4_0, func(r int) []byte { return wb[r*rb : (r+1)*rb] }, panelRows, cols/format.QK, false)
+	for _, dt := range panelDTypes {
+		b.Run(dt.String(), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			const cols = 2048
+			wb, _ := randRow(rng, dt, panelRows*cols)
+			rb, _ := dt.RowBytes(cols)
+			panel := make([]byte, cols/format.QK*panelBytes(dt))
+			b.SetBytes(int64(len(wb)))
+			for i := 0; i < b.N; i++ {
+				packPanel(panel, dt, func(r int) []byte { return wb[r*rb : (r+1)*rb] }, panelRows, cols/format.QK, false)
+			}
+		})
 	}
 }
 
 // TestPackRowMatchesReference: every table's PackRow writes what
-// packRowRef writes, byte for byte, for each row place of a panel, both
-// block types, signed and unsigned, and touches nothing else.
+// packRowRef (packRowKRef for the K-quants) writes, byte for byte, for each
+// row place of a panel, every dtype with a panel, signed and unsigned, and
+// touches nothing else.
 func TestPackRowMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	tested := 0
 	for _, tb := range Tables() {
-		for _, dt := range []format.DType{format.Q4_0, format.Q8_0} {
+		for _, dt := range panelDTypes {
 			fast := tb.Ops(dt).PackRow
 			if fast == nil {
 				continue
 			}
 			tested++
-			for _, nb := range []int{1, 3, 64} {
+			ref, nbs := func(dst, w []byte, nb int, signed bool) { packRowRef(dst, w, dt, nb, signed) }, []int{1, 3, 64}
+			if dt.KQuant() {
+				ref, nbs = func(dst, w []byte, nb int, signed bool) { packRowKRef(dst, w, dt, nb, signed) }, []int{8, 24, 64}
+			}
+			for _, nb := range nbs {
 				w, _ := randRow(rng, dt, nb*format.QK)
 				for _, signed := range []bool{false, true} {
 					for _, r := range []int{0, 5, panelRows - 1} {
-						got, want := make([]byte, nb*panelBlockBytes), make([]byte, nb*panelBlockBytes)
+						got, want := make([]byte, nb*panelBytes(dt)), make([]byte, nb*panelBytes(dt))
 						for i := range got {
 							got[i] = byte(rng.Uint32())
 							want[i] = got[i]
 						}
 						fast(got[4*r:], w, nb, signed)
-						packRowRef(want[4*r:], w, dt, nb, signed)
+						ref(want[4*r:], w, nb, signed)
 						if !bytes.Equal(got, want) {
-							t.Fatalf("%s %v nb %d signed %v row %d: PackRow differs from packRowRef", tb.Name, dt, nb, signed, r)
+							t.Fatalf("%s %v nb %d signed %v row %d: PackRow differs from the reference", tb.Name, dt, nb, signed, r)
 						}
 					}
 				}
@@ -160,7 +182,7 @@ func TestPackRowMatchesReference(t *testing.T) {
 // a 2048-wide packed panel, from cache), in GOP/s (2 per weight and token).
 func BenchmarkPanelAct(b *testing.B) {
 	for _, tb := range Tables() {
-		for _, dt := range []format.DType{format.Q4_0, format.Q8_0} {
+		for _, dt := range panelDTypes {
 			ops := tb.Ops(dt)
 			if ops.PanelAct == nil {
 				continue
@@ -174,7 +196,7 @@ func BenchmarkPanelAct(b *testing.B) {
 				var tiles ActTiles
 				buildActTiles(&tiles, acts, dt, ops.PanelSigned)
 				nb := cols / format.QK
-				panel := make([]byte, nb*panelBlockBytes)
+				panel := make([]byte, nb*panelBytes(dt))
 				packPanel(panel, dt, func(r int) []byte { return wb[r*rb : (r+1)*rb] }, panelRows, nb, ops.PanelSigned)
 				var out [panelRows * panelToks]float32
 				b.ResetTimer()

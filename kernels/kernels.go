@@ -226,10 +226,10 @@ func matMulInteger(p *Pool, outs [][]float32, ws []*Weight, x []float32) {
 	acts := quantizeTokens(p, ops, x, cols, T)
 	rb, _ := dt.RowBytes(cols) // every weight's rows
 	starts := make([]int, len(ws)+1)
-	if panelFits(ops, cols, T) {
+	if panelFits(ops, dt, cols, T) {
 		// Panels of 16 rows through the integer GEMM tile; the pool
 		// splits whole panels.
-		tiles, panels := p.actTiles(acts, dt), p.panelScratch(cols/format.QK)
+		tiles, panels := p.actTiles(acts, dt), p.panelScratch(dt, cols/format.QK)
 		for i, w := range ws {
 			starts[i+1] = starts[i] + (w.Rows+panelRows-1)/panelRows
 		}

@@ -71,8 +71,13 @@ func kquantAVX2(t *Table) {
 		_ = w[nsb*q4KBytes-1]
 		axpyQ4KAVX2(&y[0], a, &w[0], nsb)
 	}
+	// The K-quant panels' packing: Q4_K's values a row at a time.
+	q4k.PackRow = packRowQ4KAVX2
 	// The four-row axpy composes four of these, in row order.
 	q4k.Axpy4 = fourRows(q4k.Axpy)
+	// The prefill's integer GEMM tiles over K-quant panels (gemmactk.go),
+	// unsigned for VPMADDUBSW as Q4_0's.
+	q4k.PanelAct, q6k.PanelAct = panelQ4KOf(panelQ4KAVX2), panelQ6KOf(panelQ6KAVX2)
 }
 
 // kquantAVX512 gives t the AVX-512 K-quant kernels: the Q4_K row and
@@ -171,6 +176,10 @@ func kquantAVX512(t *Table, vnni bool) {
 		dot4Q6KQ8VNNI(&w[0], &x, &d, nsb, &out)
 		return out
 	}
+	// The prefill's integer GEMM tiles over K-quant panels (gemmactk.go),
+	// unsigned for VPDPBUSD.
+	q4k.PanelAct, q6k.PanelAct = panelQ4KOf(panelQ4KVNNI), panelQ6KOf(panelQ6KVNNI)
+	q4k.PanelSigned, q6k.PanelSigned = false, false
 }
 
 //go:noescape
@@ -196,3 +205,48 @@ func axpyQ4KAVX512(y *float32, a float32, w *byte, nsb int)
 
 //go:noescape
 func widenQ4KAVX512(dst *float32, w *byte, nsb int)
+
+//go:noescape
+func panelQ4KVNNI(panel *byte, xq *int8, xd *float32, xc *int32, xm *float32, nb int, out *[panelRows * panelToks]float32)
+
+//go:noescape
+func panelQ4KAVX2(panel *byte, xq *int8, xd *float32, xc *int32, xm *float32, nb int, out *[panelRows * panelToks]float32)
+
+//go:noescape
+func panelQ6KAVX2(panel *byte, xq *int8, xd *float32, xc *int32, nb int, out *[panelRows * panelToks]float32)
+
+//go:noescape
+func panelQ6KVNNI(panel *byte, xq *int8, xd *float32, xc *int32, nb int, out *[panelRows * panelToks]float32)
+
+// panelQ4KOf and panelQ6KOf adapt the K-quant tiles to Ops.PanelAct:
+// Q4_K's take the tiles' M beside C, Q6_K's their two corrections a block.
+func panelQ4KOf(k func(panel *byte, xq *int8, xd *float32, xc *int32, xm *float32, nb int, out *[panelRows * panelToks]float32)) func([]byte, *ActTiles, int, *[panelRows * panelToks]float32) {
+	return func(panel []byte, a *ActTiles, tile int, out *[panelRows * panelToks]float32) {
+		i := tile * a.NB * panelToks
+		_ = panel[a.NB*panelKBlockBytes-1]
+		k(&panel[0], &a.Q[i*format.QK], &a.D[i], &a.C[i], &a.M[i], a.NB, out)
+	}
+}
+
+func panelQ6KOf(k func(panel *byte, xq *int8, xd *float32, xc *int32, nb int, out *[panelRows * panelToks]float32)) func([]byte, *ActTiles, int, *[panelRows * panelToks]float32) {
+	return func(panel []byte, a *ActTiles, tile int, out *[panelRows * panelToks]float32) {
+		i := tile * a.NB * panelToks
+		_ = panel[a.NB*panelKBlockBytes-1]
+		k(&panel[0], &a.Q[i*format.QK], &a.D[i], &a.C[2*i], a.NB, out)
+	}
+}
+
+//go:noescape
+func packValuesQ4KAVX2(dst *byte, w *byte, nsb int, bias uint32)
+
+// packRowQ4KAVX2 is Ops.PackRow for Q4_K: the values by packValuesQ4KAVX2
+// (a bounds check on the last block's last group: dst starts at 4·r), the
+// float rows in Go.
+func packRowQ4KAVX2(dst, w []byte, nb int, signed bool) {
+	if nb < 8 {
+		return
+	}
+	_, _ = dst[(nb-1)*panelKBlockBytes+451], w[nb/8*q4KBytes-1]
+	packValuesQ4KAVX2(&dst[0], &w[0], nb/8, packRowQ4Bias(signed))
+	packFloatsK(dst, w, format.Q4_K, nb)
+}

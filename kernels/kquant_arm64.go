@@ -114,6 +114,10 @@ func kquantSDOT(t *Table) {
 		dot2Q6KQ8NEON(&a[0], &b[0], &act.Q[0], &act.D[0], nsb, &acc, nx, step)
 		out[0], out[1] = lanes4(acc[:4]), lanes4(acc[4:])
 	}
+	// Long prompts: the integer GEMM tiles over K-quant panels, signed as
+	// Q4_0's and Q8_0's on this table.
+	q4k.PanelAct, q6k.PanelAct = sdotPanelQ4K, sdotPanelQ6K
+	q4k.PanelSigned, q6k.PanelSigned = true, true
 }
 
 // lanes4 adds a dot's four float lanes, one order for every form.
@@ -128,4 +132,24 @@ func kquantNext(a, next []byte, step int) (*byte, int) {
 		return &next[0], step
 	}
 	return &a[0], 0
+}
+
+//go:noescape
+func panelQ4KSDOT(panel *byte, xq *int8, xd *float32, xm *float32, nb int, out *[panelRows * panelToks]float32)
+
+//go:noescape
+func panelQ6KSDOT(panel *byte, xq *int8, xd *float32, nb int, out *[panelRows * panelToks]float32)
+
+// sdotPanelQ4K and sdotPanelQ6K are Ops.PanelAct of the K-quants by their
+// SDOT tiles (signed panels: no corrections).
+func sdotPanelQ4K(panel []byte, a *ActTiles, tile int, out *[panelRows * panelToks]float32) {
+	i := tile * a.NB * panelToks
+	_ = panel[a.NB*panelKBlockBytes-1]
+	panelQ4KSDOT(&panel[0], &a.Q[i*format.QK], &a.D[i], &a.M[i], a.NB, out)
+}
+
+func sdotPanelQ6K(panel []byte, a *ActTiles, tile int, out *[panelRows * panelToks]float32) {
+	i := tile * a.NB * panelToks
+	_ = panel[a.NB*panelKBlockBytes-1]
+	panelQ6KSDOT(&panel[0], &a.Q[i*format.QK], &a.D[i], a.NB, out)
 }

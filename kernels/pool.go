@@ -232,17 +232,18 @@ func (p *Pool) actTiles(acts []Q8Act, dt format.DType) *ActTiles {
 	return &p.tiles
 }
 
-// panelScratch returns one packed panel of nb blocks per worker, sized
-// before the workers run.
-func (p *Pool) panelScratch(nb int) [][]byte {
+// panelScratch returns one packed panel of nb blocks of dt per worker,
+// sized before the workers run.
+func (p *Pool) panelScratch(dt format.DType, nb int) [][]byte {
+	n := nb * panelBytes(dt)
 	if len(p.panels) < p.workers {
 		p.panels = make([][]byte, p.workers)
 	}
 	for w := range p.panels {
-		if cap(p.panels[w]) < nb*panelBlockBytes {
-			p.panels[w] = make([]byte, nb*panelBlockBytes)
+		if cap(p.panels[w]) < n {
+			p.panels[w] = make([]byte, n)
 		}
-		p.panels[w] = p.panels[w][:nb*panelBlockBytes]
+		p.panels[w] = p.panels[w][:n]
 	}
 	return p.panels
 }
@@ -272,7 +273,7 @@ func PrefillScratchBytes(T, H, N, heads, kvHeads, hd, ctx, workers int) uint64 {
 	floats := workers*(T*H+gemm) + 2*workers*np
 	// xb and xr: 6 bytes a value; acts (int8 values, their VNNI layout, a
 	// scale and a sum per 32) and their tiles: at most 6; panels.
-	bytes := 6*T*cols + 6*T*cols + workers*(cols/format.QK)*panelBlockBytes
+	bytes := 6*T*cols + 6*T*cols + workers*(cols/format.QK)*panelKBlockBytes
 	return uint64(4*floats + bytes)
 }
 
@@ -282,7 +283,7 @@ func (p *Pool) heldBytes() uint64 {
 	for _, a := range p.acts {
 		n += cap(a.Q) + 4*cap(a.D) + 4*cap(a.S) + cap(a.Quad)
 	}
-	n += cap(p.tiles.Q) + 4*cap(p.tiles.D) + 4*cap(p.tiles.C)
+	n += cap(p.tiles.Q) + 4*cap(p.tiles.D) + 4*cap(p.tiles.C) + 4*cap(p.tiles.M)
 	for _, b := range p.panels {
 		n += cap(b)
 	}

@@ -63,8 +63,9 @@ type Ops struct {
 	// and allocate at every call: the four activations go by value.)
 	Dot4Act func(w []byte, a0, a1, a2, a3 *Q8Act) [4]float32
 	// PanelAct, where present, is the prefill's integer GEMM tile for the
-	// block types (gemmact.go): out[t·16 + r] is the dot of row r of a
-	// panel packed by packPanel with token 8·tile + t of the tiles.
+	// block types and K-quants (gemmact.go, gemmactk.go): out[t·16 + r] is
+	// the dot of row r of a panel packed by packPanel with token 8·tile + t
+	// of the tiles.
 	PanelAct func(panel []byte, tiles *ActTiles, tile int, out *[panelRows * panelToks]float32)
 	// PanelSigned says PanelAct reads a panel of signed values (packPanel's
 	// signed layout, arm64's SDOT) rather than unsigned ones (VPDPBUSD).
@@ -82,8 +83,8 @@ type Ops struct {
 	Quad bool
 	// ActBF16 says the converted activations are Q8Act.B (BF16), not Q8.
 	ActBF16 bool
-	// PackRow, where the table has it, is packRowRef for one row of a block
-	// type: the integer GEMM panel's packing (packPanel).
+	// PackRow, where the table has it, is packRowRef (packRowKRef for a
+	// K-quant) for one row: the integer GEMM panel's packing (packPanel).
 	PackRow func(dst, w []byte, nb int, signed bool)
 }
 

@@ -204,27 +204,29 @@ func TestFastAndGenericKernelsAgree(t *testing.T) {
 			}
 		}
 	}
-	// The block types' integer path end to end, with a prompt long enough
-	// for the prefill's integer GEMM tile (Ops.PanelAct: AVX-512 VNNI,
-	// arm64 SDOT) where a table has one: the same greedy tokens as the
-	// reference's integer dots. One worker, so neither side's sums depend
-	// on how a pool's workers happened to split the records.
-	qm := loadModel(t, packOf(t, "../testdata/tinyllama", convert.Options{DType: "q4_0", BaseFraction: 0.3}), 0.7)
+	// The block types' and K-quants' integer path end to end, with a
+	// prompt long enough for the prefill's integer GEMM tile (Ops.PanelAct)
+	// where a table has one: the same greedy tokens as the reference's
+	// integer dots. One worker, so neither side's sums depend on how a
+	// pool's workers happened to split the records.
 	long := slices.Concat(prompt, prompt, prompt)
-	for _, sel := range []*Selection{nil, {Phi: 0.4, Alpha: 0.2, Base: 0.3, Compact: true}} {
-		for _, tb := range kernels.Tables()[1:] {
-			for _, int8Down := range []bool{false, true} {
-				// The reference of this table's integer path (its int8
-				// down projection too, where it has one and takes it).
-				tb := tb.WithInt8Down(int8Down)
-				restore := kernels.Use(tb.IntegerReference())
-				generic, _ := greedyWorkers(t, qm, sel, long, 16, 1)
-				restore()
-				restore = kernels.Use(tb.WithIntegerPath(true))
-				fast, _ := greedyWorkers(t, qm, sel, long, 16, 1)
-				restore()
-				if !slices.Equal(fast, generic) {
-					t.Fatalf("q4_0, %d-token prompt, selection %+v: table %s %v, generic %v", len(long), sel, tb.Name, fast, generic)
+	for _, dtype := range []string{"q4_0", "q4_k_m"} {
+		qm := loadModel(t, packOf(t, "../testdata/tinyllama", convert.Options{DType: dtype, BaseFraction: 0.3}), 0.7)
+		for _, sel := range []*Selection{nil, {Phi: 0.4, Alpha: 0.2, Base: 0.3, Compact: true}} {
+			for _, tb := range kernels.Tables()[1:] {
+				for _, int8Down := range []bool{false, true} {
+					// The reference of this table's integer path (its int8
+					// down projection too, where it has one and takes it).
+					tb := tb.WithInt8Down(int8Down)
+					restore := kernels.Use(tb.IntegerReference())
+					generic, _ := greedyWorkers(t, qm, sel, long, 16, 1)
+					restore()
+					restore = kernels.Use(tb.WithIntegerPath(true))
+					fast, _ := greedyWorkers(t, qm, sel, long, 16, 1)
+					restore()
+					if !slices.Equal(fast, generic) {
+						t.Fatalf("%s, %d-token prompt, selection %+v: table %s %v, generic %v", dtype, len(long), sel, tb.Name, fast, generic)
+					}
 				}
 			}
 		}
