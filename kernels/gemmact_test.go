@@ -178,6 +178,43 @@ func TestPackRowMatchesReference(t *testing.T) {
 	}
 }
 
+// TestPackPanelMatchesReference: every table's whole-panel packing writes
+// what packRowKRef writes row by row, byte for byte, signed and unsigned,
+// the rows allocated apart (their distances any, some before row 0).
+func TestPackPanelMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	tested := 0
+	for _, tb := range Tables() {
+		for _, dt := range panelDTypes {
+			fast := tb.Ops(dt).PackPanel
+			if fast == nil {
+				continue
+			}
+			tested++
+			for _, nb := range []int{8, 24, 64} {
+				rows := make([][]byte, panelRows)
+				for r := range rows {
+					rows[r], _ = randRow(rng, dt, nb*format.QK)
+				}
+				row := func(r int) []byte { return rows[r] }
+				for _, signed := range []bool{false, true} {
+					got, want := make([]byte, nb*panelBytes(dt)), make([]byte, nb*panelBytes(dt))
+					fast(got, row, nb, signed)
+					for r := range rows {
+						packRowKRef(want[4*r:], rows[r], dt, nb, signed)
+					}
+					if !bytes.Equal(got, want) {
+						t.Fatalf("%s %v nb %d signed %v: PackPanel differs from packRowKRef", tb.Name, dt, nb, signed)
+					}
+				}
+			}
+		}
+	}
+	if tested == 0 {
+		t.Skip("no table with a PackPanel kernel")
+	}
+}
+
 // BenchmarkPanelAct: each table's integer GEMM tile (16 rows × 8 tokens of
 // a 2048-wide packed panel, from cache), in GOP/s (2 per weight and token).
 func BenchmarkPanelAct(b *testing.B) {

@@ -94,6 +94,10 @@ func buildActTilesK(a *ActTiles, acts []Q8Act, dt format.DType, signed bool) {
 // super-blocks): the values and the two float rows of each block as the
 // layout above states, rows past n zero.
 func packPanelK(dst []byte, dt format.DType, row func(r int) []byte, n, nb int, signed bool) {
+	if whole := active.Ops(dt).PackPanel; whole != nil && n == panelRows {
+		whole(dst, row, nb, signed)
+		return
+	}
 	fast := active.Ops(dt).PackRow
 	for r := 0; r < panelRows; r++ {
 		switch {
@@ -180,8 +184,10 @@ func packFloatsK(dst []byte, w []byte, dt format.DType, nb int) {
 			d, dmin := F16ToF32(le.Uint16(blk[0:])), F16ToF32(le.Uint16(blk[2:]))
 			for j := 0; j < 8; j++ {
 				sc, m := kScaleMin(j, blk[4:16])
-				ds := d * float32(sc)
-				put(8*i+j, ds, 8*ds-dmin*float32(m))
+				// Each product rounded (no fused multiply-add), as the
+				// whole-panel packers compute it.
+				ds, dm := d*float32(sc), float32(dmin*float32(m))
+				put(8*i+j, ds, 8*ds-dm)
 			}
 			continue
 		}

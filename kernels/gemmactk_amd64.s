@@ -192,3 +192,131 @@ pvkloop:
 pvkdone:
 	VZEROUPPER
 	RET
+
+// packPanelQ4KAVX512 packs a whole Q4_K panel (AVX-512 F and BW): per
+// super-block and place of a dword in it, one gather of that dword from
+// each of the 16 rows (two VPGATHERQD of eight, the rows' addresses as
+// qword offsets from row 0) is a whole group of a block, so every store is
+// 64 bytes where packing row by row scatters four-byte pieces. Values as
+// packValuesQ4KAVX2; the float rows from the gathered d, dmin and 12 scale
+// bytes, unpacked as kScaleMin in 16 lanes and rounded as packFloatsK
+// (d·sc, then 8·(d·sc) − dmin·m, each product rounded).
+
+// G16(off, z, y, yhi): the dword at off of the super-block of the 16 rows
+// into z (y its low half; yhi scratch).
+#define G16(off, z, y, yhi) \
+	VPXORD y, y, y; \
+	VPXORD yhi, yhi, yhi; \
+	KXNORW K1, K1, K1; \
+	KXNORW K2, K2, K2; \
+	VPGATHERQD off(BX)(Z30*1), K1, y; \
+	VPGATHERQD off(BX)(Z31*1), K2, yhi; \
+	VINSERTI64X4 $1, yhi, z, z
+
+// PVAL(p, k): group k of sub-blocks 2p (low nibbles) and 2p+1 (high).
+#define PVAL(p, k) \
+	G16(16+32*p+4*k, Z0, Y0, Y1); \
+	VPANDD Z28, Z0, Z2; \
+	VPSRLD $4, Z0, Z3; \
+	VPANDD Z28, Z3, Z3; \
+	VPSUBB Z27, Z2, Z2; \
+	VPSUBB Z27, Z3, Z3; \
+	VMOVDQU32 Z2, (1280*p+64*k)(DI); \
+	VMOVDQU32 Z3, (1280*p+640+64*k)(DI)
+
+#define PPAIR(p) \
+	PVAL(p, 0); PVAL(p, 1); PVAL(p, 2); PVAL(p, 3); \
+	PVAL(p, 4); PVAL(p, 5); PVAL(p, 6); PVAL(p, 7)
+
+// PFLOATS(j): sub-block j's float rows from its scale (Z14) and min (Z15)
+// as integers: d·sc at 512, 8·d·sc − dmin·m at 576.
+#define PFLOATS(j) \
+	VCVTDQ2PS Z14, Z14; \
+	VCVTDQ2PS Z15, Z15; \
+	VMULPS Z14, Z6, Z14; \
+	VMULPS Z15, Z7, Z15; \
+	VMULPS Z23, Z14, Z16; \
+	VSUBPS Z15, Z16, Z16; \
+	VMOVUPS Z14, (640*j+512)(DI); \
+	VMOVUPS Z16, (640*j+576)(DI)
+
+// PLOW(j): j < 4, sc = s[j] & 63, m = s[j+4] & 63 (s: the scale bytes,
+// 0-3 in Z8, 4-7 in Z10).
+#define PLOW(j) \
+	VPSRLD $(8*j), Z8, Z14; \
+	VPANDD Z26, Z14, Z14; \
+	VPSRLD $(8*j), Z10, Z15; \
+	VPANDD Z26, Z15, Z15; \
+	PFLOATS(j)
+
+// PHIGH(j): j ≥ 4, sc = s[j+4] & 15 | (s[j−4] >> 6) << 4, m = s[j+4] >> 4 |
+// (s[j] >> 6) << 4 (bytes 8-11 in Z12).
+#define PHIGH(j) \
+	VPSRLD $(8*j-32), Z12, Z14; \
+	VPANDD Z25, Z14, Z14; \
+	VPSRLD $(8*j-26), Z8, Z16; \
+	VPANDD Z24, Z16, Z16; \
+	VPSLLD $4, Z16, Z16; \
+	VPORD Z16, Z14, Z14; \
+	VPSRLD $(8*j-28), Z12, Z15; \
+	VPANDD Z25, Z15, Z15; \
+	VPSRLD $(8*j-26), Z10, Z16; \
+	VPANDD Z24, Z16, Z16; \
+	VPSLLD $4, Z16, Z16; \
+	VPORD Z16, Z15, Z15; \
+	PFLOATS(j)
+
+// func packPanelQ4KAVX512(dst *byte, rows *[16]*byte, nsb int, bias uint32)
+TEXT ·packPanelQ4KAVX512(SB), NOSPLIT, $0-28
+	MOVQ dst+0(FP), DI
+	MOVQ rows+8(FP), SI
+	MOVQ nsb+16(FP), CX
+	MOVL bias+24(FP), AX
+	VPBROADCASTD AX, Z27
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z28
+	MOVL $63, AX
+	VPBROADCASTD AX, Z26
+	MOVL $15, AX
+	VPBROADCASTD AX, Z25
+	MOVL $3, AX
+	VPBROADCASTD AX, Z24
+	MOVL $0x41000000, AX // 8.0
+	VPBROADCASTD AX, Z23
+	MOVQ 0(SI), BX
+	VPBROADCASTQ BX, Z29
+	VMOVDQU64 0(SI), Z30
+	VMOVDQU64 64(SI), Z31
+	VPSUBQ Z29, Z30, Z30
+	VPSUBQ Z29, Z31, Z31
+	TESTQ CX, CX
+	JZ   ppkdone
+ppkloop:
+	PPAIR(0)
+	PPAIR(1)
+	PPAIR(2)
+	PPAIR(3)
+	G16(0, Z4, Y4, Y5)
+	VPMOVDW Z4, Y6
+	VCVTPH2PS Y6, Z6
+	VPSRLD $16, Z4, Z7
+	VPMOVDW Z7, Y7
+	VCVTPH2PS Y7, Z7
+	G16(4, Z8, Y8, Y9)
+	G16(8, Z10, Y10, Y11)
+	G16(12, Z12, Y12, Y13)
+	PLOW(0)
+	PLOW(1)
+	PLOW(2)
+	PLOW(3)
+	PHIGH(4)
+	PHIGH(5)
+	PHIGH(6)
+	PHIGH(7)
+	ADDQ $144, BX
+	ADDQ $5120, DI
+	DECQ CX
+	JNZ  ppkloop
+ppkdone:
+	VZEROUPPER
+	RET

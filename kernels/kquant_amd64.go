@@ -1,6 +1,10 @@
 package kernels
 
-import "github.com/sipack/sipack/format"
+import (
+	"golang.org/x/sys/cpu"
+
+	"github.com/sipack/sipack/format"
+)
 
 // kquantAVX2 gives t the AVX2 K-quant kernels (kquant_amd64.s): the
 // integer dots against Q8 activations — a row, a pair of rows (the decode
@@ -118,6 +122,10 @@ func kquantAVX512(t *Table, vnni bool) {
 		end := nsb*q4KBytes - 1
 		_, _, _, _ = w[0][end], w[1][end], w[2][end], w[3][end]
 		axpy4Q4KAVX512(&y[0], a, &w[0][0], &w[1][0], &w[2][0], &w[3][0], nsb)
+	}
+	if cpu.X86.HasAVX512BW {
+		// A whole Q4_K panel by gathers, 64-byte stores (BenchmarkPackPanel).
+		q4k.PackPanel = packPanelQ4K
 	}
 	if !vnni {
 		return
@@ -249,4 +257,23 @@ func packRowQ4KAVX2(dst, w []byte, nb int, signed bool) {
 	_, _ = dst[(nb-1)*panelKBlockBytes+451], w[nb/8*q4KBytes-1]
 	packValuesQ4KAVX2(&dst[0], &w[0], nb/8, packRowQ4Bias(signed))
 	packFloatsK(dst, w, format.Q4_K, nb)
+}
+
+//go:noescape
+func packPanelQ4KAVX512(dst *byte, rows *[panelRows]*byte, nsb int, bias uint32)
+
+// packPanelQ4K is Ops.PackPanel for Q4_K by packPanelQ4KAVX512, each row
+// and the panel's last block checked for length first.
+func packPanelQ4K(dst []byte, row func(r int) []byte, nb int, signed bool) {
+	if nb < 8 {
+		return
+	}
+	_ = dst[nb*panelKBlockBytes-1]
+	var rows [panelRows]*byte
+	for r := range rows {
+		w := row(r)
+		_ = w[nb/8*q4KBytes-1]
+		rows[r] = &w[0]
+	}
+	packPanelQ4KAVX512(&dst[0], &rows, nb/8, packRowQ4Bias(signed))
 }

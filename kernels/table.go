@@ -86,6 +86,10 @@ type Ops struct {
 	// PackRow, where the table has it, is packRowRef (packRowKRef for a
 	// K-quant) for one row: the integer GEMM panel's packing (packPanel).
 	PackRow func(dst, w []byte, nb int, signed bool)
+	// PackPanel, where the table has it, packs a whole panel of panelRows
+	// rows (row(r), nb blocks each) into dst at once, as PackRow would
+	// row by row.
+	PackPanel func(dst []byte, row func(r int) []byte, nb int, signed bool)
 }
 
 // Table holds the Ops of every dtype for one instruction set, and the two
