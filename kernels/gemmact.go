@@ -48,7 +48,7 @@ type ActTiles struct {
 	D     []float32
 	C     []int32
 	// M is Q4_K's D·Σq per block and token, the factor of the panel's
-	// per-row min terms (nil for the other dtypes).
+	// per-row min terms (empty for the other dtypes).
 	M []float32
 	// Signed says the panels these tiles meet hold signed values
 	// (Ops.PanelSigned), so C is zero.

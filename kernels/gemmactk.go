@@ -23,9 +23,10 @@ import (
 //
 // Unsigned panels hold q (Q4_K 0..15, Q6_K 0..63), the offset in the
 // tiles' corrections (−8·Σqx as for Q4_0; Q6_K −32·Σ₀qx and −32·Σ₁qx, a
-// pair per block); signed ones hold q − 8 and q − 32. The sub-block scales are thus
-// applied in float32 per block, where the row dots (DotAct) multiply
-// integers first: the same value within float32 rounding.
+// pair per block); signed ones hold q − 8 and q − 32. The sub-block
+// scales are thus applied in float32 per block, where the row dots
+// (DotAct) multiply integers first: the same value within float32
+// rounding.
 
 // panelKBlockBytes is one block of a K-quant panel: the eight groups, then
 // two rows of 16 float32.

@@ -187,7 +187,6 @@ func kquantAVX512(t *Table, vnni bool) {
 	// The prefill's integer GEMM tiles over K-quant panels (gemmactk.go),
 	// unsigned for VPDPBUSD.
 	q4k.PanelAct, q6k.PanelAct = panelQ4KOf(panelQ4KVNNI), panelQ6KOf(panelQ6KVNNI)
-	q4k.PanelSigned, q6k.PanelSigned = false, false
 }
 
 //go:noescape
