@@ -72,6 +72,9 @@ func Open(ordinal int) (*Device, error) {
 	return &Device{drv: newCounted(drv), name: info.name, sms: info.sms, integrated: info.integrated, info: info, graphs: os.Getenv("SIPACK_CUDA_GRAPH") != "0"}, nil
 }
 
+// TakesKV is backend.KVTyper: the kernels keep float32 or f16 caches.
+func (d *Device) TakesKV(t backend.KVType) bool { return t == backend.KVF32 || t == backend.KVF16 }
+
 // SetGraphs makes the Execs started afterwards queue each decode step (one
 // token, from Embed to Read) and run it as a CUDA graph: captured when the
 // step's launches differ from the last one's (a new prompt's plan, new

@@ -446,10 +446,8 @@ func (e *Exec) RoPE(x backend.Buf, T, headDim, pos int, invFreq []float64) {
 }
 
 func (e *Exec) Attention(out, q, k, v backend.Buf, c *backend.KVCache, layer, pos, T int) {
-	// The kernels read and write float32 caches only; the runner refuses
-	// other types at state creation (the Device is no backend.KVTyper).
-	if c.Type != backend.KVF32 {
-		e.fail(fmt.Errorf("cuda backend: a %s KV cache is not supported (f32 only)", c.Type))
+	if !e.d.TakesKV(c.Type) {
+		e.fail(fmt.Errorf("cuda backend: a %s KV cache is not supported (f32 or f16)", c.Type))
 		return
 	}
 	if err := cudaplan.CheckAttention(c.Heads, c.KVDim/max(1, c.HeadDim), c.HeadDim); err != nil {
@@ -462,7 +460,8 @@ func (e *Exec) Attention(out, q, k, v backend.Buf, c *backend.KVCache, layer, po
 	}
 	defer e.d.enter()()
 	kvDim := c.KVDim
-	layerOff := uint64(4 * layer * c.Ctx * kvDim)
+	layerOff := uint64(c.Type.Size() * layer * c.Ctx * kvDim)
+	f16 := b2i(c.Type == backend.KVF16)
 	kc, vc := e.ptr(c.Keys)+layerOff, e.ptr(c.Values)+layerOff
 	group := c.Heads / (kvDim / c.HeadDim)
 	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
@@ -474,16 +473,16 @@ func (e *Exec) Attention(out, q, k, v backend.Buf, c *backend.KVCache, layer, po
 		// RoPE on q and k, the append and the attention in one launch.
 		p.ropes = 0
 		e.args.Reset(cudaplan.KAttentionRoPE).Ptr(e.ptr(out)).Ptr(e.ptr(q)).Ptr(e.ptr(k)).Ptr(e.ptr(v)).Ptr(kc).Ptr(vc).
-			Ptr(e.posBuf.p).Ptr(e.invFreq.p).Int(c.Heads).Int(c.HeadDim).Int(kvDim).Int(group).F32(scale)
+			Ptr(e.posBuf.p).Ptr(e.invFreq.p).Int(c.Heads).Int(c.HeadDim).Int(kvDim).Int(group).F32(scale).Int(f16)
 		e.launch(cudaplan.AttentionRoPE(c.Heads))
 		return
 	}
 	e.settle()
 	pp := e.setPos(pos)
-	e.args.Reset(cudaplan.KKVAppend).Ptr(kc).Ptr(vc).Ptr(e.ptr(k)).Ptr(e.ptr(v)).Int(kvDim).Int(T).Ptr(pp)
+	e.args.Reset(cudaplan.KKVAppend).Ptr(kc).Ptr(vc).Ptr(e.ptr(k)).Ptr(e.ptr(v)).Int(kvDim).Int(T).Ptr(pp).Int(f16)
 	e.launch(cudaplan.KVAppend(T, kvDim))
 	e.args.Reset(cudaplan.KAttention).Ptr(e.ptr(out)).Ptr(e.ptr(q)).Ptr(kc).Ptr(vc).
-		Ptr(pp).Int(c.Heads).Int(c.HeadDim).Int(kvDim).Int(group).F32(scale)
+		Ptr(pp).Int(c.Heads).Int(c.HeadDim).Int(kvDim).Int(group).F32(scale).Int(f16)
 	e.launch(cudaplan.Attention(c.Heads, T))
 }
 

@@ -18,14 +18,16 @@ import (
 // run fused in 2 + 6 launches a layer, and give what the same operations
 // give launched one by one (a zero-length Read after each launches what is
 // held back), with graphs, after a prompt that leaves the decode steps'
-// keys across a chunk edge, for every dtype and a grouped-query shape.
+// keys across a chunk edge, for every dtype and a grouped-query shape, with
+// float32 and f16 caches.
 func TestFusedDecode(t *testing.T) {
 	p := newPair(t)
 	rng := rand.New(rand.NewPCG(11, 11))
 	const layers, vocab, n, prompt, steps = 2, 40, 50, 30, 4
 	type shape struct{ H, heads, kvHeads, hd int }
-	for _, dt := range dtypes {
-		for _, sh := range []shape{{64, 4, 2, 16}, {96, 6, 2, 32}} {
+	for di, dt := range dtypes {
+		for si, sh := range []shape{{64, 4, 2, 16}, {96, 6, 2, 32}} {
+			kv := backend.KVType((di + si) % 2)
 			H, hd := sh.H, sh.hd
 			qDim, kvDim := sh.heads*hd, sh.kvHeads*hd
 			mat := func(rows, cols int) backend.Matrix {
@@ -72,8 +74,8 @@ func TestFusedDecode(t *testing.T) {
 				e := ex.(*Exec)
 				defer e.Close()
 				const ctx = prompt + steps
-				cache := &backend.KVCache{Layers: layers, Ctx: ctx, KVDim: kvDim, Heads: sh.heads, HeadDim: hd,
-					Keys: e.Alloc(layers * ctx * kvDim), Values: e.Alloc(layers * ctx * kvDim)}
+				cache := &backend.KVCache{Layers: layers, Ctx: ctx, KVDim: kvDim, Heads: sh.heads, HeadDim: hd, Type: kv}
+				cache.Keys, cache.Values = e.Alloc(cache.Floats()), e.Alloc(cache.Floats())
 				X, XB, Y := e.Alloc(prompt*H), e.Alloc(prompt*H), e.Alloc(prompt*H)
 				Q, K, V, ATT := e.Alloc(prompt*qDim), e.Alloc(prompt*kvDim), e.Alloc(prompt*kvDim), e.Alloc(prompt*qDim)
 				logits := e.Alloc(vocab)
@@ -152,7 +154,7 @@ func TestFusedDecode(t *testing.T) {
 			want, one := run(false)
 			got, fused := run(true)
 			if w := int64(2 + 6*layers); fused != w {
-				t.Errorf("%v %v: %d launches a decode step fused, want %d (%d one by one)", dt, sh, fused, w, one)
+				t.Errorf("%v %v %v cache: %d launches a decode step fused, want %d (%d one by one)", dt, sh, kv, fused, w, one)
 			}
 			for s := range want {
 				var big float64
@@ -161,7 +163,7 @@ func TestFusedDecode(t *testing.T) {
 				}
 				for i := range want[s] {
 					if d := math.Abs(float64(got[s][i] - want[s][i])); !(d <= 1e-5*big) {
-						t.Fatalf("%v %v, decode step %d [%d]: fused %g, one by one %g", dt, sh, s, i, got[s][i], want[s][i])
+						t.Fatalf("%v %v %v cache, decode step %d [%d]: fused %g, one by one %g", dt, sh, kv, s, i, got[s][i], want[s][i])
 					}
 				}
 			}

@@ -75,13 +75,13 @@ var Signatures = map[string]string{
 	KFFNDownPartial: "pppiiiiii",
 	KReduceSplits:   "ppiip",
 	KFFNDownTiled:   "pppiiiii",
-	KAttention:      "pppppiiiif",
+	KAttention:      "pppppiiiifi",
 	KVote:           "ppii",
-	KKVAppend:       "ppppiip",
+	KKVAppend:       "ppppiipi",
 	KArgmax:         "ppipp",
 	KMatVecFused:    "ppppppiiipiiiippfp",
 	KFFNGateUpNorm:  "pppiiiiippf",
-	KAttentionRoPE:  "ppppppppiiiif",
+	KAttentionRoPE:  "ppppppppiiiifi",
 	KRoute:          "pppiiiiiip",
 }
 

@@ -53,7 +53,7 @@ var benchCmd = &cli.Command{
 				}
 			}
 		}
-		kv, err := cacheType(c)
+		kv, err := cacheType(c, nil)
 		if err != nil {
 			return err
 		}

@@ -40,11 +40,20 @@ var selectionFlags = []cli.Flag{
 
 // cacheTypeFlag is the KV cache's element type, for keys and values both
 // (llama.cpp's --cache-type-k and --cache-type-v).
-var cacheTypeFlag = &cli.StringFlag{Name: "cache-type", Value: "f32", Usage: "KV cache element type: f32 or f16 (half the memory)"}
+var cacheTypeFlag = &cli.StringFlag{Name: "cache-type", Usage: "KV cache element type, f16 or f32 (default: f16 on a GPU, f32 on the CPU)"}
 
-// cacheType is the element type --cache-type asks for.
-func cacheType(c *cli.Context) (backend.KVType, error) {
-	t, err := backend.ParseKVType(c.String("cache-type"))
+// cacheType is the element type --cache-type asks for on dev (nil: the
+// CPU). Unset, a GPU keeps f16 (half the memory, where memory is scarce)
+// and the CPU f32 (its f16 attention converts every value it reads).
+func cacheType(c *cli.Context, dev backend.Device) (backend.KVType, error) {
+	s := c.String("cache-type")
+	if s == "" {
+		if _, onCPU := dev.(*cpu.Device); onCPU || dev == nil {
+			return backend.KVF32, nil
+		}
+		return backend.KVF16, nil
+	}
+	t, err := backend.ParseKVType(s)
 	if err != nil {
 		return 0, fmt.Errorf("--cache-type: %w", err)
 	}
@@ -67,7 +76,7 @@ func openSelectedFor(c *cli.Context, path string, ctx, seqs int, dev backend.Dev
 	if c.IsSet("gamma") && !(gamma > 0 && gamma <= 1) {
 		return nil, nil, nil, fmt.Errorf("--gamma must be in (0, 1], got %v", gamma)
 	}
-	kvType, err := cacheType(c)
+	kvType, err := cacheType(c, dev)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -174,7 +183,7 @@ func float32Decimal(f float32) float64 {
 // records that buffer holds (φ's count less δ's; an upper bound, since the
 // γ the budget allows may make φ compute every loaded neuron).
 func budgetNeeds(c *cli.Context, path string, ctx, seqs int, dev backend.Device) (runner.MemoryNeeds, error) {
-	kvType, err := cacheType(c)
+	kvType, err := cacheType(c, dev)
 	if err != nil {
 		return runner.MemoryNeeds{}, err
 	}
@@ -367,7 +376,7 @@ func evalBaseline(ctx context.Context, c *cli.Context, path string, man *manifes
 			bp.Close()
 			return nil, err
 		}
-		if bm.KVType, err = cacheType(c); err != nil {
+		if bm.KVType, err = cacheType(c, nil); err != nil {
 			bp.Close()
 			return nil, err
 		}
@@ -445,7 +454,7 @@ var perplexityCmd = &cli.Command{
 		if err != nil {
 			return err
 		}
-		if m.KVType, err = cacheType(c); err != nil {
+		if m.KVType, err = cacheType(c, nil); err != nil {
 			return err
 		}
 		pool := kernels.NewPool(c.Int("threads"))

@@ -601,14 +601,45 @@ extern "C" __global__ void sip_ffn_down_tiled(float* y, const unsigned long long
 
 // ---- attention --------------------------------------------------------------
 
+// A KV cache holds float32 or, when f16 is set, IEEE halves rounded to
+// nearest even as they are written (kernels.F32ToF16's rounding).
+
+// f2h rounds to the nearest half, ties to even; overflow is infinity.
+__device__ __forceinline__ uint16_t f2h(float f) {
+    uint32_t x = __float_as_uint(f), sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) return sign | 0x7e00u | ((ax >> 13) & 0x3ffu);  // NaN, quiet
+    if (ax >= 0x477ff000u) return sign | 0x7c00u;                          // ≥ 65520: infinity
+    if (ax >= 0x38800000u) {                                               // normal
+        uint32_t r = ax - 0x38000000u;
+        return sign | ((r + 0xfffu + ((r >> 13) & 1u)) >> 13);
+    }
+    if (ax < 0x33000000u) return sign; // below 2⁻²⁵: zero
+    uint32_t e = ax >> 23, m = (ax & 0x7fffffu) | 0x800000u;
+    int shift = 126 - (int)e; // the half's unit is 2⁻²⁴
+    uint32_t q = m >> shift, rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (q & 1u))) q++;
+    return sign | q;
+}
+
+__device__ __forceinline__ float kv_load(const void* c, size_t i, int f16) {
+    return f16 ? f16f(((const uint16_t*)c)[i]) : ((const float*)c)[i];
+}
+
+__device__ __forceinline__ void kv_store(void* c, size_t i, float v, int f16) {
+    if (f16)
+        ((uint16_t*)c)[i] = f2h(v);
+    else
+        ((float*)c)[i] = v;
+}
+
 // sip_kv_append: keys and values of T tokens (T, kvDim) into one layer's
 // cache at positions *posp.. . grid ⌈T·kvDim/256⌉, block 256.
-extern "C" __global__ void sip_kv_append(float* kc, float* vc, const float* k, const float* v, int kvDim, int T, const int* posp) {
+extern "C" __global__ void sip_kv_append(void* kc, void* vc, const float* k, const float* v, int kvDim, int T, const int* posp, int f16) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= T * kvDim) return;
     size_t at = (size_t)(*posp) * kvDim + i;
-    kc[at] = k[i];
-    vc[at] = v[i];
+    kv_store(kc, at, k[i], f16);
+    kv_store(vc, at, v[i], f16);
 }
 
 // attend is one query head's causal softmax attention over cache positions
@@ -616,7 +647,7 @@ extern "C" __global__ void sip_kv_append(float* kc, float* vc, const float* k, c
 // position n−1's key and value are read from klast/vlast instead when set.
 // Online softmax over chunks of 32 keys (scores in shared memory, one warp
 // per key's dot), so any context length fits. o gets the head's output.
-__device__ void attend(float* o, const float* qs, const float* kc, const float* vc, int n, int kvDim, int kvh, int headDim, float scale,
+__device__ void attend(float* o, const float* qs, const void* kc, const void* vc, int f16, int n, int kvDim, int kvh, int headDim, float scale,
                        const float* klast, const float* vlast) {
     __shared__ float sc[SIP_ATT_CHUNK];
     int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -629,9 +660,12 @@ __device__ void attend(float* o, const float* qs, const float* kc, const float* 
     for (int s0 = 0; s0 < n; s0 += SIP_ATT_CHUNK) {
         int cnt = min(SIP_ATT_CHUNK, n - s0);
         for (int i = warp; i < cnt; i += warps) {
-            const float* kv = klast && s0 + i == n - 1 ? klast : kc + (size_t)(s0 + i) * kvDim + kvh;
+            size_t row = (size_t)(s0 + i) * kvDim + kvh;
             float d = 0.f;
-            for (int c = lane; c < headDim; c += 32) d += qs[c] * kv[c];
+            if (klast && s0 + i == n - 1)
+                for (int c = lane; c < headDim; c += 32) d += qs[c] * klast[c];
+            else
+                for (int c = lane; c < headDim; c += 32) d += qs[c] * kv_load(kc, row + c, f16);
             d = warp_sum(d);
             if (lane == 0) sc[i] = d * scale;
         }
@@ -645,11 +679,12 @@ __device__ void attend(float* o, const float* qs, const float* kc, const float* 
         for (int i = 0; i < cnt; i++) {
             float p = expf(sc[i] - cm);
             l += p;
-            const float* vv = vlast && s0 + i == n - 1 ? vlast : vc + (size_t)(s0 + i) * kvDim + kvh;
+            size_t row = (size_t)(s0 + i) * kvDim + kvh;
+            bool last = vlast && s0 + i == n - 1;
 #pragma unroll
             for (int k = 0; k < per; k++) {
                 int d = tid + k * SIP_ATT_THREADS;
-                if (d < headDim) acc[k] += p * vv[d];
+                if (d < headDim) acc[k] += p * (last ? vlast[d] : kv_load(vc, row + d, f16));
             }
         }
         m = cm;
@@ -667,13 +702,13 @@ __device__ void attend(float* o, const float* qs, const float* kc, const float* 
 // position pos+t) over cache positions [0, pos+t], keys and values of kv
 // head h/group. The position is read from device memory (*posp).
 // grid (heads, T), block 128.
-extern "C" __global__ void sip_attention(float* out, const float* q, const float* kc, const float* vc, const int* posp, int heads, int headDim, int kvDim, int group, float scale) {
+extern "C" __global__ void sip_attention(float* out, const float* q, const void* kc, const void* vc, const int* posp, int heads, int headDim, int kvDim, int group, float scale, int f16) {
     __shared__ float qs[SIP_MAX_HEAD_DIM];
     int h = blockIdx.x, t = blockIdx.y, pos = *posp;
     const float* qv = q + (size_t)t * heads * headDim + (size_t)h * headDim;
     for (int d = threadIdx.x; d < headDim; d += blockDim.x) qs[d] = qv[d];
     __syncthreads();
-    attend(out + (size_t)t * heads * headDim + (size_t)h * headDim, qs, kc, vc, pos + t + 1, kvDim, (h / group) * headDim, headDim, scale, 0, 0);
+    attend(out + (size_t)t * heads * headDim + (size_t)h * headDim, qs, kc, vc, f16, pos + t + 1, kvDim, (h / group) * headDim, headDim, scale, 0, 0);
 }
 
 // rope_stage rotates a head held in shared memory as sip_rope does (HF
@@ -698,8 +733,8 @@ __device__ void rope_stage(float* v, const float* invFreq, int headDim, int pos)
 // key and the value to the cache at pos: the cache and out as sip_rope ×2,
 // sip_kv_append and sip_attention leave them. q and k are left unrotated
 // (other blocks still read k). grid heads, block 128.
-extern "C" __global__ void sip_attention_rope(float* out, const float* q, const float* k, const float* v, float* kc, float* vc, const int* posp, const float* invFreq,
-                                              int heads, int headDim, int kvDim, int group, float scale) {
+extern "C" __global__ void sip_attention_rope(float* out, const float* q, const float* k, const float* v, void* kc, void* vc, const int* posp, const float* invFreq,
+                                              int heads, int headDim, int kvDim, int group, float scale, int f16) {
     __shared__ float qs[SIP_MAX_HEAD_DIM];
     __shared__ float ks[SIP_MAX_HEAD_DIM];
     __shared__ float vs[SIP_MAX_HEAD_DIM];
@@ -713,12 +748,19 @@ extern "C" __global__ void sip_attention_rope(float* out, const float* q, const 
     __syncthreads();
     rope_stage(qs, invFreq, headDim, pos);
     rope_stage(ks, invFreq, headDim, pos);
-    if (h % group == 0)
-        for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
-            kc[(size_t)pos * kvDim + kvh + d] = ks[d];
-            vc[(size_t)pos * kvDim + kvh + d] = vs[d];
+    bool lead = h % group == 0;
+    for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
+        if (lead) {
+            kv_store(kc, (size_t)pos * kvDim + kvh + d, ks[d], f16);
+            kv_store(vc, (size_t)pos * kvDim + kvh + d, vs[d], f16);
         }
-    attend(out + (size_t)h * headDim, qs, kc, vc, pos + 1, kvDim, kvh, headDim, scale, ks, vs);
+        if (f16) { // the new key and value as the cache holds them
+            ks[d] = f16f(f2h(ks[d]));
+            vs[d] = f16f(f2h(vs[d]));
+        }
+    }
+    __syncthreads();
+    attend(out + (size_t)h * headDim, qs, kc, vc, f16, pos + 1, kvDim, kvh, headDim, scale, ks, vs);
 }
 
 // ---- the router's decode set ----------------------------------------------
