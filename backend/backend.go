@@ -157,6 +157,16 @@ func GatherGroups(e Exec, all Records, static, G int, groups []int32, reuse Reco
 	return e.Gather(all, ranks, static, false)
 }
 
+// TopKer is an Exec that finds a row's largest values where the row is (a
+// GPU), so a sampled decode step reads back its candidates, not the logits.
+type TopKer interface {
+	// TopK fills ids and vals (of one length k, 1 ≤ k ≤ MaxTopK) with the
+	// indices and values of b's k largest floats (ties: the lower index) in
+	// index order, and reports whether all of b is finite.
+	TopK(b Buf, ids []int32, vals []float32) bool
+	MaxTopK() int
+}
+
 // GroupRouter is an Exec that chooses the router's groups where the scores
 // are (a GPU), so a routed decode token neither waits for the host nor
 // uploads a table. Of the n groups first.. it takes the k of largest

@@ -116,4 +116,47 @@ func TestDecodeCost(t *testing.T) {
 	}
 	t.Logf("a routed greedy decode token (γ0.7 φ0.4): %d launches (%d graph replays), %d waits, %d bytes read back, %d uploaded",
 		last.Launches, last.Graphs, last.Syncs, last.DtoH, last.HtoD)
+
+	// Sampled decode tokens (the default sampler, seeded): the top 40 come
+	// back, not the logits; the host's token goes up (4 bytes). The tokens
+	// are the CPU's.
+	cfg := runner.DefaultSampler()
+	cfg.Seed = 7
+	sample := func(m *runner.Model, d *cuda.Device) ([]int, []cuda.Counters) {
+		ss, err := m.NewSession(pool, len(prompt)+n+1, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ss.S.Close()
+		var ids []int
+		var costs []cuda.Counters
+		var before cuda.Counters
+		opt := runner.GenerateOptions{MaxTokens: n, OnToken: func(id int) {
+			if d != nil {
+				c := d.Counters()
+				if len(ids) > 0 {
+					costs = append(costs, c.Sub(before))
+				}
+				before = c
+			}
+			ids = append(ids, id)
+		}}
+		if _, err := ss.Generate(prompt, opt); err != nil {
+			t.Fatal(err)
+		}
+		return ids, costs
+	}
+	gm := onGPU(t, openPack(t, path, 1))
+	wantS, _ := sample(cpuM, nil)
+	gotS, costs := sample(gm, gm.Dev.(*cuda.Device))
+	if !slices.Equal(gotS, wantS) {
+		t.Errorf("sampled ids: gpu %v, cpu %v", gotS, wantS)
+	}
+	for i, c := range costs[1:] {
+		if c.DtoH > 8*40+4 || c.HtoD > 4 || c.Syncs > 2 {
+			t.Errorf("sampled decode token %d: %d bytes read back, %d uploaded, %d waits; want ≤ 324, ≤ 4, ≤ 2", i+2, c.DtoH, c.HtoD, c.Syncs)
+		}
+	}
+	c := costs[len(costs)-1]
+	t.Logf("a sampled decode token (top-k 40): %d launches, %d waits, %d bytes read back, %d uploaded", c.Launches, c.Syncs, c.DtoH, c.HtoD)
 }

@@ -193,6 +193,24 @@ func (s *State) ForwardArgmax(token, pos int, pass Pass) (int, error) {
 	return tok, nil
 }
 
+// ForwardTopK is Forward followed by the top len(ids) of the logits, found
+// by the backend (backend.TopKer, which the caller checked for), so only
+// the candidates come back to the host: ids and vals, in index order.
+func (s *State) ForwardTopK(token, pos int, pass Pass, ids []int32, vals []float32) error {
+	logits, _, err := s.forward([]int{token}, pos, pass)
+	if err != nil {
+		return err
+	}
+	fin := s.ex.(backend.TopKer).TopK(logits, ids, vals)
+	if err := s.ex.Err(); err != nil {
+		return err
+	}
+	if !fin {
+		return &NonFiniteError{Pack: s.m.packPath(), Pos: pos}
+	}
+	return nil
+}
+
 // forward runs the batch through the model and queues the logits' matmul:
 // it returns the logits buffer (rows T − first) and first, the batch's
 // first token with logits.

@@ -153,6 +153,33 @@ func (ss *Session) NextArgmax(token int) (int, error) {
 	return next, nil
 }
 
+// NextTopK is Next followed by the top len(ids) of the logits (ids and
+// vals, in index order), found where the logits are: a sampled decode step
+// whose sampler needs only its top-k (SampleTop).
+func (ss *Session) NextTopK(token int, ids []int32, vals []float32) error {
+	if err := ss.S.ForwardTopK(token, ss.Pos, Pass{Plan: ss.Plan}, ids, vals); err != nil {
+		return err
+	}
+	if ss.Plan == nil && ss.exact == ss.Pos {
+		ss.exact++
+	}
+	ss.Pos++
+	return nil
+}
+
+// deviceTopK is the k of a sampled decode step whose candidates the
+// backend can find (backend.TopKer): a sampler at a temperature with a
+// top-k it can return and no penalty (which would need the history's
+// logits); 0 when the step needs all the logits.
+func (ss *Session) deviceTopK() int {
+	c := ss.sampler.cfg
+	tk, ok := ss.S.ex.(backend.TopKer)
+	if !ok || c.Temperature == 0 || c.RepetitionPenalty != 1 || c.TopK < 1 || c.TopK > tk.MaxTopK() || c.TopK > ss.M.Config.VocabSize {
+		return 0
+	}
+	return c.TopK
+}
+
 // prefill runs a new prompt and returns the next-token logits and, when the
 // session selects by votes, the prompt's votes (nil otherwise).
 func (ss *Session) prefill(prompt []int) ([]float32, *Votes, error) {
@@ -376,7 +403,13 @@ func (ss *Session) Generate(prompt []int, opt GenerateOptions) (*Stats, error) {
 	decodeStart := time.Now()
 	// Greedy without a penalty needs only each step's argmax, not its logits.
 	greedy := ss.sampler.cfg.Temperature == 0 && ss.sampler.cfg.RepetitionPenalty == 1
-	next := -1 // the token NextArgmax chose (−1: sample from logits)
+	// A sampled step may need only its top-k, where the backend finds it.
+	var ids []int32
+	var vals []float32
+	if k := ss.deviceTopK(); k > 0 {
+		ids, vals = make([]int32, k), make([]float32, k)
+	}
+	next := -1 // the token chosen after the step (−1: sample from logits)
 	for i := 0; i < opt.MaxTokens; i++ {
 		tok := next
 		if tok < 0 {
@@ -411,12 +444,20 @@ func (ss *Session) Generate(prompt []int, opt GenerateOptions) (*Stats, error) {
 				return st, err
 			}
 		}
-		if greedy {
+		switch {
+		case greedy:
 			if next, err = ss.NextArgmax(tok); err != nil {
 				return st, err
 			}
-		} else if logits, err = ss.Next(tok); err != nil {
-			return st, err
+		case ids != nil:
+			if err = ss.NextTopK(tok, ids, vals); err != nil {
+				return st, err
+			}
+			next = ss.sampler.SampleTop(ids, vals)
+		default:
+			if logits, err = ss.Next(tok); err != nil {
+				return st, err
+			}
 		}
 	}
 	if opt.MaxTokens == 0 {

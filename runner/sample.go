@@ -84,6 +84,8 @@ type Sampler struct {
 	rng  *rand.Rand
 	prob []float32
 	idx  []int
+	vals []float32 // the candidates' logits (draw)
+	pos  []int
 	seen map[int]struct{}
 }
 
@@ -168,12 +170,49 @@ func (s *Sampler) sample(logits []float32, history []int, k int) int {
 		return Argmax(logits)
 	}
 	n := s.candidates(logits, k)
+	s.vals = s.vals[:0]
+	for _, i := range s.idx[:n] {
+		s.vals = append(s.vals, logits[i])
+	}
+	return s.draw(n)
+}
+
+// SampleTop is Sample for a sampler without a repetition penalty, at a
+// temperature, with a top-k of len(ids), given the k tokens of largest
+// logits (ids, their logits vals, in any order): the same token as Sample
+// over the whole vocabulary's logits for the same draw.
+func (s *Sampler) SampleTop(ids []int32, vals []float32) int {
+	// The candidates in rank order: the larger logit, ties to the lower id.
+	s.pos = s.pos[:0]
+	for i := range ids {
+		s.pos = append(s.pos, i)
+	}
+	slices.SortFunc(s.pos, func(a, b int) int {
+		switch va, vb := vals[a], vals[b]; {
+		case va > vb:
+			return -1
+		case va < vb:
+			return 1
+		}
+		return int(ids[a]) - int(ids[b])
+	})
+	s.idx, s.vals = s.idx[:0], s.vals[:0]
+	for _, i := range s.pos {
+		s.idx, s.vals = append(s.idx, int(ids[i])), append(s.vals, vals[i])
+	}
+	return s.draw(len(ids))
+}
+
+// draw picks one of the n candidates s.idx[:n], best first, whose logits
+// are s.vals[:n]: softmax at the temperature, top-p, one uniform draw.
+func (s *Sampler) draw(n int) int {
+	c := &s.cfg
 	// Softmax with temperature over the candidates.
 	s.prob = s.prob[:0]
-	m := float64(logits[s.idx[0]])
+	m := float64(s.vals[0])
 	var sum float64
-	for _, i := range s.idx[:n] {
-		p := math.Exp((float64(logits[i]) - m) / c.Temperature)
+	for _, v := range s.vals[:n] {
+		p := math.Exp((float64(v) - m) / c.Temperature)
 		s.prob = append(s.prob, float32(p))
 		sum += p
 	}

@@ -5,6 +5,7 @@ package cuda
 import (
 	"math"
 	"math/rand/v2"
+	"sort"
 	"testing"
 
 	"github.com/sipack/sipack/runner"
@@ -85,6 +86,58 @@ func TestArgmax(t *testing.T) {
 		}
 		if got != want || fin != wantFin {
 			t.Errorf("%s, n=%d: argmax %d (finite %v), want %d (%v)", c.name, len(c.x), got, fin, want, wantFin)
+		}
+	}
+}
+
+// TestTopK: sip_topk against a sort: the k largest values (ties: the lower
+// index) in index order, for k from 1 to the most it returns, rows under
+// and over the block's 1024 threads with many ties, −0 beside +0, and the
+// finite flag.
+func TestTopK(t *testing.T) {
+	p := newPair(t)
+	rng := rand.New(rand.NewPCG(15, 15))
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	for _, n := range pick([]int{1, 5, 300, 1024, 1500, 32000, 128256}, []int{1, 5, 300, 1024, 1500, 5000}) {
+		for _, k := range []int{1, 2, 40, 256} {
+			if k > n {
+				continue
+			}
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(rng.IntN(60)-30) / 8
+				if x[i] == 0 && rng.IntN(2) == 0 {
+					x[i] = float32(math.Copysign(0, -1))
+				}
+			}
+			bad := n > 2 && rng.IntN(3) == 0
+			if bad {
+				x[rng.IntN(n)] = []float32{nan, inf, -inf}[rng.IntN(3)]
+			}
+			g, _ := p.bufs(t, x)
+			ids, vals := make([]int32, k), make([]float32, k)
+			fin := p.ge.TopK(g, ids, vals)
+			if err := p.ge.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if fin == bad {
+				t.Errorf("n=%d k=%d: finite %v with a non-finite value planted: %v", n, k, fin, bad)
+			}
+			if bad {
+				continue
+			}
+			order := make([]int, n)
+			for i := range order {
+				order[i] = i
+			}
+			sort.SliceStable(order, func(a, b int) bool { return x[order[a]] > x[order[b]] })
+			want := order[:k]
+			sort.Ints(want)
+			for i := range k {
+				if int(ids[i]) != want[i] || vals[i] != x[want[i]] {
+					t.Fatalf("n=%d k=%d: candidate %d is %d (%g), want %d (%g)", n, k, i, ids[i], vals[i], want[i], x[want[i]])
+				}
+			}
 		}
 	}
 }

@@ -168,6 +168,7 @@ const std::unordered_map<std::string, Kernel>& table() {
 		{"sip_ffn_gateup_norm", kernel(sip_ffn_gateup_norm)},
 		{"sip_attention_rope", kernel(sip_attention_rope)},
 		{"sip_route", kernel(sip_route)},
+		{"sip_topk", kernel(sip_topk)},
 	};
 	return t;
 }

@@ -45,18 +45,20 @@ type Exec struct {
 	args cudaplan.Args
 	keep []*devMem // allocations the queued operations use (ptr), until Read
 
-	tokens *devMem // int32 token ids of the batch
-	act    *devMem // (T, n) FFN activations h of the last FFN
-	actT   int     // its T and n
-	actN   int
-	counts *devMem // int32 vote counts
-	zero   *devMem // a record of zeros: sip_route's filler
-	argOut *devMem // int32 sip_argmax's index, value bits and non-finite flag
-	embedT int     // tokens of the last Embed, until an Argmax
-	fed    bool    // tokens holds the one token fedTok, written by sip_argmax
-	fedTok int
-	posBuf *devMem // int32: the batch's first position, read by RoPE, KV append, attention
-	posVal int     // the value it holds (−1: none)
+	tokens  *devMem // int32 token ids of the batch
+	act     *devMem // (T, n) FFN activations h of the last FFN
+	actT    int     // its T and n
+	actN    int
+	counts  *devMem // int32 vote counts
+	zero    *devMem // a record of zeros: sip_route's filler
+	argOut  *devMem // int32 sip_argmax's index, value bits and non-finite flag
+	topOut  *devMem // int32 sip_topk's flag, indices and value bits
+	topHost []int32
+	embedT  int  // tokens of the last Embed, until an Argmax
+	fed     bool // tokens holds the one token fedTok, written by sip_argmax
+	fedTok  int
+	posBuf  *devMem // int32: the batch's first position, read by RoPE, KV append, attention
+	posVal  int     // the value it holds (−1: none)
 
 	// CUDA graphs (on unless SIPACK_CUDA_GRAPH=0): a decode step's launches are
 	// queued from Embed to Read; a step whose launches are those of the
@@ -82,6 +84,7 @@ var (
 	_ backend.Voter       = (*Exec)(nil)
 	_ backend.Argmaxer    = (*Exec)(nil)
 	_ backend.GroupRouter = (*Exec)(nil)
+	_ backend.TopKer      = (*Exec)(nil)
 )
 
 func (e *Exec) fail(err error) {
@@ -608,6 +611,60 @@ func (e *Exec) Argmax(b backend.Buf) (int, bool) {
 	return int(out[0]), out[2] == 0
 }
 
+// MaxTopK is the most candidates sip_topk returns.
+func (e *Exec) MaxTopK() int { return cudaplan.TopKMax }
+
+// TopK is backend.TopKer: sip_topk selects on the device and 8k + 4 bytes
+// come back; the step's read-back is its one wait.
+func (e *Exec) TopK(b backend.Buf, ids []int32, vals []float32) bool {
+	k := len(ids)
+	if e.err != nil {
+		return false
+	}
+	if k < 1 || k > cudaplan.TopKMax || len(vals) != k || k > b.Len() {
+		e.fail(fmt.Errorf("cuda backend: top %d of %d values (at most %d)", k, b.Len(), cudaplan.TopKMax))
+		return false
+	}
+	defer e.d.enter()()
+	e.settle()
+	n := 4 * (1 + 2*k)
+	if e.topOut = e.grow(e.topOut, n); e.topOut == nil {
+		return false
+	}
+	// After a one-token step the next one's position is this one's + 1.
+	var pos uint64
+	if e.embedT == 1 && e.posBuf != nil {
+		pos = e.posBuf.p
+	}
+	e.embedT = 0
+	e.args.Reset(cudaplan.KTopK).Ptr(e.topOut.p).Ptr(e.ptr(b)).Int(b.Len()).Int(k).Ptr(pos)
+	e.launch(cudaplan.TopK())
+	if e.queuing {
+		e.runStep()
+	}
+	out := e.topHost[:0]
+	for range 1 + 2*k {
+		out = append(out, 0)
+	}
+	e.topHost = out
+	if e.err == nil {
+		if err := e.d.drv.dtoh(unsafe.Pointer(&out[0]), e.topOut.p, n); err != nil {
+			e.fail(fmt.Errorf("cuda: reading the top %d: %w", k, err))
+		}
+	}
+	e.release()
+	if e.err != nil {
+		return false
+	}
+	if pos != 0 {
+		e.posVal++
+	}
+	for i := range k {
+		ids[i], vals[i] = out[1+i], math.Float32frombits(uint32(out[1+k+i]))
+	}
+	return out[0] == 0
+}
+
 // Vote counts the last FFN's votes on the device (sip_vote: a radix
 // select of the k-th largest |h| per token), so only the counts cross to
 // the host.
@@ -698,10 +755,10 @@ func (e *Exec) Close() {
 	}
 	done()
 	e.release()
-	for _, m := range []*devMem{e.tokens, e.act, e.partial, e.invFreq, e.counts, e.posBuf, e.argOut, e.zero} {
+	for _, m := range []*devMem{e.tokens, e.act, e.partial, e.invFreq, e.counts, e.posBuf, e.argOut, e.zero, e.topOut} {
 		if m != nil {
 			m.free()
 		}
 	}
-	e.tokens, e.act, e.partial, e.invFreq, e.counts, e.posBuf, e.argOut, e.zero = nil, nil, nil, nil, nil, nil, nil, nil
+	e.tokens, e.act, e.partial, e.invFreq, e.counts, e.posBuf, e.argOut, e.zero, e.topOut = nil, nil, nil, nil, nil, nil, nil, nil, nil
 }

@@ -34,6 +34,8 @@ const (
 	RoPEThreads  = 64
 	WarpMaxBatch = 4    // batches of at most this many tokens take the warp-per-row kernels
 	NormMax      = 8192 // most values a fused RMSNorm prologue stages (SIP_NORM_MAX)
+	TopKThreads  = 1024 // SIP_TOPK_THREADS
+	TopKMax      = 256  // most candidates sip_topk returns (SIP_TOPK_MAX)
 )
 
 // Kernel names (extern "C" in sipack.cu).
@@ -58,6 +60,7 @@ const (
 	KFFNGateUpNorm  = "sip_ffn_gateup_norm"
 	KAttentionRoPE  = "sip_attention_rope"
 	KRoute          = "sip_route"
+	KTopK           = "sip_topk"
 )
 
 // Signatures lists every kernel's parameters: p a device pointer, i an
@@ -83,6 +86,7 @@ var Signatures = map[string]string{
 	KFFNGateUpNorm:  "pppiiiiippf",
 	KAttentionRoPE:  "ppppppppiiiifi",
 	KRoute:          "pppiiiiiip",
+	KTopK:           "ppiip",
 }
 
 // Dim3 is a grid or block size.
@@ -151,6 +155,9 @@ func FFNGateUpNorm(n int) Launch { return launch(KFFNGateUpNorm, ceilDiv(n, Warp
 
 // AttentionRoPE: one decode token's attention, a block per query head.
 func AttentionRoPE(heads int) Launch { return launch(KAttentionRoPE, heads, 1, AttThreads) }
+
+// TopK: one block finds a row's largest values.
+func TopK() Launch { return launch(KTopK, 1, 1, TopKThreads) }
 
 // Route: one block chooses the router's groups and writes the table.
 func Route() Launch { return launch(KRoute, 1, 1, EWThreads) }

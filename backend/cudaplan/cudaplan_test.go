@@ -30,8 +30,8 @@ func TestMirrorsKernelSource(t *testing.T) {
 		"SIP_QK": QK, "SIP_WARPS": Warps, "SIP_TILE_M": TileM, "SIP_TILE_N": TileN, "SIP_TILE_K": TileK,
 		"SIP_GEMM_THREADS": GemmThreads, "SIP_DOWN_THREADS": DownThreads, "SIP_ATT_THREADS": AttThreads,
 		"SIP_ATT_CHUNK": AttChunk, "SIP_MAX_HEAD_DIM": MaxHeadDim, "SIP_EW_THREADS": EWThreads, "SIP_VOTE_THREADS": VoteThreads,
-		"SIP_NORM_MAX": NormMax,
-		"SIP_F32":      int(format.F32), "SIP_F16": int(format.F16), "SIP_BF16": int(format.BF16),
+		"SIP_NORM_MAX": NormMax, "SIP_TOPK_THREADS": TopKThreads, "SIP_TOPK_MAX": TopKMax,
+		"SIP_F32": int(format.F32), "SIP_F16": int(format.F16), "SIP_BF16": int(format.BF16),
 		"SIP_Q8_0": int(format.Q8_0), "SIP_Q4_0": int(format.Q4_0),
 	}
 	for name, v := range want {

@@ -36,6 +36,8 @@
 #define SIP_EW_THREADS 256   // element-wise kernels
 #define SIP_VOTE_THREADS 256 // voting: threads per token
 #define SIP_NORM_MAX 8192    // fused RMSNorm prologue: most values staged in shared memory
+#define SIP_TOPK_THREADS 1024 // sip_topk: one block
+#define SIP_TOPK_MAX 256     // sip_topk: the most candidates
 
 // ---- element access ------------------------------------------------------
 
@@ -840,6 +842,62 @@ extern "C" __global__ void sip_route(unsigned long long* table, const unsigned l
         }
         if (tid == 0) { carryEq = ce + eqTot; carrySel = cs + selTot; }
         __syncthreads();
+    }
+}
+
+// sip_topk: a sampled decode step's candidates. Of x[0, n) the k largest
+// (ties: the lower index, runner's `ahead` order) are written in index
+// order: out[1+i] the index, out[1+k+i] the value's bits; out[0] is 1 when
+// some x is NaN or infinite. The host orders the k and draws, so it reads
+// back 8k + 4 bytes, not the logits. Unless null, pos[0] grows by one (the
+// next decode step's position). grid 1, block 1024.
+extern "C" __global__ void sip_topk(int* out, const float* x, int n, int k, int* pos) { // k ≤ SIP_TOPK_MAX
+    __shared__ unsigned hist[256];
+    __shared__ unsigned prefix, mask;
+    __shared__ int need, carryEq, carrySel, bad;
+    __shared__ int warpCount[32];
+    int tid = threadIdx.x;
+    if (tid == 0) { prefix = 0; mask = 0; need = k; carryEq = 0; carrySel = 0; bad = 0; }
+    __syncthreads();
+    int mybad = 0;
+    for (int j = tid; j < n; j += blockDim.x) mybad |= (__float_as_uint(x[j]) & 0x7f800000u) == 0x7f800000u;
+    if (mybad) bad = 1;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        for (int b = tid; b < 256; b += blockDim.x) hist[b] = 0;
+        __syncthreads();
+        for (int j = tid; j < n; j += blockDim.x) {
+            unsigned key = score_key(x[j]);
+            if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255], 1u);
+        }
+        __syncthreads();
+        if (tid == 0) {
+            int above = 0, b = 255;
+            for (; b > 0 && above + (int)hist[b] < need; b--) above += hist[b];
+            prefix |= (unsigned)b << shift;
+            mask |= 255u << shift;
+            need -= above;
+        }
+        __syncthreads();
+    }
+    unsigned thr = prefix;
+    int ties = need;
+    for (int c0 = 0; c0 < n; c0 += blockDim.x) {
+        int j = c0 + tid, ce = carryEq, cs = carrySel, eqTot, selTot;
+        unsigned key = j < n ? score_key(x[j]) : 0u;
+        bool eq = j < n && key == thr;
+        int eqBefore = ce + block_scan(eq, warpCount, eqTot);
+        bool sel = j < n && (key > thr || (eq && eqBefore < ties));
+        int slot = cs + block_scan(sel, warpCount, selTot);
+        if (sel) {
+            out[1 + slot] = j;
+            out[1 + k + slot] = (int)__float_as_uint(x[j]);
+        }
+        if (tid == 0) { carryEq = ce + eqTot; carrySel = cs + selTot; }
+        __syncthreads();
+    }
+    if (tid == 0) {
+        out[0] = bad;
+        if (pos) pos[0] += 1;
     }
 }
 
