@@ -147,7 +147,7 @@ badinput: build
 #   make build && MAKE_PACK='bin/sipack synth --dtype $$DTYPE -o $$OUT' ../shared/llamacpp/compare.sh --threads 2
 # (or `make compare`); compare.sh keeps its packs in BENCH_DIR, /tmp/sipack-bench by default, as here.
 BENCH_DIR ?= /tmp/sipack-bench
-BENCH_DTYPES = bf16 f16 q4_0 q8_0
+BENCH_DTYPES = bf16 f16 q4_0 q8_0 q4_k_m
 # The benchmark packs sipack synth writes, those BENCH_DIR lacks.
 bench-packs: build
 	for d in $(BENCH_DTYPES); do \
@@ -186,13 +186,13 @@ compare: bench-packs
 ROUTED_DIR ?= $(BENCH_DIR)/routed
 routed-packs: bench-packs
 	mkdir -p $(ROUTED_DIR)
-	for d in bf16 q8_0 q4_0; do \
+	for d in bf16 q8_0 q4_0 q4_k_m; do \
 	  test -f $(ROUTED_DIR)/synth-1b-$$d.sip || $(BIN)/sipack route -q --task translate --max-prompts 1 --gen-tokens 4 $(BENCH_DIR)/synth-1b-$$d.sip -o $(ROUTED_DIR)/synth-1b-$$d.sip || exit 1; \
 	done
 
 compare-routed: routed-packs
 	$(MAKE) recache BENCH_DIR=$(ROUTED_DIR)
-	BENCH_DIR=$(ROUTED_DIR) SIRUN=$(BIN)/sirun ../shared/llamacpp/compare.sh --threads 2 --dtypes bf16,q8_0,q4_0
+	BENCH_DIR=$(ROUTED_DIR) SIRUN=$(BIN)/sirun ../shared/llamacpp/compare.sh --threads 2 --dtypes bf16,q8_0,q4_0,q4_k_m
 
 # The same against llama.cpp's AVX2 build (its CPU backends but the
 # Haswell one removed from a copy of its bin/) and sirun's AVX2 table, one
@@ -326,8 +326,11 @@ cuda-cross-tools:
 
 # What CI runs for the Jetson build: sirun-cuda cross-built for linux/arm64
 # (into its own file), checked to be an aarch64 ELF that needs no glibc
-# newer than JetPack 6's and imports only cu* symbols the stub defines.
-cuda-cross-arm64: cuda-cross-tools
+# newer than JetPack 6's and imports only cu* symbols the stub defines; then
+# run under qemu (Debian's arm64 glibc, the stub as libcuda): on the CPU it
+# answers the tiny model's golden prompt as this machine's sirun does, and
+# --device cuda without a driver is a clear error, not a crash.
+cuda-cross-arm64: cuda-cross-tools qemu-user
 	./.ci/cuda-toolkit.sh
 	$(MAKE) build-cuda GOARCH=arm64 SIRUN_CUDA=$(BIN)/sirun-cuda-arm64
 	file $(BIN)/sirun-cuda-arm64 | grep -q 'ELF 64-bit LSB .*ARM aarch64' || { file $(BIN)/sirun-cuda-arm64; exit 1; }
@@ -335,6 +338,17 @@ cuda-cross-arm64: cuda-cross-tools
 	  if [ "$$(printf '%s\n' $$g $(GLIBC_MAX_arm64) | sort -V | tail -1)" != "$(GLIBC_MAX_arm64)" ]; then \
 	    echo "cuda-cross-arm64: needs glibc $$g, JetPack 6 has $(GLIBC_MAX_arm64)"; exit 1; fi; \
 	  echo "cuda-cross-arm64: ok: $(BIN)/sirun-cuda-arm64 is linux/arm64, needs glibc $$g (JetPack 6: $(GLIBC_MAX_arm64))"
+	ln -sf libcuda.so $(BIN)/stub-arm64/libcuda.so.1
+	$(GO) run ./cmd/sipack convert -q testdata/tinyllama -o $(BIN)/tiny-arm64-check.sip
+	$(GO) run ./cmd/sirun $(BIN)/tiny-arm64-check.sip -q -p 'In the beginning' -n 12 --temp 0 > $(BIN)/tiny-arm64-check.want
+	QEMU_LD_PREFIX=/usr/aarch64-linux-gnu LD_LIBRARY_PATH=$(abspath $(BIN)/stub-arm64) ./.ci/qemu-run.sh \
+	  $(BIN)/sirun-cuda-arm64 $(BIN)/tiny-arm64-check.sip -q -p 'In the beginning' -n 12 --temp 0 > $(BIN)/tiny-arm64-check.got
+	cmp $(BIN)/tiny-arm64-check.want $(BIN)/tiny-arm64-check.got || { echo "cuda-cross-arm64: the arm64 build answers differently"; exit 1; }
+	@if QEMU_LD_PREFIX=/usr/aarch64-linux-gnu LD_LIBRARY_PATH=$(abspath $(BIN)/stub-arm64) ./.ci/qemu-run.sh \
+	  $(BIN)/sirun-cuda-arm64 $(BIN)/tiny-arm64-check.sip -q -p x -n 1 --device cuda 2> $(BIN)/tiny-arm64-check.err; then \
+	  echo "cuda-cross-arm64: --device cuda without a driver succeeded"; exit 1; fi; \
+	  grep -q "CUDA driver's version" $(BIN)/tiny-arm64-check.err || { cat $(BIN)/tiny-arm64-check.err; exit 1; }
+	@echo "cuda-cross-arm64: ok: under qemu the arm64 build answers as this machine's sirun, and refuses --device cuda without a driver"
 
 # The folder a GPU machine (no Go, no network) runs: the tagged test
 # binaries, sirun-cuda, prep (synthetic checkpoint and packs), the tiny and

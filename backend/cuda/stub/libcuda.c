@@ -4,7 +4,10 @@
 // driver provides the real libcuda.so.1 (the stub's soname), so these
 // bodies never run. The list is every cu* symbol the binary imports
 // (nm -D --undefined-only bin/sirun-cuda | grep ' cu'): a symbol missing
-// here fails the link, which names it. Each returns CUDA_ERROR_UNKNOWN.
+// here fails the link, which names it. Each returns CUDA_ERROR_UNKNOWN but
+// cuInit, which succeeds: gorgonia.org/cu calls it when the program starts,
+// so under qemu with the stub the CPU path runs (make cuda-cross-arm64)
+// and --device cuda is refused when the driver's version cannot be read.
 
 #define STUB(name) int name(void) { return 999; }
 
@@ -72,7 +75,7 @@ STUB(cuGraphExecDestroy)
 STUB(cuGraphGetEdges)
 STUB(cuGraphInstantiateWithFlags)
 STUB(cuGraphLaunch)
-STUB(cuInit)
+int cuInit(unsigned flags) { return 0; }
 STUB(cuLaunchKernel)
 STUB(cuLinkAddData_v2)
 STUB(cuLinkAddFile_v2)
