@@ -372,15 +372,9 @@ func Convert(ctx context.Context, opt Options) (*Result, error) {
 // WritePack writes a pack of the opened model.
 func (m *Model) WritePack(ctx context.Context, opt Options) (*Result, error) {
 	c := m.Config
-	dt := m.tensor(m.Arch.HFName(c, format.NameTokenEmbedding)).DType
-	mix := strings.EqualFold(opt.DType, MixQ4KM)
-	if mix {
-		dt = format.Q4_K
-	} else if opt.DType != "" {
-		var err error
-		if dt, err = format.ParseDType(opt.DType); err != nil {
-			return nil, fmt.Errorf("%w (or %s)", err, MixQ4KM)
-		}
+	dt, mix, err := recordDType(c, opt.DType, m.tensor(m.Arch.HFName(c, format.NameTokenEmbedding)).DType)
+	if err != nil {
+		return nil, err
 	}
 	var fellBack []string // tensors a K-quant could not hold (kquantFallback)
 	if dt.KQuant() && c.HiddenSize%format.QKK != 0 {
@@ -484,20 +478,10 @@ func (m *Model) WritePack(ctx context.Context, opt Options) (*Result, error) {
 	}}
 	for _, e := range format.ExpectedTensors(c, sparse) {
 		e := e
-		ti := format.TensorInfo{Name: e.Name, DType: denseDT, Shape: e.Shape}
-		switch {
-		case e.Vector:
-			ti.DType = format.F32
-		case e.Record:
-			ti.DType = dt
-		default:
-			if mix && opt.DenseDType == "" {
-				ti.DType = kquantMix(c, e.Name)
-			}
-			if cols := e.Shape[len(e.Shape)-1]; ti.DType.KQuant() && cols%format.QKK != 0 {
-				fellBack = append(fellBack, fmt.Sprintf("%s (%d values a row): %v", e.Name, cols, kquantFallback(ti.DType)))
-				ti.DType = kquantFallback(ti.DType)
-			}
+		mixDense := mix && opt.DenseDType == ""
+		ti := format.TensorInfo{Name: e.Name, DType: tensorDType(c, e, dt, denseDT, mixDense), Shape: e.Shape}
+		if want := kquantWanted(c, e, denseDT, mixDense); !e.Vector && !e.Record && ti.DType != want {
+			fellBack = append(fellBack, fmt.Sprintf("%s (%d values a row): %v", e.Name, e.Shape[len(e.Shape)-1], ti.DType))
 		}
 		idx.DenseTensors = append(idx.DenseTensors, ti)
 		if e.Record {
@@ -531,6 +515,48 @@ func (m *Model) WritePack(ctx context.Context, opt Options) (*Result, error) {
 		return nil, err
 	}
 	return &Result{Path: opt.Output, Bytes: st.Size(), SourceHash: idx.SourceHash, DType: dt}, nil
+}
+
+// recordDType is the FFN records' dtype for --dtype name (the source's,
+// src, when empty) and whether name is the q4_k_m mix.
+func recordDType(c *format.ModelConfig, name string, src format.DType) (format.DType, bool, error) {
+	if strings.EqualFold(name, MixQ4KM) {
+		return format.Q4_K, true, nil
+	}
+	if name == "" {
+		return src, false, nil
+	}
+	dt, err := format.ParseDType(name)
+	if err != nil {
+		return 0, false, fmt.Errorf("%w (or %s)", err, MixQ4KM)
+	}
+	return dt, false, nil
+}
+
+// kquantWanted is the dtype dense tensor e asks for before any fallback:
+// float32 vectors, denseDT, or the q4_k_m mix's when mix is set.
+func kquantWanted(c *format.ModelConfig, e format.ExpectedTensor, denseDT format.DType, mix bool) format.DType {
+	if mix {
+		return kquantMix(c, e.Name)
+	}
+	return denseDT
+}
+
+// tensorDType is the dtype tensor e is written in: float32 for vectors, the
+// records' dt for dense FFN layers, else kquantWanted, whose K-quants fall
+// back to a block type where rows are no whole super-blocks.
+func tensorDType(c *format.ModelConfig, e format.ExpectedTensor, dt, denseDT format.DType, mix bool) format.DType {
+	switch {
+	case e.Vector:
+		return format.F32
+	case e.Record:
+		return dt
+	}
+	t := kquantWanted(c, e, denseDT, mix)
+	if t.KQuant() && e.Shape[len(e.Shape)-1]%format.QKK != 0 {
+		return kquantFallback(t)
+	}
+	return t
 }
 
 // MixQ4KM names llama.cpp's Q4_K_M mix as a --dtype (kquantMix).

@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/sipack/sipack/cmd/internal/cliutil"
+	"github.com/sipack/sipack/convert"
 	"github.com/sipack/sipack/format"
 	"github.com/sipack/sipack/tokenizer"
 )
@@ -123,12 +124,19 @@ var sliceCmd = &cli.Command{
 
 var inspectCmd = &cli.Command{
 	Name:      "inspect",
-	Usage:     "print a pack's config, sections and the bytes each γ loads",
-	ArgsUsage: "PACK",
-	Flags:     []cli.Flag{&cli.BoolFlag{Name: "tensors", Usage: "also list every dense tensor"}},
+	Usage:     "print a pack's config, sections and the bytes each γ loads; for a model, what its pack would",
+	ArgsUsage: "PACK|MODEL_DIR|MODEL.gguf|config.json",
+	Flags: []cli.Flag{
+		&cli.BoolFlag{Name: "tensors", Usage: "also list every dense tensor"},
+		&cli.StringFlag{Name: "dtype", Usage: "for a model: the pack's dtype, as convert's --dtype"},
+		&cli.IntFlag{Name: "ctx-size", Aliases: []string{"c"}, Value: 4096, Usage: "for a model: tokens of KV cache to count"},
+	},
 	Action: func(c *cli.Context) error {
 		if c.NArg() != 1 {
 			return fmt.Errorf("inspect needs exactly one PACK argument, got %d", c.NArg())
+		}
+		if path := c.Args().First(); isModel(path) {
+			return inspectModel(os.Stdout, path, c.String("dtype"), c.Int("ctx-size"))
 		}
 		// The header is all inspect reads, so sliced and cut packs inspect too.
 		p, err := format.Open(c.Args().First(), format.OpenOptions{HeaderOnly: true})
@@ -144,6 +152,56 @@ var inspectCmd = &cli.Command{
 		}
 		return nil
 	},
+}
+
+// isModel says path is a model to estimate rather than a pack: a
+// directory, a GGUF file or a config.json.
+func isModel(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && (st.IsDir() || convert.IsGGUF(path) || (st.Mode().IsRegular() && filepath.Base(path) == "config.json"))
+}
+
+// inspectModel prints what converting the model at path would give: the
+// dense and FFN bytes, what each γ loads and the KV cache at ctx tokens,
+// in GB (10⁹ bytes, as device memory is sold) and GiB.
+func inspectModel(w io.Writer, path, dtype string, ctx int) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		if _, err := os.Stat(filepath.Join(path, "config.json")); err != nil {
+			return fmt.Errorf("%s: not a model directory (no config.json) and not a .sip pack", path)
+		}
+	}
+	if ctx < 1 {
+		return fmt.Errorf("--ctx-size must be ≥ 1, got %d", ctx)
+	}
+	e, assumed, err := convert.EstimateModel(path, dtype)
+	if err != nil {
+		return err
+	}
+	gb := func(n uint64) string { return fmt.Sprintf("%s (%.2f GB)", cliutil.HumanBytes(n), float64(n)/1e9) }
+	cf := e.Config
+	tied := ""
+	if cf.TieWordEmbeddings {
+		tied = ", tied embeddings"
+	}
+	fmt.Fprintf(w, "model           %s: %s, hidden %d, FFN %d, %d layers, %d/%d heads of %d, vocabulary %d%s\n",
+		path, cf.Architecture, cf.HiddenSize, cf.IntermediateSize, cf.NumLayers, cf.NumHeads, cf.NumKVHeads, cf.HeadDim, cf.VocabSize, tied)
+	note := ""
+	if assumed {
+		note = " (no weights here: bf16 assumed, --dtype to choose)"
+	}
+	ffn := uint64(e.SparseLayers) * uint64(cf.IntermediateSize) * e.RecordBytes
+	fmt.Fprintf(w, "as a pack       %s: dense %s, FFN records %s%s\n", e.DTypeName(), gb(e.Dense), gb(ffn), note)
+	fmt.Fprintf(w, "load bytes      ")
+	for i, g := range []float64{0.25, 0.5, 0.7, 1.0} {
+		if i > 0 {
+			fmt.Fprint(w, ", ")
+		}
+		fmt.Fprintf(w, "γ=%.2f: %s", g, gb(e.Load(g)))
+	}
+	kv := uint64(2 * cf.NumLayers * ctx * cf.NumKVHeads * cf.HeadDim)
+	fmt.Fprintf(w, "\nKV cache        %d tokens: %s in f16 (a GPU's default), %s in f32 (the CPU's)\n", ctx, gb(2*kv), gb(4*kv))
+	fmt.Fprintf(w, "estimated       from the config before converting: the index and band alignment add a little\n")
+	return nil
 }
 
 var verifyCmd = &cli.Command{
