@@ -171,13 +171,37 @@ func (ss *Session) NextTopK(token int, ids []int32, vals []float32) error {
 // backend can find (backend.TopKer): a sampler at a temperature with a
 // top-k it can return and no penalty (which would need the history's
 // logits); 0 when the step needs all the logits.
-func (ss *Session) deviceTopK() int {
-	c := ss.sampler.cfg
+func (ss *Session) deviceTopK(s *Sampler) int {
+	c := s.cfg
 	tk, ok := ss.S.ex.(backend.TopKer)
 	if !ok || c.Temperature == 0 || c.RepetitionPenalty != 1 || c.TopK < 1 || c.TopK > tk.MaxTopK() || c.TopK > ss.M.Config.VocabSize {
 		return 0
 	}
 	return c.TopK
+}
+
+// NextSampled runs token (History already ends with it) and returns the
+// token s draws after it, reading back from the device only what s needs:
+// the argmax when greedy (NextArgmax), the top-k where the backend finds
+// it (NextTopK), else the logits.
+func (ss *Session) NextSampled(token int, s *Sampler) (int, error) {
+	if s.cfg.Temperature == 0 && s.cfg.RepetitionPenalty == 1 {
+		return ss.NextArgmax(token)
+	}
+	if k := ss.deviceTopK(s); k > 0 {
+		if len(s.topIDs) != k {
+			s.topIDs, s.topVals = make([]int32, k), make([]float32, k)
+		}
+		if err := ss.NextTopK(token, s.topIDs, s.topVals); err != nil {
+			return 0, err
+		}
+		return s.SampleTop(s.topIDs, s.topVals), nil
+	}
+	logits, err := ss.Next(token)
+	if err != nil {
+		return 0, err
+	}
+	return s.Sample(logits, ss.History), nil
 }
 
 // prefill runs a new prompt and returns the next-token logits and, when the
@@ -401,20 +425,11 @@ func (ss *Session) Generate(prompt []int, opt GenerateOptions) (*Stats, error) {
 	}
 	st.ActiveRecords = ss.Plan.Active(ss.M)
 	decodeStart := time.Now()
-	// Greedy without a penalty needs only each step's argmax, not its logits.
-	greedy := ss.sampler.cfg.Temperature == 0 && ss.sampler.cfg.RepetitionPenalty == 1
-	// A sampled step may need only its top-k, where the backend finds it.
-	var ids []int32
-	var vals []float32
-	if k := ss.deviceTopK(); k > 0 {
-		ids, vals = make([]int32, k), make([]float32, k)
+	tok := -1
+	if opt.MaxTokens > 0 {
+		tok = ss.sampler.Sample(logits, ss.History)
 	}
-	next := -1 // the token chosen after the step (−1: sample from logits)
 	for i := 0; i < opt.MaxTokens; i++ {
-		tok := next
-		if tok < 0 {
-			tok = ss.sampler.Sample(logits, ss.History)
-		}
 		if i == 0 {
 			st.Prefill = time.Since(start)
 			decodeStart = time.Now()
@@ -444,20 +459,8 @@ func (ss *Session) Generate(prompt []int, opt GenerateOptions) (*Stats, error) {
 				return st, err
 			}
 		}
-		switch {
-		case greedy:
-			if next, err = ss.NextArgmax(tok); err != nil {
-				return st, err
-			}
-		case ids != nil:
-			if err = ss.NextTopK(tok, ids, vals); err != nil {
-				return st, err
-			}
-			next = ss.sampler.SampleTop(ids, vals)
-		default:
-			if logits, err = ss.Next(tok); err != nil {
-				return st, err
-			}
+		if tok, err = ss.NextSampled(tok, ss.sampler); err != nil {
+			return st, err
 		}
 	}
 	if opt.MaxTokens == 0 {

@@ -86,7 +86,10 @@ type Sampler struct {
 	idx  []int
 	vals []float32 // the candidates' logits (draw)
 	pos  []int
-	seen map[int]struct{}
+	// A device's top-k of a decode step (Session.NextSampled).
+	topIDs  []int32
+	topVals []float32
+	seen    map[int]struct{}
 }
 
 // NewSampler makes a sampler; cfg must be valid.

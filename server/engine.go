@@ -263,6 +263,10 @@ func (s *Slot) Generate(ctx context.Context, r Request) (*Result, error) {
 		}
 		sent = max(sent, end)
 	}
+	// Without logprobs, penalties or a grammar a step needs no logits: the
+	// session reads back only what the sampler needs (NextSampled).
+	plain := con == nil && !r.Logprobs && r.Sampling.PresencePenalty == 0 && r.Sampling.FrequencyPenalty == 0
+	next := -1 // the token NextSampled drew (−1: sample from logits)
 	for i := 0; i < r.MaxTokens; i++ {
 		if ctx.Err() != nil {
 			res.FinishReason = "cancelled"
@@ -284,7 +288,10 @@ func (s *Slot) Generate(ctx context.Context, r Request) (*Result, error) {
 				logits[t] -= float32(r.Sampling.PresencePenalty + r.Sampling.FrequencyPenalty*float64(n))
 			}
 		}
-		tok := con.sample(sampler, logits, ss.History)
+		tok := next
+		if tok < 0 {
+			tok = con.sample(sampler, logits, ss.History)
+		}
 		if tok < 0 { // the grammar allows no token
 			res.FinishReason = con.stuck()
 			break
@@ -322,7 +329,12 @@ func (s *Slot) Generate(ctx context.Context, r Request) (*Result, error) {
 		if ss.Pos >= ss.S.Ctx {
 			break // "length": the context is full
 		}
-		if logits, err = ss.Next(tok); err != nil {
+		if plain {
+			next, err = ss.NextSampled(tok, sampler)
+		} else {
+			logits, err = ss.Next(tok)
+		}
+		if err != nil {
 			s.Reset()
 			return nil, err
 		}
