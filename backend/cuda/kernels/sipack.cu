@@ -172,32 +172,10 @@ extern "C" __global__ void sip_embed(float* out, const uint8_t* table, const int
     out[(size_t)t * cols + c] = v;
 }
 
-// sip_rmsnorm: out_t = x_t / sqrt(mean(x_t²) + eps) ⊙ w; the sum of squares
-// in double as the CPU reference. grid T, block 256.
-extern "C" __global__ void sip_rmsnorm(float* out, const float* x, const float* w, int n, float eps) {
-    __shared__ double part[SIP_EW_THREADS / 32];
-    const float* xs = x + (size_t)blockIdx.x * n;
-    float* os = out + (size_t)blockIdx.x * n;
-    double ss = 0;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) ss += (double)xs[i] * (double)xs[i];
-    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = ss;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double t = 0;
-        for (int i = 0; i < (int)(blockDim.x >> 5); i++) t += part[i];
-        part[0] = t;
-    }
-    __syncthreads();
-    float scale = (float)(1.0 / sqrt(part[0] / n + (double)eps));
-    for (int i = threadIdx.x; i < n; i += blockDim.x) os[i] = xs[i] * scale * w[i];
-}
-
-// norm_stage is sip_rmsnorm of one row as the prologue of a decode kernel:
-// xs (shared) = x / sqrt(mean(x²) + eps) ⊙ w, computed by every block (the
-// row is in L2), in sip_rmsnorm's order with 256 threads, so bit-identical;
-// block 0 also stores it to out (may be null). Every thread must call it.
-__device__ void norm_stage(float* xs, const float* x, const float* w, int n, float eps, float* out) {
+// rms_scale is 1 / sqrt(mean(x²) + eps) of a row of n, the sum of squares
+// in double as the CPU reference, in one order for a block of 256 threads
+// (sip_rmsnorm and norm_stage agree bit for bit). Every thread must call it.
+__device__ float rms_scale(const float* x, int n, float eps) {
     __shared__ double part[SIP_EW_THREADS / 32];
     double ss = 0;
     for (int i = threadIdx.x; i < n; i += blockDim.x) ss += (double)x[i] * (double)x[i];
@@ -211,6 +189,24 @@ __device__ void norm_stage(float* xs, const float* x, const float* w, int n, flo
     }
     __syncthreads();
     float scale = (float)(1.0 / sqrt(part[0] / n + (double)eps));
+    __syncthreads(); // part is reused by the next call
+    return scale;
+}
+
+// sip_rmsnorm: out_t = x_t / sqrt(mean(x_t²) + eps) ⊙ w. grid T, block 256.
+extern "C" __global__ void sip_rmsnorm(float* out, const float* x, const float* w, int n, float eps) {
+    const float* xs = x + (size_t)blockIdx.x * n;
+    float* os = out + (size_t)blockIdx.x * n;
+    float scale = rms_scale(xs, n, eps);
+    for (int i = threadIdx.x; i < n; i += blockDim.x) os[i] = xs[i] * scale * w[i];
+}
+
+// norm_stage is sip_rmsnorm of one row as the prologue of a decode kernel:
+// xs (shared) = x / sqrt(mean(x²) + eps) ⊙ w, computed by every block (the
+// row is in L2), bit-identical to sip_rmsnorm; block 0 also stores it to
+// out (may be null). Every thread must call it.
+__device__ void norm_stage(float* xs, const float* x, const float* w, int n, float eps, float* out) {
+    float scale = rms_scale(x, n, eps);
     bool store = out != 0 && blockIdx.x == 0;
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
         float v = x[i] * scale * w[i];
@@ -790,31 +786,24 @@ __device__ int block_scan(bool p, int* warpCount, int& total) {
     return before;
 }
 
-// sip_route: the router's decode set of one token, chosen and gathered on
-// the device. Of the n candidate groups first.., the k of largest scores
-// (ties: lower group first, as runner's topKeys) are chosen; table gets
-// all's first nstatic record addresses, then G entries per chosen group in
-// ascending group order: the group's records [max(nstatic, gG), min(nall,
-// (g+1)G)), the rest of the G the address of a zero record (which adds
-// nothing). The k-th largest key by radix select as sip_vote, then in
-// index order a block scan places every chosen group. grid 1, block 256.
-extern "C" __global__ void sip_route(unsigned long long* table, const unsigned long long* all, const float* scores, int first, int n, int k,
-                                     int nstatic, int G, int nall, const unsigned long long* zero) {
+// radix_kth returns the k-th largest of the n keys key(j) (1 ≤ k ≤ n), and
+// in ties how many keys equal to it are among the k largest: 8 bits a pass
+// from the top, the byte's histogram over the keys matching so far names
+// the bucket that holds it. One block, every thread calling it.
+template <typename K>
+__device__ unsigned radix_kth(int n, int k, K key, int& ties) {
     __shared__ unsigned hist[256];
     __shared__ unsigned prefix, mask;
-    __shared__ int need, carryEq, carrySel;
-    __shared__ int warpCount[SIP_EW_THREADS / 32];
+    __shared__ int need;
     int tid = threadIdx.x;
-    for (int i = tid; i < nstatic; i += blockDim.x) table[i] = all[i];
-    if (k <= 0) return;
-    if (tid == 0) { prefix = 0; mask = 0; need = k; carryEq = 0; carrySel = 0; }
+    if (tid == 0) { prefix = 0; mask = 0; need = k; }
     __syncthreads();
     for (int shift = 24; shift >= 0; shift -= 8) {
         for (int b = tid; b < 256; b += blockDim.x) hist[b] = 0;
         __syncthreads();
         for (int j = tid; j < n; j += blockDim.x) {
-            unsigned key = score_key(scores[first + j]);
-            if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255], 1u);
+            unsigned kj = key(j);
+            if ((kj & mask) == prefix) atomicAdd(&hist[(kj >> shift) & 255], 1u);
         }
         __syncthreads();
         if (tid == 0) {
@@ -826,61 +815,24 @@ extern "C" __global__ void sip_route(unsigned long long* table, const unsigned l
         }
         __syncthreads();
     }
-    unsigned thr = prefix;
-    int ties = need; // keys equal to thr that are chosen, lowest index first
-    for (int c0 = 0; c0 < n; c0 += blockDim.x) {
-        int j = c0 + tid, ce = carryEq, cs = carrySel, eqTot, selTot;
-        unsigned key = j < n ? score_key(scores[first + j]) : 0u;
-        bool eq = j < n && key == thr;
-        int eqBefore = ce + block_scan(eq, warpCount, eqTot);
-        bool sel = j < n && (key > thr || (eq && eqBefore < ties));
-        int slot = cs + block_scan(sel, warpCount, selTot);
-        if (sel) {
-            int g = first + j, lo = max(nstatic, g * G), hi = min(nall, (g + 1) * G);
-            unsigned long long* out = table + nstatic + (size_t)slot * G;
-            for (int i = 0; i < G; i++) out[i] = lo + i < hi ? all[lo + i] : (unsigned long long)zero;
-        }
-        if (tid == 0) { carryEq = ce + eqTot; carrySel = cs + selTot; }
-        __syncthreads();
-    }
+    ties = need;
+    return prefix;
 }
 
-// sip_topk: a sampled decode step's candidates. Of x[0, n) the k largest
-// (ties: the lower index, runner's `ahead` order) are written in index
-// order: out[1+i] the index, out[1+k+i] the value's bits; out[0] is 1 when
-// some x is NaN or infinite. The host orders the k and draws, so it reads
-// back 8k + 4 bytes, not the logits. Unless null, pos[0] grows by one (the
-// next decode step's position). grid 1, block 1024.
-extern "C" __global__ void sip_topk(int* out, const float* x, int n, int k, int* pos) { // k ≤ SIP_TOPK_MAX
-    __shared__ unsigned hist[256];
-    __shared__ unsigned prefix, mask;
-    __shared__ int need, carryEq, carrySel, bad;
+// topk_select chooses, of the n keys score_key(x[j]), the k largest (ties:
+// the lower j first, as runner's topKeys and the sampler's order) and calls
+// place(j, slot) for each in index order, slot its rank among the chosen.
+// The k-th largest key by radix_kth; then a block scan in index order
+// places the keys above it and the first ties.
+// One block of at most 1024 threads, every thread calling it; 1 ≤ k ≤ n.
+template <typename F>
+__device__ void topk_select(const float* x, int n, int k, F place) {
+    __shared__ int carryEq, carrySel;
     __shared__ int warpCount[32];
-    int tid = threadIdx.x;
-    if (tid == 0) { prefix = 0; mask = 0; need = k; carryEq = 0; carrySel = 0; bad = 0; }
+    int tid = threadIdx.x, ties; // ties: keys equal to thr that are chosen, lowest index first
+    unsigned thr = radix_kth(n, k, [&](int j) { return score_key(x[j]); }, ties);
+    if (tid == 0) { carryEq = 0; carrySel = 0; }
     __syncthreads();
-    int mybad = 0;
-    for (int j = tid; j < n; j += blockDim.x) mybad |= (__float_as_uint(x[j]) & 0x7f800000u) == 0x7f800000u;
-    if (mybad) bad = 1;
-    for (int shift = 24; shift >= 0; shift -= 8) {
-        for (int b = tid; b < 256; b += blockDim.x) hist[b] = 0;
-        __syncthreads();
-        for (int j = tid; j < n; j += blockDim.x) {
-            unsigned key = score_key(x[j]);
-            if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255], 1u);
-        }
-        __syncthreads();
-        if (tid == 0) {
-            int above = 0, b = 255;
-            for (; b > 0 && above + (int)hist[b] < need; b--) above += hist[b];
-            prefix |= (unsigned)b << shift;
-            mask |= 255u << shift;
-            need -= above;
-        }
-        __syncthreads();
-    }
-    unsigned thr = prefix;
-    int ties = need;
     for (int c0 = 0; c0 < n; c0 += blockDim.x) {
         int j = c0 + tid, ce = carryEq, cs = carrySel, eqTot, selTot;
         unsigned key = j < n ? score_key(x[j]) : 0u;
@@ -888,14 +840,47 @@ extern "C" __global__ void sip_topk(int* out, const float* x, int n, int k, int*
         int eqBefore = ce + block_scan(eq, warpCount, eqTot);
         bool sel = j < n && (key > thr || (eq && eqBefore < ties));
         int slot = cs + block_scan(sel, warpCount, selTot);
-        if (sel) {
-            out[1 + slot] = j;
-            out[1 + k + slot] = (int)__float_as_uint(x[j]);
-        }
+        if (sel) place(j, slot);
         if (tid == 0) { carryEq = ce + eqTot; carrySel = cs + selTot; }
         __syncthreads();
     }
-    if (tid == 0) {
+}
+
+// sip_route: the router's decode set of one token, chosen and gathered on
+// the device. Of the n candidate groups first.., the k of largest scores
+// (topk_select) are chosen; table gets all's first nstatic record
+// addresses, then G entries per chosen group in ascending group order: the
+// group's records [max(nstatic, gG), min(nall, (g+1)G)), the rest of the G
+// the address of a zero record (which adds nothing). grid 1, block 256.
+extern "C" __global__ void sip_route(unsigned long long* table, const unsigned long long* all, const float* scores, int first, int n, int k,
+                                     int nstatic, int G, int nall, const unsigned long long* zero) {
+    for (int i = threadIdx.x; i < nstatic; i += blockDim.x) table[i] = all[i];
+    if (k <= 0) return;
+    topk_select(scores + first, n, k, [&](int j, int slot) {
+        int g = first + j, lo = max(nstatic, g * G), hi = min(nall, (g + 1) * G);
+        unsigned long long* out = table + nstatic + (size_t)slot * G;
+        for (int i = 0; i < G; i++) out[i] = lo + i < hi ? all[lo + i] : (unsigned long long)zero;
+    });
+}
+
+// sip_topk: a sampled decode step's candidates. Of x[0, n) the k largest
+// (topk_select) are written in index order: out[1+i] the index, out[1+k+i]
+// the value's bits; out[0] is 1 when some x is NaN or infinite. The host
+// orders the k and draws, so it reads back 8k + 4 bytes, not the logits.
+// Unless null, pos[0] grows by one (the next decode step's position).
+// grid 1, block 1024.
+extern "C" __global__ void sip_topk(int* out, const float* x, int n, int k, int* pos) { // k ≤ SIP_TOPK_MAX
+    __shared__ int bad;
+    if (threadIdx.x == 0) bad = 0;
+    __syncthreads();
+    int mybad = 0;
+    for (int j = threadIdx.x; j < n; j += blockDim.x) mybad |= (__float_as_uint(x[j]) & 0x7f800000u) == 0x7f800000u;
+    if (mybad) bad = 1;
+    topk_select(x, n, k, [&](int j, int slot) {
+        out[1 + slot] = j;
+        out[1 + k + slot] = (int)__float_as_uint(x[j]);
+    });
+    if (threadIdx.x == 0) {
         out[0] = bad;
         if (pos) pos[0] += 1;
     }
@@ -912,31 +897,9 @@ extern "C" __global__ void sip_topk(int* out, const float* x, int n, int k, int*
 // found by warp 0 with ballots. Counts are integers: the atomics make the
 // result exact whatever the order. grid T, block 256.
 extern "C" __global__ void sip_vote(int* counts, const float* h, int n, int k) {
-    __shared__ unsigned hist[256];
-    __shared__ unsigned prefix, mask;
-    __shared__ int need;
     const float* row = h + (size_t)blockIdx.x * n;
-    int tid = threadIdx.x;
-    if (tid == 0) { prefix = 0; mask = 0; need = k; }
-    __syncthreads();
-    for (int shift = 24; shift >= 0; shift -= 8) {
-        for (int b = tid; b < 256; b += blockDim.x) hist[b] = 0;
-        __syncthreads();
-        for (int j = tid; j < n; j += blockDim.x) {
-            unsigned key = __float_as_uint(row[j]) & 0x7fffffffu;
-            if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255], 1u);
-        }
-        __syncthreads();
-        if (tid == 0) {
-            int above = 0, b = 255;
-            for (; b > 0 && above + (int)hist[b] < need; b--) above += hist[b];
-            prefix |= (unsigned)b << shift;
-            mask |= 255u << shift;
-            need -= above;
-        }
-        __syncthreads();
-    }
-    unsigned thr = prefix;
+    int tid = threadIdx.x, need;
+    unsigned thr = radix_kth(n, k, [&](int j) { return __float_as_uint(row[j]) & 0x7fffffffu; }, need);
     for (int j = tid; j < n; j += blockDim.x) {
         unsigned key = __float_as_uint(row[j]) & 0x7fffffffu;
         if (key > thr) atomicAdd(&counts[j], 1);
