@@ -474,8 +474,10 @@ func TestResumeAtLayer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(tail, whole[0][10*V:]) {
-		t.Errorf("logits from token 10: %d floats, not the last 14 rows of all", len(tail))
+	// Within float error, not to the bit: 14 rows may take other GEMM tiles
+	// than 24 (AVX2's remainder tiles sum in another order).
+	if len(tail) != 14*V || maxAbsDiff(tail, whole[0][10*V:]) > 1e-4 {
+		t.Errorf("logits from token 10: %d floats, not the last 14 rows of all (%g)", len(tail), maxAbsDiff(tail, whole[0][10*V:]))
 	}
 	// Resuming past the cut layer misses it: the logits must differ.
 	l, err := s.ForwardBatch(toks[24:40], 24, Pass{All: true, Plan: plan, From: 5, Input: inputs[1][5]})
