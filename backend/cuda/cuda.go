@@ -29,7 +29,9 @@ type Device struct {
 	weights    []uint64 // device copies, freed by Close
 	resident   uint64   // their bytes
 	regions    []region // host memory registered for the device (integrated GPUs)
-	registered uint64   // bytes used in place through them
+	registered uint64   // bytes used in place through them or read from pinned memory
+	hostRecs   bool     // Records interleaves split blocks into pinned host memory
+	pinnedRecs [][]byte // that memory, freed by Close
 	graphs     bool     // Execs run decode steps as CUDA graphs
 }
 
@@ -97,23 +99,28 @@ func (d *Device) Name() string {
 // Integrated reports whether the GPU shares the host's memory.
 func (d *Device) Integrated() bool { return d.integrated }
 
-// UseHost makes host memory (the mapped γ prefix of the pack) the
-// weights' home on an integrated GPU, whose memory is the host's: tensors
-// made resident afterwards that lie inside it are not copied to device
-// memory. Where the device registers host memory read-only, b is
-// registered and read in place; where it cannot (the attribute says no, or
-// the registration is refused), b is read once into pinned host memory the
-// GPU maps: one copy of the weights either way, never a second one in
-// device memory. On a discrete GPU it does nothing (every read would cross
-// the bus) and returns nil. HostUse says which was done.
-func (d *Device) UseHost(b []byte) error {
-	if !d.integrated || len(b) == 0 {
+// UsePack makes the pack's mapped γ prefix the weights' home on an
+// integrated GPU, whose memory is the host's: the dense tensors (and
+// records the pack stores whole) are read where the mapping has them, and
+// Records interleaves split record blocks once into pinned host memory the
+// GPU maps, dropping their source pages. Where the device registers host
+// memory read-only, the prefix is registered and read in place; where it
+// cannot (the attribute says no, or the registration is refused), it is
+// read once into pinned memory: one copy of the weights either way, never
+// a second one in device memory. On a discrete GPU it does nothing (every
+// read would cross the bus) and returns nil. HostUse says which was done.
+func (d *Device) UsePack(p *format.Pack) error {
+	if !d.integrated {
+		return nil
+	}
+	b := hostPart(p)
+	if len(b) == 0 {
 		return nil
 	}
 	var refused error
 	if d.info.readOnlyRegister {
 		if refused = d.register(b); refused == nil {
-			d.hostUse = HostRegistered
+			d.hostUse, d.hostRecs = HostRegistered, true
 			return nil
 		}
 	}
@@ -123,8 +130,20 @@ func (d *Device) UseHost(b []byte) error {
 	if err := d.pin(b); err != nil {
 		return fmt.Errorf("%w (read-only registration: %v)", err, refusal(refused))
 	}
-	d.hostUse = HostPinned
+	d.hostUse, d.hostRecs = HostPinned, true
 	return nil
+}
+
+// hostPart is the part of p's mapped prefix the kernels read where it
+// lies: all of it when the records are whole (version 1), else the part
+// before the FFN section. Registering split blocks would lock pages whose
+// interleaved copy is what the kernels read.
+func hostPart(p *format.Pack) []byte {
+	b := p.Bytes()
+	if off := p.Preamble.FFNOff; p.Split() && off < uint64(len(b)) {
+		b = b[:off]
+	}
+	return b
 }
 
 // refusal words why read-only registration was not used.
@@ -135,21 +154,22 @@ func refusal(err error) string {
 	return err.Error()
 }
 
-// HostUse says how the weights given to UseHost are read.
+// HostUse says how the weights given to UsePack are read.
 func (d *Device) HostUse() HostUse { return d.hostUse }
 
-// UseHostAnyway registers b in place on any GPU: on a discrete one the
-// weights stay in host memory and every read crosses the bus. It measures
-// the integrated case's device memory on a discrete GPU
-// (SIPACK_CUDA_IN_PLACE=1).
-func (d *Device) UseHostAnyway(b []byte) error {
+// UsePackAnyway registers the pack in place on any GPU and keeps the
+// interleaved records in pinned host memory: on a discrete GPU every
+// weight read then crosses the bus. It measures the integrated case's
+// device memory on a discrete GPU (SIPACK_CUDA_IN_PLACE=1).
+func (d *Device) UsePackAnyway(p *format.Pack) error {
+	b := hostPart(p)
 	if len(b) == 0 {
 		return nil
 	}
 	if err := d.register(b); err != nil {
 		return err
 	}
-	d.hostUse = HostRegistered
+	d.hostUse, d.hostRecs = HostRegistered, true
 	return nil
 }
 
@@ -298,65 +318,126 @@ func (d *Device) Records(rblocks []format.RecordBlock, dt format.DType, hidden i
 		return nil, fmt.Errorf("cuda backend: hidden size %d is not a whole number of %v blocks", hidden, dt)
 	}
 	rec := 3 * rb
-	// The device kernels read whole records (gate | up | down at one
-	// address): a version 2 or 3 band's split block is interleaved on the host
-	// first and copied (it cannot be used in place).
-	blocks := make([][]byte, len(rblocks))
+	// The kernels read whole records (gate | up | down at one address). A
+	// block the pack stores so is used in place where it is registered; a
+	// split block (versions 2 to 5) is interleaved once: into pinned host
+	// memory the GPU maps after UsePack (its source pages then dropped),
+	// else into device memory, a block at a time through one host buffer.
+	counts := make([]int, len(rblocks))
+	whole := make([][]byte, len(rblocks))
 	for i := range rblocks {
 		b := &rblocks[i]
 		if b.RowBytes != rb {
 			return nil, fmt.Errorf("cuda backend: a block of %d-byte rows, want %d", b.RowBytes, rb)
 		}
-		if blocks[i] = b.Interleaved(); blocks[i] == nil {
-			blocks[i] = make([]byte, b.N*rec)
-			for j := 0; j < b.N; j++ {
-				b.CopyRecord(blocks[i][j*rec:(j+1)*rec], j)
+		counts[i] = b.N
+		if whole[i] = b.Interleaved(); whole[i] != nil {
+			if len(whole[i])%rec != 0 {
+				return nil, fmt.Errorf("cuda backend: a block of %d bytes is not a whole number of %d-byte records", len(whole[i]), rec)
 			}
+			counts[i] = len(whole[i]) / rec
 		}
 	}
-	counts := make([]int, len(blocks))
-	copyBytes := 0
 	defer d.enter()()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for i, b := range blocks {
-		if len(b)%rec != 0 {
-			return nil, fmt.Errorf("cuda backend: a block of %d bytes is not a whole number of %d-byte records", len(b), rec)
-		}
-		counts[i] = len(b) / rec
-		if _, ok := d.inPlace(b); !ok {
-			copyBytes += len(b)
+	copyBytes, largest := 0, 0
+	for i, n := range counts {
+		if _, ok := d.inPlace(whole[i]); !ok {
+			copyBytes += n * rec
+			largest = max(largest, n*rec)
 		}
 	}
-	// Blocks not used in place go into one allocation, in order.
 	var base uint64
+	var pinned []byte // the destination's host view when it is pinned memory
 	if copyBytes > 0 {
-		p, err := d.drv.alloc(copyBytes)
-		if err != nil {
-			return nil, fmt.Errorf("cuda: %s: allocating %d bytes of FFN records: %w", d.name, copyBytes, err)
+		if d.hostRecs && d.info.mapHost {
+			h, p, err := d.drv.hostAlloc(copyBytes)
+			if err != nil {
+				return nil, fmt.Errorf("cuda: %s: allocating %d pinned bytes of FFN records: %w", d.name, copyBytes, err)
+			}
+			d.pinnedRecs = append(d.pinnedRecs, h)
+			d.registered += uint64(copyBytes)
+			pinned, base = h, p
+		} else {
+			p, err := d.drv.alloc(copyBytes)
+			if err != nil {
+				return nil, fmt.Errorf("cuda: %s: allocating %d bytes of FFN records: %w", d.name, copyBytes, err)
+			}
+			d.weights = append(d.weights, p)
+			d.resident += uint64(copyBytes)
+			base = p
 		}
-		d.weights = append(d.weights, p)
-		d.resident += uint64(copyBytes)
-		base = p
 	}
-	bases := make([]uint64, len(blocks))
-	off := uint64(0)
-	for i, b := range blocks {
-		if p, ok := d.inPlace(b); ok {
+	var buf []byte
+	if pinned == nil && largest > 0 {
+		buf = make([]byte, largest)
+	}
+	bases := make([]uint64, len(rblocks))
+	off := 0
+	for i := range rblocks {
+		if p, ok := d.inPlace(whole[i]); ok {
 			bases[i] = p
-			d.registered += uint64(len(b))
+			d.registered += uint64(len(whole[i]))
 			continue
 		}
-		if len(b) > 0 {
-			if err := d.drv.htod(base+off, unsafe.Pointer(&b[0]), len(b)); err != nil {
+		n := counts[i] * rec
+		bases[i] = base + uint64(off)
+		var dst []byte
+		if pinned != nil {
+			dst = pinned[off : off+n]
+		} else {
+			dst = buf[:n]
+		}
+		interleave(dst, &rblocks[i], whole[i], rec)
+		if d.integrated || d.hostRecs {
+			dropPages(&rblocks[i])
+		}
+		if pinned == nil && n > 0 {
+			if err := d.drv.htod(base+uint64(off), unsafe.Pointer(&dst[0]), n); err != nil {
 				return nil, fmt.Errorf("cuda: %s: copying FFN records: %w", d.name, err)
 			}
 		}
-		bases[i] = base + off
-		off += uint64(len(b))
+		off += n
 	}
 	host := cudaplan.Table(bases, counts, rec)
 	return d.newRecords(host, dt, hidden, rb, cudaplan.Vec(dt, hidden, host...))
+}
+
+// interleave writes block b's records whole into dst: the block's own
+// bytes where it stores them so (whole), else record by record.
+func interleave(dst []byte, b *format.RecordBlock, whole []byte, rec int) {
+	if whole != nil {
+		copy(dst, whole)
+		return
+	}
+	for j := 0; j < b.N; j++ {
+		b.CopyRecord(dst[j*rec:(j+1)*rec], j)
+	}
+}
+
+// dropPages pages out the mapped rows of b once their interleaved copy is
+// the one the GPU reads, so the process holds the records once.
+func dropPages(b *format.RecordBlock) {
+	for _, rows := range [][]byte{b.Gate, b.Up, b.Down} {
+		pageOut(pageInner(rows))
+	}
+}
+
+// pageInner is the whole pages inside b (madvise takes page-aligned
+// ranges; the pages b shares with its neighbours are left).
+func pageInner(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	ps := uintptr(os.Getpagesize())
+	lo := uintptr(unsafe.Pointer(&b[0]))
+	start := (lo + ps - 1) &^ (ps - 1)
+	end := (lo + uintptr(len(b))) &^ (ps - 1)
+	if end <= start {
+		return nil
+	}
+	return b[start-lo : end-lo]
 }
 
 // newRecords uploads a table (called with d.mu held and the context current).
@@ -410,14 +491,15 @@ func (m *devMem) free() {
 }
 
 // ResidentBytes is what the device holds for the model's weights (copies;
-// memory used in place through UseHost is RegisteredBytes).
+// weights read from host memory after UsePack are RegisteredBytes).
 func (d *Device) ResidentBytes() uint64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.resident
 }
 
-// RegisteredBytes is the weight bytes used in place in registered host memory.
+// RegisteredBytes is the weight bytes the GPU reads from host memory:
+// registered in place or in pinned memory (UsePack).
 func (d *Device) RegisteredBytes() uint64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -491,7 +573,12 @@ func (d *Device) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	d.weights, d.regions = nil, nil
+	for _, h := range d.pinnedRecs {
+		if err := d.drv.hostFree(h); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	d.weights, d.regions, d.pinnedRecs = nil, nil, nil
 	if err := d.drv.close(); err != nil {
 		errs = append(errs, err)
 	}

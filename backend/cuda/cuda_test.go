@@ -531,10 +531,8 @@ func TestInPlace(t *testing.T) {
 	rng := rand.New(rand.NewPCG(6, 6))
 	data, _ := randRow(rng, format.BF16, rows*cols)
 	copy(page[4096:], data)
-	p.gd.integrated = true // registration works on discrete GPUs too (reads cross the bus)
-	err = p.gd.UseHost(page)
-	p.gd.integrated = false
-	if err != nil {
+	// Registration works on discrete GPUs too (reads cross the bus).
+	if err := p.gd.register(page); err != nil {
 		t.Fatalf("registering host memory read-only (what an integrated GPU does with the pack): %v", err)
 	}
 	before := p.gd.ResidentBytes()

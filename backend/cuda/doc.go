@@ -23,9 +23,10 @@
 //
 // Memory: the dense tensors and each sparse layer's loaded prefix of FFN
 // records are copied to the device once (Device.Matrix, Device.Records).
-// On an integrated GPU (Jetson), Device.UseHost registers the mapped pack
-// read-only and tensors inside it are used in place, so the γ prefix's
-// saving holds on the device too. A record set is a device table of record
+// On an integrated GPU (Jetson), Device.UsePack registers the mapped pack
+// read-only and tensors inside it are used in place, and split FFN records
+// are interleaved into pinned host memory, so the γ prefix's saving holds
+// on the device too. A record set is a device table of record
 // addresses: a decode set is the static prefix and the voted ranks, read
 // in place, nothing copied (the compact option of Gather is moot here).
 package cuda

@@ -9,4 +9,8 @@ import "golang.org/x/sys/unix"
 // pages are a second copy that only page reclaim would drop. The contents
 // stay readable (file pages are read again, anonymous ones swapped); an
 // older kernel's refusal only leaves them to normal reclaim.
-func pageOut(b []byte) { _ = unix.Madvise(b, unix.MADV_PAGEOUT) }
+func pageOut(b []byte) {
+	if len(b) > 0 {
+		_ = unix.Madvise(b, unix.MADV_PAGEOUT)
+	}
+}

@@ -42,11 +42,11 @@ func onDevice(dev backend.Device, pack *format.Pack, m *runner.Model) (*runner.M
 	}
 	// SIPACK_CUDA_IN_PLACE=1 uses the mapped pack in place on any GPU (on a
 	// discrete one, to measure the integrated case's device memory).
-	use := d.UseHost
+	use := d.UsePack
 	if os.Getenv("SIPACK_CUDA_IN_PLACE") == "1" {
-		use = d.UseHostAnyway
+		use = d.UsePackAnyway
 	}
-	if err := use(pack.Bytes()); err != nil {
+	if err := use(pack); err != nil {
 		fmt.Fprintf(os.Stderr, "sirun: %v; copying the weights instead\n", err)
 	}
 	gm, err := runner.Load(pack, d)
@@ -83,14 +83,14 @@ func processMemory() string {
 }
 
 // deviceSummary is the summary's device line ("" on the CPU): weights
-// copied to the device, weights used in place, and the device's memory in
+// copied to the device, weights read from host memory, and the device's memory in
 // use as the driver reports it.
 func deviceSummary(m *runner.Model) string {
 	d, ok := m.Dev.(*cuda.Device)
 	if !ok {
 		return ""
 	}
-	s := fmt.Sprintf("sirun: device     %s: weights %s on the device, %s used in place", d.Name(),
+	s := fmt.Sprintf("sirun: device     %s: weights %s on the device, %s read from host memory", d.Name(),
 		cliutil.HumanBytes(d.ResidentBytes()), cliutil.HumanBytes(d.RegisteredBytes()))
 	if free, total, err := d.MemInfo(); err == nil {
 		s += fmt.Sprintf("; device memory in use %s of %s", cliutil.HumanBytes(uint64(total-free)), cliutil.HumanBytes(uint64(total)))
