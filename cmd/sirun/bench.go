@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"runtime/pprof"
 	"slices"
 	"strings"
 
@@ -37,7 +36,6 @@ var benchCmd = &cli.Command{
 		&cli.StringFlag{Name: "load", Value: "mmap", Usage: "load packs by mmap, no-mmap, or mmap,no-mmap (both in the same rounds)"},
 		&cli.BoolFlag{Name: "quick", Usage: "dense and γ 0.7 × φ 0.4 only, shorter prefill unless --prefill is given"},
 		cacheTypeFlag,
-		&cli.StringFlag{Name: "cpuprofile", Usage: "write a Go CPU profile of the whole benchmark to `FILE` (go tool pprof)"},
 	},
 	Action: func(c *cli.Context) error {
 		if c.NArg() == 0 {
@@ -46,11 +44,9 @@ var benchCmd = &cli.Command{
 		if err := cliutil.CheckThreads("--threads", c.Int("threads")); err != nil {
 			return err
 		}
-		for _, f := range []string{"json-out", "cpuprofile"} {
-			if out := c.String(f); out != "" {
-				if err := cliutil.CheckOutput(out, true, c.Args().Slice()...); err != nil {
-					return fmt.Errorf("--%s: %w", f, err)
-				}
+		if out := c.String("json-out"); out != "" {
+			if err := cliutil.CheckOutput(out, true, c.Args().Slice()...); err != nil {
+				return fmt.Errorf("--json-out: %w", err)
 			}
 		}
 		kv, err := cacheType(c, nil)
@@ -80,17 +76,6 @@ var benchCmd = &cli.Command{
 		}
 		if opt.Quick && !c.IsSet("prefill") {
 			opt.Prefill = 64
-		}
-		if f := c.String("cpuprofile"); f != "" {
-			out, err := os.Create(f)
-			if err != nil {
-				return err
-			}
-			defer out.Close()
-			if err := pprof.StartCPUProfile(out); err != nil {
-				return fmt.Errorf("%s: %w", f, err)
-			}
-			defer pprof.StopCPUProfile()
 		}
 		if c.Bool("ops") {
 			return bench.Ops(c.Args().Slice(), opt, os.Stdout)
