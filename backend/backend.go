@@ -19,6 +19,7 @@ package backend
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/sipack/sipack/format"
 )
@@ -268,4 +269,26 @@ type Argmaxer interface {
 	// runner.Argmax scans them (the lower index on ties; NaN never chosen
 	// unless b's first float is NaN, then 0), and whether all are finite.
 	Argmax(b Buf) (int, bool)
+}
+
+// KernelTimer is a Device that times its kernels one by one (a GPU's, by
+// events on its stream): where operations are queued, a host clock sees
+// the queueing, not the work. sirun bench --ops reads it.
+type KernelTimer interface {
+	// TimeKernels starts (or stops) timing the launches of Execs started
+	// afterwards; they launch one by one while it is on (no graphs).
+	TimeKernels(on bool)
+	// KernelTimes waits for the device and returns, by kernel name, what
+	// its launches took since the last call (or since timing started).
+	KernelTimes() (map[string]KernelTime, error)
+}
+
+// KernelTime is what the launches of one kernel took.
+type KernelTime struct {
+	Launches int
+	Time     time.Duration
+	// Bytes is the weights and cache the launches read, where the kernel
+	// counts them (matrices, FFN records, the KV cache, the logits); 0
+	// for the rest.
+	Bytes int64
 }

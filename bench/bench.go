@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -37,6 +38,9 @@ type Options struct {
 	Load   []string
 	KVType backend.KVType // the KV cache's element type
 	Log    io.Writer      // progress lines; nil: none
+	// Device runs Ops (nil: the CPU). A GPU's kernels are timed by its
+	// events (backend.KernelTimer).
+	Device backend.Device
 }
 
 // decodeDepth is the prompt length the decode figures follow.
@@ -153,12 +157,15 @@ type packBench struct {
 	figures []*benchFigure
 }
 
-func openModel(path string, gamma float64, noMmap bool, kv backend.KVType) (*format.Pack, *runner.Model, error) {
+func openModel(path string, gamma float64, noMmap bool, kv backend.KVType, dev backend.Device) (*format.Pack, *runner.Model, error) {
 	p, err := format.Open(path, format.OpenOptions{Gamma: gamma, NoMmap: noMmap})
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := runner.Load(p, cpu.New())
+	if dev == nil {
+		dev = cpu.New()
+	}
+	m, err := runner.Load(p, dev)
 	if err != nil {
 		p.Close()
 		return nil, nil, err
@@ -188,7 +195,7 @@ func runPacks(opt Options, paths []string, pool *kernels.Pool, probe *BandwidthP
 	for _, pl := range packLoads(paths, loads) {
 		path := pl.path
 		pb := &packBench{path: path, noMmap: pl.load == "no-mmap", r: &Report{Pack: path, Load: pl.load, Kernels: kernels.Active().Name, KVCache: opt.KVType.String(), Threads: pool.Workers(), FMAPeakGFlops: peak / 1e9, Rounds: opt.Rounds, DecodeDepth: opt.decodeDepth()}}
-		p, m, err := openModel(path, 1, pb.noMmap, opt.KVType)
+		p, m, err := openModel(path, 1, pb.noMmap, opt.KVType, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -316,7 +323,7 @@ func (pb *packBench) measureRound(opt Options, pool *kernels.Pool, probe *Bandwi
 				p.Close()
 			}
 			var err error
-			if p, m, err = openModel(pb.path, f.gamma, pb.noMmap, opt.KVType); err != nil {
+			if p, m, err = openModel(pb.path, f.gamma, pb.noMmap, opt.KVType, nil); err != nil {
 				return err
 			}
 		}
@@ -464,7 +471,7 @@ func Ops(paths []string, opt Options, w io.Writer) error {
 	defer pool.Close()
 	for _, path := range paths {
 		for _, f := range []struct{ gamma, phi float64 }{{1, 1}, {0.7, 0.4}} {
-			p, m, err := openModel(path, f.gamma, len(opt.Load) > 0 && opt.Load[0] == "no-mmap", opt.KVType)
+			p, m, err := openModel(path, f.gamma, len(opt.Load) > 0 && opt.Load[0] == "no-mmap", opt.KVType, opt.Device)
 			if err != nil {
 				return err
 			}
@@ -480,6 +487,10 @@ func Ops(paths []string, opt Options, w io.Writer) error {
 			p.Close()
 			if err != nil {
 				return err
+			}
+			if b.Kernels != nil {
+				writeKernels(w, fmt.Sprintf("%s, γ %.1f φ %.1f, %s", filepath.Base(path), f.gamma, f.phi, m.Dev.Name()), opt.decodeDepth(), b)
+				continue
 			}
 			fmt.Fprintf(w, "\n%s, γ %.1f φ %.1f, %d threads, kernels %s, after a %d-token prompt: %.2f ms a step (%.2f tok/s)\n\n| operation | ms/token | share |\n|---|---:|---:|\n",
 				filepath.Base(path), f.gamma, f.phi, opt.Threads, kernels.Active().Name, opt.decodeDepth(), ms(b.Step), 1/b.Step.Seconds())
@@ -500,6 +511,31 @@ func Ops(paths []string, opt Options, w io.Writer) error {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// writeKernels prints a GPU step's kernels: launches, µs and the GB/s of
+// the bytes they read (where the kernel counts them), a token each, by
+// time; the steps' wall time beside their sum.
+func writeKernels(w io.Writer, title string, depth int, b *OpBreakdown) {
+	fmt.Fprintf(w, "\n%s, kernels timed one by one by CUDA events, after a %d-token prompt: %.2f ms a step (%.2f tok/s)\n\n| kernel | launches/token | µs/token | GB/s | share |\n|---|---:|---:|---:|---:|\n",
+		title, depth, ms(b.Step), 1/b.Step.Seconds())
+	names := make([]string, 0, len(b.Kernels))
+	var sum time.Duration
+	for k, t := range b.Kernels {
+		names = append(names, k)
+		sum += t.Time
+	}
+	slices.SortFunc(names, func(a, c string) int { return cmp.Compare(b.Kernels[c].Time, b.Kernels[a].Time) })
+	for _, k := range names {
+		t := b.Kernels[k]
+		gbs := "–"
+		if t.Bytes > 0 && t.Time > 0 {
+			gbs = fmt.Sprintf("%.1f", float64(t.Bytes)/t.Time.Seconds()/1e9)
+		}
+		fmt.Fprintf(w, "| %s | %d | %.1f | %s | %.1f %% |\n", k, t.Launches, float64(t.Time.Nanoseconds())/1e3, gbs, 100*t.Time.Seconds()/b.Step.Seconds())
+	}
+	fmt.Fprintf(w, "| outside the kernels (launching, waits, the host) | | %.1f | | %.1f %% |\n",
+		float64((b.Step-sum).Nanoseconds())/1e3, 100*(b.Step-sum).Seconds()/b.Step.Seconds())
+}
 
 // hugeNote is the report line's clause on how much of the pack 2 MiB pages
 // map, where the OS said.

@@ -3,6 +3,9 @@ package bench
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/sipack/sipack/backend"
 )
 
 // TestRunRefusesBadOptions: every out-of-range option is refused by name
@@ -72,5 +75,32 @@ func TestFinishRatiosWithinRounds(t *testing.T) {
 	// router ÷ paper per round: 0.8, 0.5, 1.1 → 0.8 (the ratio of medians: 20/40 = 0.5).
 	if g := r.Grid[1]; g.VsFirstSelect != 0.8 || g.TokS != 20 || g.Select != "router" {
 		t.Errorf("router: %+v", g)
+	}
+}
+
+// A GPU step's kernel table: by time, GB/s of the bytes read, the share of
+// the step, and what lies outside the kernels.
+func TestWriteKernels(t *testing.T) {
+	b := &OpBreakdown{Step: 100 * time.Microsecond, Kernels: map[string]backend.KernelTime{
+		"sip_matvec_fused":  {Launches: 13, Time: 40 * time.Microsecond, Bytes: 80_000_000},
+		"sip_reduce_splits": {Launches: 6, Time: 5 * time.Microsecond},
+		"sip_ffn_gateup":    {Launches: 6, Time: 50 * time.Microsecond, Bytes: 50_000_000},
+	}}
+	var w strings.Builder
+	writeKernels(&w, "x.sip", 16, b)
+	out := w.String()
+	for _, want := range []string{
+		"| sip_ffn_gateup | 6 | 50.0 | 1000.0 | 50.0 % |",
+		"| sip_matvec_fused | 13 | 40.0 | 2000.0 | 40.0 % |",
+		"| sip_reduce_splits | 6 | 5.0 | – | 5.0 % |",
+		"| outside the kernels (launching, waits, the host) | | 5.0 | | 5.0 % |",
+		"0.10 ms a step (10000.00 tok/s)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	if strings.Index(out, "sip_ffn_gateup") > strings.Index(out, "sip_matvec_fused") {
+		t.Errorf("not by time:\n%s", out)
 	}
 }

@@ -146,6 +146,10 @@ func Decode(m *runner.Model, pool *kernels.Pool, sel *runner.Selection, promptLe
 type OpBreakdown struct {
 	Step time.Duration            // mean wall time of a step
 	Ops  map[string]time.Duration // mean time per step in each operation
+	// Kernels is, on a device that times its kernels, each kernel's
+	// launches, time and bytes per step (Ops is then empty: the host's
+	// clock sees launches queued, not run).
+	Kernels map[string]backend.KernelTime
 }
 
 // DecodeOps runs tokens decode steps (after a promptLen-token prompt and a
@@ -153,6 +157,11 @@ type OpBreakdown struct {
 // time goes. The operations' sum is less than the step by what is outside
 // them (sampling, the plan lookup, the Go runtime).
 func DecodeOps(m *runner.Model, pool *kernels.Pool, sel *runner.Selection, promptLen, tokens int) (*OpBreakdown, error) {
+	kt, gpu := m.Dev.(backend.KernelTimer)
+	if gpu {
+		kt.TimeKernels(true) // before the session, whose Exec then launches one by one
+		defer kt.TimeKernels(false)
+	}
 	ss, err := m.NewSession(pool, promptLen+tokens+2, runner.SamplerConfig{TopP: 1, RepetitionPenalty: 1})
 	if err != nil {
 		return nil, err
@@ -170,10 +179,16 @@ func DecodeOps(m *runner.Model, pool *kernels.Pool, sel *runner.Selection, promp
 		return nil, err
 	}
 	var timed *backend.Timed
-	ss.S.WrapExec(func(e backend.Exec) backend.Exec {
-		timed = backend.NewTimed(e, m.Config.VocabSize)
-		return timed
-	})
+	if gpu {
+		if _, err := kt.KernelTimes(); err != nil { // the prompt's and the warm-up's
+			return nil, err
+		}
+	} else {
+		ss.S.WrapExec(func(e backend.Exec) backend.Exec {
+			timed = backend.NewTimed(e, m.Config.VocabSize)
+			return timed
+		})
+	}
 	// Each step picks its token as sirun does by default (temperature,
 	// top-k, top-p), timed as an operation of its own, so the table shows
 	// what sampling adds to a greedy step.
@@ -192,6 +207,18 @@ func DecodeOps(m *runner.Model, pool *kernels.Pool, sel *runner.Selection, promp
 		}
 	}
 	b := &OpBreakdown{Step: time.Since(start) / time.Duration(tokens), Ops: map[string]time.Duration{}}
+	if gpu {
+		times, err := kt.KernelTimes()
+		if err != nil {
+			return nil, err
+		}
+		b.Kernels = map[string]backend.KernelTime{}
+		for k, t := range times {
+			n := int64(tokens)
+			b.Kernels[k] = backend.KernelTime{Launches: int(int64(t.Launches) / n), Time: t.Time / time.Duration(n), Bytes: t.Bytes / n}
+		}
+		return b, nil
+	}
 	for op, d := range timed.Times {
 		b.Ops[op] = d / time.Duration(tokens)
 	}

@@ -3,10 +3,12 @@
 package cuda
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/sipack/sipack/backend"
 	"github.com/sipack/sipack/backend/cudaplan"
 )
 
@@ -33,9 +35,16 @@ type counted struct {
 	launches, graphs, syncs, dtohB, htodB, htodN atomic.Int64
 	mu                                           sync.Mutex
 	graphLen                                     map[uint64]int // launches in each captured graph
+
+	timing  atomic.Bool // launches are timed (TimeKernels)
+	tmu     sync.Mutex  // pending, times and the driver's events
+	pending []timedLaunch
+	times   map[string]backend.KernelTime
 }
 
-func newCounted(d driver) *counted { return &counted{driver: d, graphLen: map[uint64]int{}} }
+func newCounted(d driver) *counted {
+	return &counted{driver: d, graphLen: map[uint64]int{}, times: map[string]backend.KernelTime{}}
+}
 
 func (c *counted) counters() Counters {
 	return Counters{c.launches.Load(), c.graphs.Load(), c.syncs.Load(), c.dtohB.Load(), c.htodB.Load(), c.htodN.Load()}
@@ -60,12 +69,102 @@ func (c *counted) dtoh(dst unsafe.Pointer, src uint64, n int) error {
 
 func (c *counted) launch(l cudaplan.Launch, a *cudaplan.Args) error {
 	c.launches.Add(1)
+	if c.timing.Load() {
+		return c.timed(l, func() error { return c.driver.launch(l, a) })
+	}
 	return c.driver.launch(l, a)
 }
 
 func (c *counted) launchValues(l cudaplan.Launch, vals []uint64) error {
 	c.launches.Add(1)
+	if c.timing.Load() {
+		return c.timed(l, func() error { return c.driver.launchValues(l, vals) })
+	}
 	return c.driver.launchValues(l, vals)
+}
+
+// timedLaunch is a launch between two recorded events, not yet read.
+type timedLaunch struct {
+	kernel     string
+	reads      int64
+	start, end uint64
+}
+
+// timed runs launch between two events and keeps them for kernelTimes;
+// past 4096 unread launches it reads them (a wait).
+func (c *counted) timed(l cudaplan.Launch, launch func() error) error {
+	c.tmu.Lock()
+	defer c.tmu.Unlock()
+	start, err := c.driver.event()
+	if err != nil {
+		return fmt.Errorf("timing %s: %w", l.Kernel, err)
+	}
+	end, err := c.driver.event()
+	if err != nil {
+		c.driver.dropEvent(start)
+		return fmt.Errorf("timing %s: %w", l.Kernel, err)
+	}
+	c.pending = append(c.pending, timedLaunch{l.Kernel, l.Reads, start, end})
+	if err := c.driver.record(start); err != nil {
+		return err
+	}
+	if err := launch(); err != nil {
+		return err
+	}
+	if err := c.driver.record(end); err != nil {
+		return err
+	}
+	if len(c.pending) >= 4096 {
+		return c.readPending()
+	}
+	return nil
+}
+
+// readPending adds the pending launches' times to c.times and frees their
+// events (c.tmu held).
+func (c *counted) readPending() error {
+	var first error
+	for _, p := range c.pending {
+		d, err := c.driver.elapsed(p.start, p.end)
+		if err != nil && first == nil {
+			first = fmt.Errorf("timing %s: %w", p.kernel, err)
+		}
+		c.driver.dropEvent(p.start)
+		c.driver.dropEvent(p.end)
+		t := c.times[p.kernel]
+		t.Launches++
+		t.Time += d
+		t.Bytes += p.reads
+		c.times[p.kernel] = t
+	}
+	c.pending = c.pending[:0]
+	return first
+}
+
+// setTiming turns kernel timing on or off; off drops what was not read.
+func (c *counted) setTiming(on bool) {
+	c.tmu.Lock()
+	defer c.tmu.Unlock()
+	if !on {
+		for _, p := range c.pending {
+			c.driver.dropEvent(p.start)
+			c.driver.dropEvent(p.end)
+		}
+		c.pending = nil
+	}
+	c.times = map[string]backend.KernelTime{}
+	c.timing.Store(on)
+}
+
+// kernelTimes reads the pending launches and returns the times since the
+// last call.
+func (c *counted) kernelTimes() (map[string]backend.KernelTime, error) {
+	c.tmu.Lock()
+	defer c.tmu.Unlock()
+	err := c.readPending()
+	t := c.times
+	c.times = map[string]backend.KernelTime{}
+	return t, err
 }
 
 func (c *counted) capture(steps []queued) (uint64, error) {
@@ -103,3 +202,28 @@ func (c *counted) sync() error {
 
 // Counters is what the device has done since Open (launches, waits, copies).
 func (d *Device) Counters() Counters { return d.drv.(*counted).counters() }
+
+var _ backend.KernelTimer = (*Device)(nil)
+
+// TimeKernels is backend.KernelTimer: while on, Execs started afterwards
+// launch one by one (no graphs) and each launch lies between two events.
+// Off restores the graphs setting.
+func (d *Device) TimeKernels(on bool) {
+	d.mu.Lock()
+	if on && !d.timing {
+		d.graphsBefore, d.graphs = d.graphs, false
+	} else if !on && d.timing {
+		d.graphs = d.graphsBefore
+	}
+	d.timing = on
+	d.mu.Unlock()
+	defer d.enter()()
+	d.drv.(*counted).setTiming(on)
+}
+
+// KernelTimes is backend.KernelTimer: it waits for the launches timed
+// since the last call and returns their times by kernel.
+func (d *Device) KernelTimes() (map[string]backend.KernelTime, error) {
+	defer d.enter()()
+	return d.drv.(*counted).kernelTimes()
+}

@@ -24,15 +24,17 @@ type Device struct {
 	info       devInfo
 	hostUse    HostUse
 
-	mu         sync.Mutex
-	closed     bool
-	weights    []uint64 // device copies, freed by Close
-	resident   uint64   // their bytes
-	regions    []region // host memory registered for the device (integrated GPUs)
-	registered uint64   // bytes used in place through them or read from pinned memory
-	hostRecs   bool     // Records interleaves split blocks into pinned host memory
-	pinnedRecs [][]byte // that memory, freed by Close
-	graphs     bool     // Execs run decode steps as CUDA graphs
+	mu           sync.Mutex
+	closed       bool
+	weights      []uint64 // device copies, freed by Close
+	resident     uint64   // their bytes
+	regions      []region // host memory registered for the device (integrated GPUs)
+	registered   uint64   // bytes used in place through them or read from pinned memory
+	hostRecs     bool     // Records interleaves split blocks into pinned host memory
+	pinnedRecs   [][]byte // that memory, freed by Close
+	graphs       bool     // Execs run decode steps as CUDA graphs
+	timing       bool     // TimeKernels is on; graphsBefore is graphs before it
+	graphsBefore bool
 }
 
 // region is host memory mapped into the device's address space: host

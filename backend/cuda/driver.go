@@ -3,6 +3,7 @@
 package cuda
 
 import (
+	"time"
 	"unsafe"
 
 	"github.com/sipack/sipack/backend/cudaplan"
@@ -38,6 +39,13 @@ type driver interface {
 	// device, and its device address; hostFree frees it.
 	hostAlloc(n int) ([]byte, uint64, error)
 	hostFree(b []byte) error
+	// event returns a new event; record marks it on the stream after the
+	// work queued so far; elapsed waits for end and returns the time from
+	// start to it; dropEvent frees one. Kernel timing (TimeKernels).
+	event() (uint64, error)
+	record(ev uint64) error
+	elapsed(start, end uint64) (time.Duration, error)
+	dropEvent(ev uint64)
 	close() error
 }
 

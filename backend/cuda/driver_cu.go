@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"fmt"
 	"runtime"
+	"time"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -28,6 +29,8 @@ type cuDriver struct {
 	// stream cannot be captured); a blocking stream, so it is ordered with
 	// the default stream's work both ways.
 	graphStream cu.Stream
+	events      map[uint64]cu.Event // kernel timing's events, by number
+	nextEv      uint64
 }
 
 // openDriver opens GPU ordinal after checking that the driver can load
@@ -46,7 +49,7 @@ func openDriver(ordinal int) (driver, devInfo, error) {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	d := &cuDriver{fns: map[string]cu.Function{}}
+	d := &cuDriver{fns: map[string]cu.Function{}, events: map[uint64]cu.Event{}}
 	if d.dev, err = cu.GetDevice(ordinal); err != nil {
 		return nil, info, fmt.Errorf("cuda: device %d: %w", ordinal, err)
 	}
@@ -190,6 +193,50 @@ func (d *cuDriver) unregisterHost(b []byte) error { return unregisterHost(b) }
 func (d *cuDriver) hostAlloc(n int) ([]byte, uint64, error) { return hostAlloc(n) }
 
 func (d *cuDriver) hostFree(b []byte) error { return hostFree(b) }
+
+// Events are kept by number: cu.Event holds a C handle.
+func (d *cuDriver) event() (uint64, error) {
+	ev, err := cu.MakeEvent(cu.DefaultEvent)
+	if err != nil {
+		return 0, err
+	}
+	d.nextEv++
+	d.events[d.nextEv] = ev
+	return d.nextEv, nil
+}
+
+// record marks the default stream, which the graph stream (blocking)
+// is ordered with both ways.
+func (d *cuDriver) record(ev uint64) error {
+	e, ok := d.events[ev]
+	if !ok {
+		return fmt.Errorf("no event %d", ev)
+	}
+	return e.Record(cu.Stream{})
+}
+
+func (d *cuDriver) elapsed(start, end uint64) (time.Duration, error) {
+	a, okA := d.events[start]
+	b, okB := d.events[end]
+	if !okA || !okB {
+		return 0, fmt.Errorf("no events %d, %d", start, end)
+	}
+	if err := b.Synchronize(); err != nil {
+		return 0, err
+	}
+	ms, err := a.Elapsed(b)
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(ms * float64(time.Millisecond)), nil
+}
+
+func (d *cuDriver) dropEvent(ev uint64) {
+	if e, ok := d.events[ev]; ok {
+		cu.DestroyEvent(&e)
+		delete(d.events, ev)
+	}
+}
 
 func (d *cuDriver) close() error {
 	d.graphStream.Destroy()

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/sipack/sipack/backend/cudaplan"
@@ -198,6 +199,48 @@ func (emuDriver) hostAlloc(n int) ([]byte, uint64, error) {
 func (emuDriver) hostFree(b []byte) error {
 	C.emu_free(C.uint64_t(uintptr(unsafe.Pointer(&b[0]))))
 	return nil
+}
+
+// The emulator runs a kernel when it is launched, so an event is the host
+// clock when it is recorded.
+var emuEvents = struct {
+	sync.Mutex
+	next uint64
+	at   map[uint64]time.Time
+}{at: map[uint64]time.Time{}}
+
+func (emuDriver) event() (uint64, error) {
+	emuEvents.Lock()
+	defer emuEvents.Unlock()
+	emuEvents.next++
+	emuEvents.at[emuEvents.next] = time.Time{}
+	return emuEvents.next, nil
+}
+
+func (emuDriver) record(ev uint64) error {
+	emuEvents.Lock()
+	defer emuEvents.Unlock()
+	if _, ok := emuEvents.at[ev]; !ok {
+		return fmt.Errorf("no event %d", ev)
+	}
+	emuEvents.at[ev] = time.Now()
+	return nil
+}
+
+func (emuDriver) elapsed(start, end uint64) (time.Duration, error) {
+	emuEvents.Lock()
+	defer emuEvents.Unlock()
+	a, b := emuEvents.at[start], emuEvents.at[end]
+	if a.IsZero() || b.IsZero() {
+		return 0, fmt.Errorf("events %d and %d not both recorded", start, end)
+	}
+	return b.Sub(a), nil
+}
+
+func (emuDriver) dropEvent(ev uint64) {
+	emuEvents.Lock()
+	delete(emuEvents.at, ev)
+	emuEvents.Unlock()
 }
 
 func (emuDriver) close() error { return nil }

@@ -210,6 +210,7 @@ func (e *Exec) launch(l cudaplan.Launch) {
 			e.fail(err)
 			return
 		}
+		l.Reads = 0 // a graph's steps compare launches; graphs are not timed
 		e.queue = append(e.queue, queued{l, append([]uint64(nil), vals...)})
 		return
 	}
@@ -321,7 +322,7 @@ func (e *Exec) Embed(out backend.Buf, table backend.Matrix, tokens []int) error 
 		e.queuing, e.queue = true, e.queue[:0]
 	}
 	e.args.Reset(cudaplan.KEmbed).Ptr(e.ptr(out)).Ptr(w.p).Ptr(tp).Int(w.cols).Int(w.rowB).Int(int(w.dt))
-	e.launch(cudaplan.Embed(w.cols, len(tokens)))
+	e.launch(reading(cudaplan.Embed(w.cols, len(tokens)), len(tokens)*w.rowB))
 	return e.err
 }
 
@@ -372,8 +373,14 @@ func (e *Exec) MatMul(outs []backend.Buf, ws []backend.Matrix, x backend.Buf) {
 		} else {
 			e.args.Int(T).Int(int(w.dt))
 		}
-		e.launch(l)
+		e.launch(reading(l, w.rows*w.rowB))
 	}
+}
+
+// reading is l counting n bytes read (KernelTime.Bytes).
+func reading(l cudaplan.Launch, n int) cudaplan.Launch {
+	l.Reads = int64(n)
+	return l
 }
 
 func b2i(b bool) int {
@@ -477,7 +484,7 @@ func (e *Exec) Attention(out, q, k, v backend.Buf, c *backend.KVCache, layer, po
 		p.ropes = 0
 		e.args.Reset(cudaplan.KAttentionRoPE).Ptr(e.ptr(out)).Ptr(e.ptr(q)).Ptr(e.ptr(k)).Ptr(e.ptr(v)).Ptr(kc).Ptr(vc).
 			Ptr(e.posBuf.p).Ptr(e.invFreq.p).Int(c.Heads).Int(c.HeadDim).Int(kvDim).Int(group).F32(scale).Int(f16)
-		e.launch(cudaplan.AttentionRoPE(c.Heads))
+		e.launch(reading(cudaplan.AttentionRoPE(c.Heads), 2*(pos+1)*kvDim*c.Type.Size()))
 		return
 	}
 	e.settle()
@@ -486,7 +493,7 @@ func (e *Exec) Attention(out, q, k, v backend.Buf, c *backend.KVCache, layer, po
 	e.launch(cudaplan.KVAppend(T, kvDim))
 	e.args.Reset(cudaplan.KAttention).Ptr(e.ptr(out)).Ptr(e.ptr(q)).Ptr(kc).Ptr(vc).
 		Ptr(pp).Int(c.Heads).Int(c.HeadDim).Int(kvDim).Int(group).F32(scale).Int(f16)
-	e.launch(cudaplan.Attention(c.Heads, T))
+	e.launch(reading(cudaplan.Attention(c.Heads, T), 2*(pos+T)*kvDim*c.Type.Size()))
 }
 
 func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {
@@ -516,7 +523,7 @@ func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {
 		if nw, from, eps, ok := e.normOf(x, H); ok {
 			e.args.Reset(cudaplan.KFFNGateUpNorm).Ptr(h).Ptr(r.table).Ptr(from).Int(n).Int(H).Int(r.rowBytes).
 				Int(int(r.dt)).Int(b2i(r.vec)).Ptr(nw.p).Ptr(e.ptr(x)).F32(eps)
-			e.launch(cudaplan.FFNGateUpNorm(n))
+			e.launch(reading(cudaplan.FFNGateUpNorm(n), 2*n*r.rowBytes))
 			e.downDecode(out, r, r.table, h, n, true)
 			return
 		}
@@ -529,14 +536,14 @@ func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {
 	} else {
 		e.args.Int(T).Int(int(r.dt))
 	}
-	e.launch(l)
+	e.launch(reading(l, 2*n*r.rowBytes))
 	// out = h · D: one token splits the records and reduces the partial
 	// sums; a batch runs the tiled GEMM.
 	if T == 1 {
 		e.downDecode(out, r, r.table, h, n, act == nil)
 	} else {
 		e.args.Reset(cudaplan.KFFNDownTiled).Ptr(e.ptr(out)).Ptr(r.table).Ptr(h).Int(n).Int(H).Int(r.rowBytes).Int(T).Int(int(r.dt))
-		e.launch(cudaplan.FFNDownTiled(H, T))
+		e.launch(reading(cudaplan.FFNDownTiled(H, T), n*r.rowBytes))
 	}
 	if act != nil && e.err == nil {
 		e.flush()
@@ -559,7 +566,7 @@ func (e *Exec) downDecode(out backend.Buf, r *records, table, h uint64, n int, h
 	p := e.partial.p
 	e.args.Reset(cudaplan.KFFNDownPartial).Ptr(p).Ptr(table).Ptr(h).Int(n).Int(H).Int(r.rowBytes).
 		Int(dn.Chunk).Int(int(r.dt)).Int(b2i(r.vec))
-	e.launch(dn.Partial)
+	e.launch(reading(dn.Partial, n*r.rowBytes))
 	if hold {
 		pd := &e.pend
 		pd.reduce, pd.redOut, pd.redPart, pd.redH, pd.redS = true, e.ptr(out), p, H, dn.Splits
@@ -590,7 +597,7 @@ func (e *Exec) Argmax(b backend.Buf) (int, bool) {
 	}
 	e.embedT = 0
 	e.args.Reset(cudaplan.KArgmax).Ptr(e.argOut.p).Ptr(e.ptr(b)).Int(b.Len()).Ptr(next).Ptr(pos)
-	e.launch(cudaplan.Argmax())
+	e.launch(reading(cudaplan.Argmax(), 4*b.Len()))
 	if e.queuing {
 		e.runStep()
 	}
@@ -638,7 +645,7 @@ func (e *Exec) TopK(b backend.Buf, ids []int32, vals []float32) bool {
 	}
 	e.embedT = 0
 	e.args.Reset(cudaplan.KTopK).Ptr(e.topOut.p).Ptr(e.ptr(b)).Int(b.Len()).Int(k).Ptr(pos)
-	e.launch(cudaplan.TopK())
+	e.launch(reading(cudaplan.TopK(), 4*b.Len()))
 	if e.queuing {
 		e.runStep()
 	}

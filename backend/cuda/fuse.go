@@ -117,5 +117,5 @@ func (e *Exec) matVecFused(n int, outs [3]uint64, ws [3]*Matrix, x uint64, normW
 	e.args.Reset(cudaplan.KMatVecFused).Ptr(outs[0]).Ptr(outs[1]).Ptr(outs[2]).Ptr(w[0]).Ptr(w[1]).Ptr(w[2]).
 		Int(rows[0]).Int(rows[1]).Int(rows[2]).Ptr(x).Int(w0.cols).Int(w0.rowB).Int(int(w0.dt)).Int(b2i(vec)).
 		Ptr(np).Ptr(normOut).F32(eps).Ptr(addTo)
-	e.launch(cudaplan.MatVecFused(total))
+	e.launch(reading(cudaplan.MatVecFused(total), total*w0.rowB))
 }

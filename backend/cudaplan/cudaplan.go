@@ -96,6 +96,9 @@ type Dim3 [3]int
 type Launch struct {
 	Kernel      string
 	Grid, Block Dim3
+	// Reads is the weights and cache bytes the launch reads where the
+	// caller counts them (0 otherwise): the GB/s of a timed launch.
+	Reads int64
 }
 
 func (l Launch) String() string {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/sipack/sipack/backend"
 	"github.com/sipack/sipack/bench"
 	"github.com/sipack/sipack/cmd/internal/cliutil"
 	"github.com/sipack/sipack/runner"
@@ -36,6 +37,7 @@ var benchCmd = &cli.Command{
 		&cli.StringFlag{Name: "load", Value: "mmap", Usage: "load packs by mmap, no-mmap, or mmap,no-mmap (both in the same rounds)"},
 		&cli.BoolFlag{Name: "quick", Usage: "dense and γ 0.7 × φ 0.4 only, shorter prefill unless --prefill is given"},
 		cacheTypeFlag,
+		deviceFlag,
 	},
 	Action: func(c *cli.Context) error {
 		if c.NArg() == 0 {
@@ -76,6 +78,19 @@ var benchCmd = &cli.Command{
 		}
 		if opt.Quick && !c.IsSet("prefill") {
 			opt.Prefill = 64
+		}
+		if c.IsSet("device") {
+			dev, err := openDevice(c.String("device"))
+			if err != nil {
+				return err
+			}
+			defer dev.Close()
+			if _, gpu := dev.(backend.KernelTimer); gpu {
+				if !c.Bool("ops") {
+					return fmt.Errorf("--device %s: bench times a GPU with --ops (each kernel by CUDA events); its decode and prefill speeds are sirun's summary line (sirun --device %[1]s PACK -p ...)", c.String("device"))
+				}
+				opt.Device = dev
+			}
 		}
 		if c.Bool("ops") {
 			return bench.Ops(c.Args().Slice(), opt, os.Stdout)

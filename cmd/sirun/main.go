@@ -41,8 +41,11 @@ var generateFlags = []cli.Flag{
 	&cli.BoolFlag{Name: "ignore-eos", Usage: "do not stop at the end-of-sequence token"},
 	&cli.BoolFlag{Name: "no-escape", Usage: "take -p literally"},
 	&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no summary on stderr"},
-	&cli.StringFlag{Name: "device", Value: "cpu", Usage: "run on `DEVICE`: cpu, cuda or cuda:N (the CUDA build)"},
+	deviceFlag,
 }
+
+// deviceFlag is where a command runs the model.
+var deviceFlag = &cli.StringFlag{Name: "device", Value: "cpu", Usage: "run on `DEVICE`: cpu, cuda or cuda:N (the CUDA build)"}
 
 // modelFlag names the pack, as llama.cpp's -m does, where a command takes
 // one (the positional PACK works as well).
