@@ -4,6 +4,9 @@ GO      ?= go
 BIN     ?= bin
 FUZZTIME ?= 30s
 SYNTH   ?= /tmp/sipack-synth-1b
+# llama.cpp, the peer: compare.sh, its CPU llama-bench, and the source and
+# scripts the device check builds its CUDA llama-bench from.
+LLAMACPP ?= ../shared/llamacpp
 
 .PHONY: all build test demo badinput generate fuzz bench compare compare-routed routed-packs compare-avx2 recache bench-packs synth clean vet accuracy accuracy-quant test-arm64 test-arm32 cross loadtest qemu-user \
 	cuda-kernels cuda-check build-cuda device-check device-rehearse cuda-cross-tools cuda-cross-arm64
@@ -175,7 +178,7 @@ bench: bench-packs
 # GGUFs compare.sh makes on its first run are fresh: run it again.
 compare: bench-packs
 	$(MAKE) recache
-	BENCH_DIR=$(BENCH_DIR) SIRUN=$(BIN)/sirun ../shared/llamacpp/compare.sh --threads 2
+	BENCH_DIR=$(BENCH_DIR) SIRUN=$(BIN)/sirun $(LLAMACPP)/compare.sh --threads 2
 
 # The routed packs (sipack route on one prompt: a random model's routers,
 # the bytes and kernels of a real one) of bf16, q8_0 and q4_0, under the
@@ -192,7 +195,7 @@ routed-packs: bench-packs
 
 compare-routed: routed-packs
 	$(MAKE) recache BENCH_DIR=$(ROUTED_DIR)
-	BENCH_DIR=$(ROUTED_DIR) SIRUN=$(BIN)/sirun ../shared/llamacpp/compare.sh --threads 2 --dtypes bf16,q8_0,q4_0,q4_k_m
+	BENCH_DIR=$(ROUTED_DIR) SIRUN=$(BIN)/sirun $(LLAMACPP)/compare.sh --threads 2 --dtypes bf16,q8_0,q4_0,q4_k_m
 
 # The same against llama.cpp's AVX2 build (its CPU backends but the
 # Haswell one removed from a copy of its bin/) and sirun's AVX2 table, one
@@ -200,7 +203,7 @@ compare-routed: routed-packs
 LLAMA_AVX2 ?= /tmp/sipack-llamacpp-avx2
 compare-avx2: bench-packs
 	rm -rf $(LLAMA_AVX2) && mkdir -p $(LLAMA_AVX2)
-	cp -r ../shared/llamacpp/. $(LLAMA_AVX2)/
+	cp -r $(LLAMACPP)/. $(LLAMA_AVX2)/
 	find $(LLAMA_AVX2)/bin -name 'libggml-cpu-*.so' ! -name 'libggml-cpu-haswell.so' -delete
 	$(MAKE) recache
 	SIPACK_KERNELS=avx2 BENCH_DIR=$(BENCH_DIR) SIRUN=$(BIN)/sirun $(LLAMA_AVX2)/compare.sh --threads 1
@@ -352,17 +355,29 @@ cuda-cross-arm64: cuda-cross-tools qemu-user
 
 # The folder a GPU machine (no Go, no network) runs: the tagged test
 # binaries, sirun-cuda, prep (synthetic checkpoint and packs), the tiny and
-# archcheck models with their goldens, hf_bench.py and run.sh; at most
-# 64 MiB. Rehearse it here: make device-rehearse.
+# archcheck models with their goldens, hf_bench.py and run.sh; and for the
+# peer, llama.cpp's source, build-cuda.sh, gen_gguf.py and gguf-py from
+# LLAMACPP (in llamacpp/, when LLAMACPP has them), quantize_gguf.py and the
+# Llama 3 tokenizer; at most 64 MiB. Rehearse it here: make device-rehearse.
 DEVICE_CHECK ?= $(BIN)/device-check
 device-check:
-	rm -rf $(DEVICE_CHECK) && mkdir -p $(DEVICE_CHECK)/testdata
+	chmod -R u+w $(DEVICE_CHECK) 2>/dev/null; rm -rf $(DEVICE_CHECK) && mkdir -p $(DEVICE_CHECK)/testdata/vocab
 	$(GO) test -tags cuda -c -ldflags='-s -w' -o $(DEVICE_CHECK)/cuda.test ./backend/cuda
 	$(GO) test -tags cuda -c -ldflags='-s -w' -o $(DEVICE_CHECK)/devicecheck.test ./devicecheck
 	$(GO) build -tags cuda -ldflags='-s -w' -o $(DEVICE_CHECK)/sirun-cuda ./cmd/sirun
 	$(GO) build -ldflags='-s -w' -o $(DEVICE_CHECK)/prep ./devicecheck/prep
 	cp -r testdata/tinyllama testdata/archcheck $(DEVICE_CHECK)/testdata/
-	cp devicecheck/run.sh devicecheck/hf_bench.py $(DEVICE_CHECK)/
+	cp testdata/vocab/llama3.tokenizer.json.gz $(DEVICE_CHECK)/testdata/vocab/
+	cp devicecheck/run.sh devicecheck/hf_bench.py devicecheck/quantize_gguf.py $(DEVICE_CHECK)/
+	@if [ -f $(LLAMACPP)/build-cuda.sh ]; then \
+	  mkdir -p $(DEVICE_CHECK)/llamacpp && \
+	  cp -r $(LLAMACPP)/build-cuda.sh $(LLAMACPP)/src $(LLAMACPP)/gen_gguf.py $(LLAMACPP)/gguf-py $(DEVICE_CHECK)/llamacpp/ && \
+	  { [ ! -f $(LLAMACPP)/LICENSE.llama.cpp ] || cp $(LLAMACPP)/LICENSE.llama.cpp $(DEVICE_CHECK)/llamacpp/; } && \
+	  chmod -R u+w $(DEVICE_CHECK)/llamacpp && find $(DEVICE_CHECK)/llamacpp -name __pycache__ -prune -exec rm -rf {} + && \
+	  echo "device-check: the peer (llama.cpp's source and scripts) from $(LLAMACPP)" || exit 1; \
+	else \
+	  echo "device-check: no $(LLAMACPP)/build-cuda.sh: run.sh will not measure the peer (set LLAMACPP to the folder)"; \
+	fi
 	@size=$$(du -sb $(DEVICE_CHECK) | cut -f1); echo "device-check: $(DEVICE_CHECK), $$size bytes"; \
 	  if [ $$size -gt 67108864 ]; then echo "device-check: over 64 MiB"; exit 1; fi
 
@@ -370,10 +385,13 @@ device-check:
 # (short lengths; results in $(BIN)/device-rehearsal).
 # The kernel and runner test steps and the tiny-model CLI step (--device
 # cuda) run with the kernels in the CPU emulator (-tags cudaemu builds).
+# The peer step builds nothing: LLAMACPP's CPU llama-bench runs a small GGUF,
+# written and quantized by a python3 with numpy (Debian's python3-numpy).
 device-rehearse: device-check build
 	$(GO) build -tags cudaemu -o $(BIN)/sirun-emu ./cmd/sirun
 	$(GO) test -tags cudaemu -c -o $(BIN)/cuda-emu.test ./backend/cuda
 	$(GO) test -tags cudaemu -c -o $(BIN)/devicecheck-emu.test ./devicecheck
 	SIPACK_DEVICE_REHEARSE=1 SIRUN=$(CURDIR)/$(BIN)/sirun SIRUN_GPU=$(CURDIR)/$(BIN)/sirun-emu \
+	  LLAMA_BENCH=$(abspath $(LLAMACPP))/bin/llama-bench \
 	  KERNELS_TEST=$(CURDIR)/$(BIN)/cuda-emu.test RUNNER_TEST=$(CURDIR)/$(BIN)/devicecheck-emu.test \
 	  SIPACK_DEVICE_OUT=$(CURDIR)/$(BIN)/device-rehearsal $(DEVICE_CHECK)/run.sh

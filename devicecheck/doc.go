@@ -5,7 +5,10 @@
 // (build tag cuda), sirun-cuda, prep (writes the 1B-shape synthetic
 // checkpoint and converts packs, as `make synth` and `sipack convert` do),
 // the tiny model and the archcheck models with their PyTorch goldens,
-// hf_bench.py (the same checkpoint under PyTorch/transformers generate) and
+// hf_bench.py (the same checkpoint under PyTorch/transformers generate),
+// the peer's inputs (llama.cpp's source with build-cuda.sh, gen_gguf.py and
+// gguf-py from LLAMACPP, quantize_gguf.py, the Llama 3 tokenizer: run.sh
+// builds llama.cpp's CUDA llama-bench and times it beside sirun-cuda) and
 // run.sh. The GPU machine needs no Go and no network: `./run.sh` with
 // SIPACK_DEVICE_OUT naming the results folder. SIPACK_DEVICE_REHEARSE=1
 // runs every step that needs no GPU (here: prep, packs, the CPU path, the
