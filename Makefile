@@ -367,6 +367,7 @@ device-check:
 	$(GO) build -tags cuda -ldflags='-s -w' -o $(DEVICE_CHECK)/sirun-cuda ./cmd/sirun
 	$(GO) build -ldflags='-s -w' -o $(DEVICE_CHECK)/prep ./devicecheck/prep
 	cp -r testdata/tinyllama testdata/archcheck $(DEVICE_CHECK)/testdata/
+	mkdir -p $(DEVICE_CHECK)/kernels && cp $(CUDA_DIR)/sipack.fatbin $(DEVICE_CHECK)/kernels/
 	cp testdata/vocab/llama3.tokenizer.json.gz $(DEVICE_CHECK)/testdata/vocab/
 	cp devicecheck/run.sh devicecheck/hf_bench.py devicecheck/quantize_gguf.py $(DEVICE_CHECK)/
 	@if [ -f $(LLAMACPP)/build-cuda.sh ]; then \
