@@ -228,10 +228,10 @@ qemu-user:
 test-arm64: qemu-user
 	GOARCH=arm64 $(GO) test -c -o $(BIN)/kernels-arm64.test ./kernels
 	GOARCH=arm64 $(GO) test -c -o $(BIN)/runner-arm64.test ./runner
-	cd kernels && ../.ci/qemu-run.sh ../$(BIN)/kernels-arm64.test -test.short -test.timeout 5m -test.v -test.run . > ../$(BIN)/kernels-arm64.log; s=$$?; \
+	cd kernels && ../.ci/qemu-run.sh ../$(BIN)/kernels-arm64.test -test.short -test.timeout 9m -test.v -test.run . > ../$(BIN)/kernels-arm64.log; s=$$?; \
 	  grep -E '^(--- |ok|PASS|FAIL)|kernel path' ../$(BIN)/kernels-arm64.log; \
 	  [ $$s -eq 0 ] || tail -40 ../$(BIN)/kernels-arm64.log; exit $$s
-	cd runner && ../.ci/qemu-run.sh ../$(BIN)/runner-arm64.test -test.short -test.timeout 5m -test.v -test.run 'GoldenTinyllama|GoldenArchcheck|Selection|FastAndGeneric|QuantizedGreedy'
+	cd runner && ../.ci/qemu-run.sh ../$(BIN)/runner-arm64.test -test.short -test.timeout 9m -test.v -test.run 'GoldenTinyllama|GoldenArchcheck|Selection|FastAndGeneric|QuantizedGreedy'
 
 # The same on 32-bit ARM (GOARM=7: phones and boards with a 32-bit
 # userland), where the generic kernels run and int is 32 bits: the kernels'
@@ -239,8 +239,8 @@ test-arm64: qemu-user
 test-arm32: qemu-user
 	GOARCH=arm GOARM=7 $(GO) test -c -o $(BIN)/kernels-arm.test ./kernels
 	GOARCH=arm GOARM=7 $(GO) test -c -o $(BIN)/runner-arm.test ./runner
-	cd kernels && QEMU=qemu-arm ../.ci/qemu-run.sh ../$(BIN)/kernels-arm.test -test.short -test.timeout 5m
-	cd runner && QEMU=qemu-arm ../.ci/qemu-run.sh ../$(BIN)/runner-arm.test -test.short -test.timeout 5m -test.v -test.run 'GoldenTinyllama|Selection|QuantizedGreedy'
+	cd kernels && QEMU=qemu-arm ../.ci/qemu-run.sh ../$(BIN)/kernels-arm.test -test.short -test.timeout 9m
+	cd runner && QEMU=qemu-arm ../.ci/qemu-run.sh ../$(BIN)/runner-arm.test -test.short -test.timeout 9m -test.v -test.run 'GoldenTinyllama|Selection|QuantizedGreedy'
 
 # Load test of sirun serve (not in CI: it runs for LOADTEST_TIME): the tiny
 # model with its test chat template, LOADTEST_CLIENTS clients cycling
