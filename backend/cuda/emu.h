@@ -26,6 +26,8 @@ inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); r
 // Fibers switch only at barriers and shuffles, so a read-modify-write is atomic.
 inline unsigned atomicAdd(unsigned* p, unsigned v) { unsigned o = *p; *p = o + v; return o; }
 inline int atomicAdd(int* p, int v) { int o = *p; *p = o + v; return o; }
+// Blocks run one at a time: memory is ordered without a fence.
+inline void __threadfence() {}
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 unsigned emu_ballot(bool pred);
 inline unsigned __ballot_sync(unsigned, bool pred) { return emu_ballot(pred); }

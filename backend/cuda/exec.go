@@ -71,6 +71,8 @@ type Exec struct {
 	replays  int     // steps run from a graph
 	captures int     // graphs captured
 	partial  *devMem // (splits, H) partial sums of the decode down projection
+	attPart  *devMem // a split decode attention's partial results (AttPartFloats)
+	attCount *devMem // int32 a head: its splits finished (zero between launches)
 
 	invFreq *devMem  // (headDim/2) float32 RoPE frequencies
 	ropeKey *float64 // the slice they came from
@@ -482,9 +484,22 @@ func (e *Exec) Attention(out, q, k, v backend.Buf, c *backend.KVCache, layer, po
 		q.Len() == c.Heads*c.HeadDim && k.Len() == kvDim && v.Len() == kvDim {
 		// RoPE on q and k, the append and the attention in one launch.
 		p.ropes = 0
+		splits := cudaplan.AttSplits(pos + 1)
+		var part, count uint64
+		if splits > 1 {
+			// Counters start at zero (alloc) and the merging block
+			// zeroes its head's again.
+			if e.attPart = e.grow(e.attPart, 4*cudaplan.AttPartFloats(c.Heads, splits)); e.attPart == nil {
+				return
+			}
+			if e.attCount = e.grow(e.attCount, 4*c.Heads); e.attCount == nil {
+				return
+			}
+			part, count = e.attPart.p, e.attCount.p
+		}
 		e.args.Reset(cudaplan.KAttentionRoPE).Ptr(e.ptr(out)).Ptr(e.ptr(q)).Ptr(e.ptr(k)).Ptr(e.ptr(v)).Ptr(kc).Ptr(vc).
-			Ptr(e.posBuf.p).Ptr(e.invFreq.p).Int(c.Heads).Int(c.HeadDim).Int(kvDim).Int(group).F32(scale).Int(f16)
-		e.launch(reading(cudaplan.AttentionRoPE(c.Heads), 2*(pos+1)*kvDim*c.Type.Size()))
+			Ptr(e.posBuf.p).Ptr(e.invFreq.p).Int(c.Heads).Int(c.HeadDim).Int(kvDim).Int(group).F32(scale).Int(f16).Ptr(part).Ptr(count)
+		e.launch(reading(cudaplan.AttentionRoPE(c.Heads, splits), 2*(pos+1)*kvDim*c.Type.Size()))
 		return
 	}
 	e.settle()
@@ -768,4 +783,5 @@ func (e *Exec) Close() {
 		}
 	}
 	e.tokens, e.act, e.partial, e.invFreq, e.counts, e.posBuf, e.argOut, e.zero, e.topOut = nil, nil, nil, nil, nil, nil, nil, nil, nil
+	e.attPart, e.attCount = nil, nil
 }

@@ -5,9 +5,12 @@ package cuda
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/sipack/sipack/backend"
+	"github.com/sipack/sipack/backend/cudaplan"
 	"github.com/sipack/sipack/format"
 	"github.com/sipack/sipack/kernels"
 )
@@ -166,6 +169,89 @@ func TestFusedDecode(t *testing.T) {
 						t.Fatalf("%v %v %v cache, decode step %d [%d]: fused %g, one by one %g", dt, sh, kv, s, i, got[s][i], want[s][i])
 					}
 				}
+			}
+		}
+	}
+}
+
+// A decode token's attention over a long context spreads each head's keys
+// over blocks (cudaplan.AttSplits) and merges their parts: the fused
+// launch must equal sip_rope, sip_kv_append and the unsplit sip_attention
+// at 2, 4 and 16 splits (the last with splits left empty), for both cache
+// types, and leave the head counters at zero for the next launch.
+func TestSplitAttention(t *testing.T) {
+	p := newPair(t)
+	rng := rand.New(rand.NewPCG(12, 12))
+	const heads, kvHeads, hd = 4, 2, 32
+	qDim, kvDim := heads*hd, kvHeads*hd
+	inv := make([]float64, hd/2)
+	for i := range inv {
+		inv[i] = 1 / math.Pow(10000, float64(2*i)/float64(hd))
+	}
+	for _, pos := range []int{300, 1000, 4100} {
+		splits := cudaplan.AttSplits(pos + 1)
+		for _, kv := range []backend.KVType{backend.KVF32, backend.KVF16} {
+			c := backend.KVCache{Layers: 1, Ctx: pos + 1, KVDim: kvDim, Heads: heads, HeadDim: hd, Type: kv}
+			fill := func() []float32 {
+				x := randVec(rng, pos*kvDim)
+				for i := range x {
+					x[i] *= 0.3
+				}
+				out := make([]float32, c.Floats())
+				if kv == backend.KVF32 {
+					copy(out, x)
+					return out
+				}
+				h := make([]uint16, 2*len(out))
+				kernels.F32ToF16s(h[:len(x)], x)
+				return unsafe.Slice((*float32)(unsafe.Pointer(&h[0])), len(out))
+			}
+			keys, vals := fill(), fill()
+			q, k, v := randVec(rng, qDim), randVec(rng, kvDim), randVec(rng, kvDim)
+			run := func(fused bool) []float32 {
+				e := p.ge
+				cc := c
+				cc.Keys, _ = p.bufs(t, keys)
+				cc.Values, _ = p.bufs(t, vals)
+				gq, _ := p.bufs(t, q)
+				gk, _ := p.bufs(t, k)
+				gv, _ := p.bufs(t, v)
+				out, _ := p.bufs(t, make([]float32, qDim))
+				before := p.gd.Counters()
+				e.RoPE(gq, 1, hd, pos, inv)
+				if !fused {
+					e.Read(nil, gq) // launches what is held back
+				}
+				e.RoPE(gk, 1, hd, pos, inv)
+				if !fused {
+					e.Read(nil, gq)
+				}
+				e.Attention(out, gq, gk, gv, &cc, 0, pos, 1)
+				got := p.read(t, out)
+				if n := p.gd.Counters().Sub(before).Launches; fused && n != 1 {
+					t.Fatalf("pos %d: %d launches fused, want 1", pos, n)
+				}
+				return got
+			}
+			want, got := run(false), run(true)
+			var big float64
+			for _, w := range want {
+				big = max(big, math.Abs(float64(w)))
+			}
+			for i := range want {
+				if d := math.Abs(float64(got[i] - want[i])); !(d <= 1e-5*big) {
+					t.Fatalf("pos %d (%d splits), %v cache [%d]: split %g, unsplit %g", pos, splits, kv, i, got[i], want[i])
+				}
+			}
+			if p.ge.attCount == nil {
+				t.Fatalf("pos %d: no split counters: %d splits", pos, splits)
+			}
+			counts := make([]int32, heads)
+			done := p.gd.enter()
+			err := p.gd.drv.dtoh(unsafe.Pointer(&counts[0]), p.ge.attCount.p, 4*heads)
+			done()
+			if err != nil || slices.ContainsFunc(counts, func(c int32) bool { return c != 0 }) {
+				t.Fatalf("pos %d: head counters %v after the launch (%v)", pos, counts, err)
 			}
 		}
 	}

@@ -84,7 +84,7 @@ var Signatures = map[string]string{
 	KArgmax:         "ppipp",
 	KMatVecFused:    "ppppppiiipiiiippfp",
 	KFFNGateUpNorm:  "pppiiiiippf",
-	KAttentionRoPE:  "ppppppppiiiifi",
+	KAttentionRoPE:  "ppppppppiiiifipp",
 	KRoute:          "pppiiiiiip",
 	KTopK:           "ppiip",
 }
@@ -156,8 +156,26 @@ func MatVecFused(rows int) Launch { return launch(KMatVecFused, ceilDiv(rows, Wa
 // FFNGateUpNorm: one decode token's gate and up over n records, a warp a record.
 func FFNGateUpNorm(n int) Launch { return launch(KFFNGateUpNorm, ceilDiv(n, Warps), 1, 32*Warps) }
 
-// AttentionRoPE: one decode token's attention, a block per query head.
-func AttentionRoPE(heads int) Launch { return launch(KAttentionRoPE, heads, 1, AttThreads) }
+// AttentionRoPE: one decode token's attention, splits blocks per query head.
+func AttentionRoPE(heads, splits int) Launch {
+	return launch(KAttentionRoPE, heads, splits, AttThreads)
+}
+
+// AttSplitKeys and MaxAttSplits size a decode token's attention split
+// (flash-decoding): a block per head and AttSplitKeys keys, at most
+// MaxAttSplits a head. One block a head leaves most of a big GPU idle at
+// a long context (32 heads, 132 SMs on an H100).
+const (
+	AttSplitKeys = 256
+	MaxAttSplits = 16
+)
+
+// AttSplits is the splits a head's attention over n positions takes.
+func AttSplits(n int) int { return min(MaxAttSplits, max(1, ceilDiv(n, AttSplitKeys))) }
+
+// AttPartFloats is the float32s of the splits' partial results a launch
+// of heads × splits blocks leaves (m, l and a head's values each).
+func AttPartFloats(heads, splits int) int { return heads * splits * (MaxHeadDim + 2) }
 
 // TopK: one block finds a row's largest values.
 func TopK() Launch { return launch(KTopK, 1, 1, TopKThreads) }

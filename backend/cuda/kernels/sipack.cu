@@ -652,27 +652,28 @@ extern "C" __global__ void sip_kv_append(void* kc, void* vc, const float* k, con
     kv_store(vc, at, v[i], f16);
 }
 
-// attend is one query head's causal softmax attention over cache positions
-// [0, n): qs the query (shared), keys and values at kc/vc + s·kvDim + kvh;
-// position n−1's key and value are read from klast/vlast instead when set.
-// Online softmax over chunks of 32 keys (scores in shared memory, one warp
-// per key's dot), so any context length fits. o gets the head's output.
-__device__ void attend(float* o, const float* qs, const void* kc, const void* vc, int f16, int n, int kvDim, int kvh, int headDim, float scale,
-                       const float* klast, const float* vlast) {
+// attend_part runs one query head's online softmax over cache positions
+// [lo, hi): qs the query (shared), keys and values at kc/vc + s·kvDim +
+// kvh; position last's key and value are read from klast/vlast instead
+// when set. Chunks of 32 keys (scores in shared memory, one warp per key's
+// dot), so any context length fits. m is the running maximum score, l the
+// sum of exp(score − m), acc[k] the weighted values of dimension
+// threadIdx.x + k·SIP_ATT_THREADS.
+__device__ void attend_part(const float* qs, const void* kc, const void* vc, int f16, int lo, int hi, int last, int kvDim, int kvh, int headDim,
+                            float scale, const float* klast, const float* vlast, float& m, float& l, float* acc) {
     __shared__ float sc[SIP_ATT_CHUNK];
     int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int per = SIP_MAX_HEAD_DIM / SIP_ATT_THREADS; // output dims per thread
-    float acc[per];
 #pragma unroll
     for (int i = 0; i < per; i++) acc[i] = 0.f;
-    float m = -INFINITY, l = 0.f;
+    m = -INFINITY, l = 0.f;
     const int warps = SIP_ATT_THREADS / 32;
-    for (int s0 = 0; s0 < n; s0 += SIP_ATT_CHUNK) {
-        int cnt = min(SIP_ATT_CHUNK, n - s0);
+    for (int s0 = lo; s0 < hi; s0 += SIP_ATT_CHUNK) {
+        int cnt = min(SIP_ATT_CHUNK, hi - s0);
         for (int i = warp; i < cnt; i += warps) {
             size_t row = (size_t)(s0 + i) * kvDim + kvh;
             float d = 0.f;
-            if (klast && s0 + i == n - 1)
+            if (klast && s0 + i == last)
                 for (int c = lane; c < headDim; c += 32) d += qs[c] * klast[c];
             else
                 for (int c = lane; c < headDim; c += 32) d += qs[c] * kv_load(kc, row + c, f16);
@@ -690,22 +691,78 @@ __device__ void attend(float* o, const float* qs, const void* kc, const void* vc
             float p = expf(sc[i] - cm);
             l += p;
             size_t row = (size_t)(s0 + i) * kvDim + kvh;
-            bool last = vlast && s0 + i == n - 1;
+            bool isLast = vlast && s0 + i == last;
 #pragma unroll
             for (int k = 0; k < per; k++) {
                 int d = tid + k * SIP_ATT_THREADS;
-                if (d < headDim) acc[k] += p * (last ? vlast[d] : kv_load(vc, row + d, f16));
+                if (d < headDim) acc[k] += p * (isLast ? vlast[d] : kv_load(vc, row + d, f16));
             }
         }
         m = cm;
         __syncthreads();
     }
+}
+
+// attend is one query head's attention over positions [0, n): o gets it.
+__device__ void attend(float* o, const float* qs, const void* kc, const void* vc, int f16, int n, int kvDim, int kvh, int headDim, float scale,
+                       const float* klast, const float* vlast) {
+    const int per = SIP_MAX_HEAD_DIM / SIP_ATT_THREADS;
+    float acc[per], m, l;
+    attend_part(qs, kc, vc, f16, 0, n, n - 1, kvDim, kvh, headDim, scale, klast, vlast, m, l, acc);
     float inv = 1.f / l;
 #pragma unroll
     for (int k = 0; k < per; k++) {
-        int d = tid + k * SIP_ATT_THREADS;
+        int d = threadIdx.x + k * SIP_ATT_THREADS;
         if (d < headDim) o[d] = acc[k] * inv;
     }
+}
+
+// attend_split is attend over the part of [0, n) that split s of S takes
+// (flash-decoding: a long context's keys spread over S blocks a head).
+// Each block leaves its m, l and acc in part; the head's last block to
+// finish (a counter a head, which it resets for the next launch) merges
+// the S parts into o.
+__device__ void attend_split(float* o, const float* qs, const void* kc, const void* vc, int f16, int n, int kvDim, int kvh, int headDim, float scale,
+                             const float* klast, const float* vlast, float* part, int* count, int h, int s, int S) {
+    if (S == 1) {
+        attend(o, qs, kc, vc, f16, n, kvDim, kvh, headDim, scale, klast, vlast);
+        return;
+    }
+    const int per = SIP_MAX_HEAD_DIM / SIP_ATT_THREADS, stride = SIP_MAX_HEAD_DIM + 2;
+    int L = (n + S - 1) / S;
+    L = (L + SIP_ATT_CHUNK - 1) / SIP_ATT_CHUNK * SIP_ATT_CHUNK;
+    int lo = min(n, s * L), hi = min(n, lo + L);
+    float acc[per], m, l;
+    attend_part(qs, kc, vc, f16, lo, hi, n - 1, kvDim, kvh, headDim, scale, klast, vlast, m, l, acc);
+    float* p = part + ((size_t)h * S + s) * stride;
+    if (threadIdx.x == 0) {
+        p[0] = m;
+        p[1] = l;
+    }
+#pragma unroll
+    for (int k = 0; k < per; k++) {
+        int d = threadIdx.x + k * SIP_ATT_THREADS;
+        if (d < headDim) p[2 + d] = acc[k];
+    }
+    __threadfence();
+    __shared__ int lastBlock;
+    __syncthreads();
+    if (threadIdx.x == 0) lastBlock = atomicAdd(&count[h], 1) == S - 1;
+    __syncthreads();
+    if (!lastBlock) return;
+    __threadfence();
+    // The last split holds position n − 1, so M is finite; an empty split
+    // (m = −∞) weighs 0.
+    const volatile float* ps = part + (size_t)h * S * stride;
+    float M = -INFINITY, Lsum = 0.f;
+    for (int j = 0; j < S; j++) M = fmaxf(M, ps[j * stride]);
+    for (int j = 0; j < S; j++) Lsum += ps[j * stride + 1] * expf(ps[j * stride] - M);
+    for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
+        float v = 0.f;
+        for (int j = 0; j < S; j++) v += ps[j * stride + 2 + d] * expf(ps[j * stride] - M);
+        o[d] = v / Lsum;
+    }
+    if (threadIdx.x == 0) count[h] = 0;
 }
 
 // sip_attention: causal softmax attention of query head h of token t (at
@@ -742,9 +799,11 @@ __device__ void rope_stage(float* v, const float* invFreq, int headDim, int pos)
 // never read here); the first block of each kv group writes the rotated
 // key and the value to the cache at pos: the cache and out as sip_rope ×2,
 // sip_kv_append and sip_attention leave them. q and k are left unrotated
-// (other blocks still read k). grid heads, block 128.
+// (other blocks still read k). With S > 1 splits a head's keys spread over
+// S blocks (attend_split: part holds heads·S·(SIP_MAX_HEAD_DIM + 2)
+// floats, count heads ints, zero between launches). grid (heads, S), block 128.
 extern "C" __global__ void sip_attention_rope(float* out, const float* q, const float* k, const float* v, void* kc, void* vc, const int* posp, const float* invFreq,
-                                              int heads, int headDim, int kvDim, int group, float scale, int f16) {
+                                              int heads, int headDim, int kvDim, int group, float scale, int f16, float* part, int* count) {
     __shared__ float qs[SIP_MAX_HEAD_DIM];
     __shared__ float ks[SIP_MAX_HEAD_DIM];
     __shared__ float vs[SIP_MAX_HEAD_DIM];
@@ -758,7 +817,7 @@ extern "C" __global__ void sip_attention_rope(float* out, const float* q, const 
     __syncthreads();
     rope_stage(qs, invFreq, headDim, pos);
     rope_stage(ks, invFreq, headDim, pos);
-    bool lead = h % group == 0;
+    bool lead = h % group == 0 && blockIdx.y == 0;
     for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
         if (lead) {
             kv_store(kc, (size_t)pos * kvDim + kvh + d, ks[d], f16);
@@ -770,7 +829,7 @@ extern "C" __global__ void sip_attention_rope(float* out, const float* q, const 
         }
     }
     __syncthreads();
-    attend(out + (size_t)h * headDim, qs, kc, vc, f16, pos + 1, kvDim, kvh, headDim, scale, ks, vs);
+    attend_split(out + (size_t)h * headDim, qs, kc, vc, f16, pos + 1, kvDim, kvh, headDim, scale, ks, vs, part, count, h, blockIdx.y, gridDim.y);
 }
 
 // ---- the router's decode set ----------------------------------------------
