@@ -46,7 +46,7 @@ type region struct {
 	pinned []byte
 }
 
-// HostUse is how the device reads the weights UseHost was given.
+// HostUse is how the device reads the weights UsePack was given.
 type HostUse int
 
 const (
