@@ -477,6 +477,77 @@ aq4done:
 	VZEROUPPER
 	RET
 
+// ROW4Q4(ptr, areg): one Q4_0 block of the row at ptr, times its d·a
+// (areg holds a in its low lane), added into Y8..Y11 (the block's 32
+// values of y); Y1, Y4..Y7 scratch, Y2 and Y3 the Q4CONST masks.
+#define ROW4Q4(ptr, areg) \
+	MOVWLZX 0(ptr), AX; \
+	VMOVQ AX, X1; \
+	VCVTPH2PS X1, X1; \
+	VMULSS areg, X1, X1; \
+	VBROADCASTSS X1, Y1; \
+	VPMOVZXBD 2(ptr), Y4; \
+	VPMOVZXBD 10(ptr), Y5; \
+	VPSRLD $4, Y4, Y6; \
+	VPSRLD $4, Y5, Y7; \
+	VPAND Y2, Y4, Y4; \
+	VPAND Y2, Y5, Y5; \
+	VPSUBD Y3, Y4, Y4; \
+	VPSUBD Y3, Y5, Y5; \
+	VPSUBD Y3, Y6, Y6; \
+	VPSUBD Y3, Y7, Y7; \
+	VCVTDQ2PS Y4, Y4; \
+	VCVTDQ2PS Y5, Y5; \
+	VCVTDQ2PS Y6, Y6; \
+	VCVTDQ2PS Y7, Y7; \
+	VFMADD231PS Y4, Y1, Y8; \
+	VFMADD231PS Y5, Y1, Y9; \
+	VFMADD231PS Y6, Y1, Y10; \
+	VFMADD231PS Y7, Y1, Y11
+
+// y[i] += Σ_r a[r]·d_r,b·q_r,i over four Q4_0 rows: y loaded and stored
+// once a block for the four rows, which add in row order, each as
+// axpyQ40AVX2 adds one (the same sums to the bit).
+// func axpy4Q40AVX2(y *float32, a *[4]float32, w0, w1, w2, w3 *byte, nb int)
+TEXT ·axpy4Q40AVX2(SB), NOSPLIT, $0-56
+	MOVQ y+0(FP), DI
+	MOVQ a+8(FP), BX
+	MOVQ w0+16(FP), SI
+	MOVQ w1+24(FP), R8
+	MOVQ w2+32(FP), R9
+	MOVQ w3+40(FP), R10
+	MOVQ nb+48(FP), CX
+	VMOVSS 0(BX), X12
+	VMOVSS 4(BX), X13
+	VMOVSS 8(BX), X14
+	VMOVSS 12(BX), X15
+	Q4CONST
+a4q4loop:
+	TESTQ CX, CX
+	JE    a4q4done
+	VMOVUPS 0(DI), Y8
+	VMOVUPS 32(DI), Y9
+	VMOVUPS 64(DI), Y10
+	VMOVUPS 96(DI), Y11
+	ROW4Q4(SI, X12)
+	ROW4Q4(R8, X13)
+	ROW4Q4(R9, X14)
+	ROW4Q4(R10, X15)
+	VMOVUPS Y8, 0(DI)
+	VMOVUPS Y9, 32(DI)
+	VMOVUPS Y10, 64(DI)
+	VMOVUPS Y11, 96(DI)
+	ADDQ $18, SI
+	ADDQ $18, R8
+	ADDQ $18, R9
+	ADDQ $18, R10
+	ADDQ $128, DI
+	DECQ CX
+	JMP  a4q4loop
+a4q4done:
+	VZEROUPPER
+	RET
+
 // Integer dots against activations quantised to Q8 per block of 32 (as
 // llama.cpp does): xq holds 32 int8 per block, xd the block scales, xs the
 // block sums of xq. For each block: s = Σ qw·qx by VPMADDUBSW (unsigned ×

@@ -112,6 +112,12 @@ func benchFFNPartsN(b *testing.B, dt format.DType, threads, records int) {
 			for q := range 4 {
 				d[q] = wb[(j+q)*recBytes+2*rowBytes : (j+q+1)*recBytes]
 			}
+			if ops.Axpy4 == nil { // a table without the four-row form (AVX2's Q4_0)
+				for q := range 4 {
+					ops.Axpy(acc, h[q], d[q])
+				}
+				continue
+			}
 			ops.Axpy4(acc, &h, &d)
 		}
 	})
