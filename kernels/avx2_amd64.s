@@ -391,7 +391,8 @@ q8done:
 
 // Q4 nibbles of a block's 16 bytes into four float vectors (elements
 // 0-7, 8-15, 16-23, 24-31), minus 8. Needs Y2 = 15s and Y3 = 8s.
-#define Q4(a, b, c, d) VPMOVZXBD 2(SI), a; VPMOVZXBD 10(SI), b; VPSRLD $4, a, c; VPSRLD $4, b, d; VPAND Y2, a, a; VPAND Y2, b, b; VPSUBD Y3, a, a; VPSUBD Y3, b, b; VPSUBD Y3, c, c; VPSUBD Y3, d, d; VCVTDQ2PS a, a; VCVTDQ2PS b, b; VCVTDQ2PS c, c; VCVTDQ2PS d, d
+#define Q4AT(p, a, b, c, d) VPMOVZXBD 2(p), a; VPMOVZXBD 10(p), b; VPSRLD $4, a, c; VPSRLD $4, b, d; VPAND Y2, a, a; VPAND Y2, b, b; VPSUBD Y3, a, a; VPSUBD Y3, b, b; VPSUBD Y3, c, c; VPSUBD Y3, d, d; VCVTDQ2PS a, a; VCVTDQ2PS b, b; VCVTDQ2PS c, c; VCVTDQ2PS d, d
+#define Q4(a, b, c, d) Q4AT(SI, a, b, c, d)
 #define Q4CONST MOVL $15, AX; VMOVQ AX, X2; VPBROADCASTD X2, Y2; MOVL $8, AX; VMOVQ AX, X3; VPBROADCASTD X3, Y3
 
 // func dotQ40AVX2(w *byte, x *float32, nb int) float32
@@ -486,20 +487,7 @@ aq4done:
 	VCVTPH2PS X1, X1; \
 	VMULSS areg, X1, X1; \
 	VBROADCASTSS X1, Y1; \
-	VPMOVZXBD 2(ptr), Y4; \
-	VPMOVZXBD 10(ptr), Y5; \
-	VPSRLD $4, Y4, Y6; \
-	VPSRLD $4, Y5, Y7; \
-	VPAND Y2, Y4, Y4; \
-	VPAND Y2, Y5, Y5; \
-	VPSUBD Y3, Y4, Y4; \
-	VPSUBD Y3, Y5, Y5; \
-	VPSUBD Y3, Y6, Y6; \
-	VPSUBD Y3, Y7, Y7; \
-	VCVTDQ2PS Y4, Y4; \
-	VCVTDQ2PS Y5, Y5; \
-	VCVTDQ2PS Y6, Y6; \
-	VCVTDQ2PS Y7, Y7; \
+	Q4AT(ptr, Y4, Y5, Y6, Y7); \
 	VFMADD231PS Y4, Y1, Y8; \
 	VFMADD231PS Y5, Y1, Y9; \
 	VFMADD231PS Y6, Y1, Y10; \
