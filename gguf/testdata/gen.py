@@ -9,7 +9,7 @@
                  (gguf.quants.dequantize) gives for it; the metadata as gguf-py's GGUFReader reads it back.
 
 Run once, by hand; the Go tests compare against the files, so CI needs neither numpy nor gguf-py:
-  PYTHONPATH=/work/shared/llamacpp/gguf-py /usr/bin/python3 gguf/testdata/gen.py
+  PYTHONPATH=$LLAMACPP/gguf-py /usr/bin/python3 gguf/testdata/gen.py   # LLAMACPP: llama.cpp's folder, as in the Makefile
 (Debian: apt-get install python3-numpy.)
 """
 import json
