@@ -33,8 +33,7 @@ type Device struct {
 	hostRecs     bool     // Records interleaves split blocks into pinned host memory
 	pinnedRecs   [][]byte // that memory, freed by Close
 	graphs       bool     // Execs run decode steps as CUDA graphs
-	timing       bool     // TimeKernels is on; graphsBefore is graphs before it
-	graphsBefore bool
+	graphsBefore bool     // graphs before TimeKernels turned timing on
 }
 
 // region is host memory mapped into the device's address space: host
@@ -343,12 +342,17 @@ func (d *Device) Records(rblocks []format.RecordBlock, dt format.DType, hidden i
 	defer d.enter()()
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	// bases[i]: where block i is used in place (0: it is copied).
+	bases := make([]uint64, len(rblocks))
 	copyBytes, largest := 0, 0
 	for i, n := range counts {
-		if _, ok := d.inPlace(whole[i]); !ok {
-			copyBytes += n * rec
-			largest = max(largest, n*rec)
+		if p, ok := d.inPlace(whole[i]); ok {
+			bases[i] = p
+			d.registered += uint64(len(whole[i]))
+			continue
 		}
+		copyBytes += n * rec
+		largest = max(largest, n*rec)
 	}
 	var base uint64
 	var pinned []byte // the destination's host view when it is pinned memory
@@ -375,12 +379,9 @@ func (d *Device) Records(rblocks []format.RecordBlock, dt format.DType, hidden i
 	if pinned == nil && largest > 0 {
 		buf = make([]byte, largest)
 	}
-	bases := make([]uint64, len(rblocks))
 	off := 0
 	for i := range rblocks {
-		if p, ok := d.inPlace(whole[i]); ok {
-			bases[i] = p
-			d.registered += uint64(len(whole[i]))
+		if bases[i] != 0 {
 			continue
 		}
 		n := counts[i] * rec
