@@ -209,16 +209,16 @@ var _ backend.KernelTimer = (*Device)(nil)
 // launch one by one (no graphs) and each launch lies between two events.
 // Off restores the graphs setting.
 func (d *Device) TimeKernels(on bool) {
+	c := d.drv.(*counted)
 	d.mu.Lock()
-	if on && !d.timing {
+	if was := c.timing.Load(); on && !was {
 		d.graphsBefore, d.graphs = d.graphs, false
-	} else if !on && d.timing {
+	} else if !on && was {
 		d.graphs = d.graphsBefore
 	}
-	d.timing = on
 	d.mu.Unlock()
 	defer d.enter()()
-	d.drv.(*counted).setTiming(on)
+	c.setTiming(on)
 }
 
 // KernelTimes is backend.KernelTimer: it waits for the launches timed
