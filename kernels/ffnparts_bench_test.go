@@ -106,19 +106,15 @@ func benchFFNPartsN(b *testing.B, dt format.DType, threads, records int) {
 		acc[0] += s
 	})
 	run("down", rowBytes, func(lo, hi int, acc []float32) {
-		h := [4]float32{0.1, -0.2, 0.3, 0.05}
-		var d [4][]byte
+		// Four rows at a time as the decode adds them (addDowns: the
+		// four-row axpy where the table has one, else row by row).
+		h := [8]float32{0.1, -0.2, 0.3, 0.05}
+		var d [8][]byte
 		for j := lo; j+4 <= hi; j += 4 {
 			for q := range 4 {
 				d[q] = wb[(j+q)*recBytes+2*rowBytes : (j+q+1)*recBytes]
 			}
-			if ops.Axpy4 == nil { // a table without the four-row form (AVX2's Q4_0)
-				for q := range 4 {
-					ops.Axpy(acc, h[q], d[q])
-				}
-				continue
-			}
-			ops.Axpy4(acc, &h, &d)
+			addDowns(acc, ops, ops.Axpy4, nil, &h, &d, 4)
 		}
 	})
 	run("read", recBytes, func(lo, hi int, acc []float32) {

@@ -380,11 +380,10 @@ func avx2Table() *Table {
 	q80.Axpy, q40.Axpy = blockAxpy(axpyQ80AVX2), blockAxpy(axpyQ40AVX2)
 	q80.AxpyTiles, q40.AxpyTiles = tilesAxpy(axpyTilesQ80AVX2), tilesAxpy(axpyTilesQ40AVX2)
 	q80.AxpyTilesGap, q40.AxpyTilesGap = tilesAxpy(axpyTilesGapQ80AVX2), tilesAxpy(axpyTilesGapQ40AVX2)
-	// Q4_0's four-row axpy loads and stores y once for four down rows
-	// (the row axpy alone streamed a down row at 1.6 GB/s here, y's
-	// round trips through L1 the cost); it adds them as four row axpys
-	// would, to the bit. Q8_0's has it on AVX-512 only: the reference
-	// composes four of this table's row axpys.
+	// Q4_0's four-row axpy loads and stores y once for four down rows (a
+	// row at a time, y's round trips through L1 bound it), adding them as
+	// four row axpys would, to the bit. Q8_0 has none here: the decode
+	// adds its down rows one at a time.
 	q80.Axpy4 = nil
 	q40.Axpy4 = blockAxpy4(axpy4Q40AVX2, fourRows(q40.Axpy))
 	// The integer path by default, as llama.cpp's AVX2 build takes it: the
