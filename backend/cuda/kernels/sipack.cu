@@ -753,13 +753,17 @@ __device__ void attend_split(float* o, const float* qs, const void* kc, const vo
     __threadfence();
     // The last split holds position n − 1, so M is finite; an empty split
     // (m = −∞) weighs 0.
+    // Each part's weight exp(m_j − M) once, in shared memory (S ≤ 32).
     const volatile float* ps = part + (size_t)h * S * stride;
+    __shared__ float wts[32];
     float M = -INFINITY, Lsum = 0.f;
     for (int j = 0; j < S; j++) M = fmaxf(M, ps[j * stride]);
-    for (int j = 0; j < S; j++) Lsum += ps[j * stride + 1] * expf(ps[j * stride] - M);
+    if (threadIdx.x < S) wts[threadIdx.x] = expf(ps[threadIdx.x * stride] - M);
+    __syncthreads();
+    for (int j = 0; j < S; j++) Lsum += ps[j * stride + 1] * wts[j];
     for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
         float v = 0.f;
-        for (int j = 0; j < S; j++) v += ps[j * stride + 2 + d] * expf(ps[j * stride] - M);
+        for (int j = 0; j < S; j++) v += ps[j * stride + 2 + d] * wts[j];
         o[d] = v / Lsum;
     }
     if (threadIdx.x == 0) count[h] = 0;
