@@ -37,7 +37,7 @@ func TestFinite(t *testing.T) {
 // fail with an error that names the pack and the way to check it, not
 // decode a stream of token 0.
 func TestDamagedPackIsLoud(t *testing.T) {
-	path := packOf(t, "../testdata/tinyllama", convertOptions())
+	path := freshPackOf(t, "../testdata/tinyllama", convertOptions())
 	h, err := format.Open(path, format.OpenOptions{HeaderOnly: true})
 	if err != nil {
 		t.Fatal(err)

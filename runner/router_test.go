@@ -194,8 +194,8 @@ func TestAutoSelection(t *testing.T) {
 		want Method
 	}{{routed, MethodRouter}, {plain, MethodPaper}} {
 		s := *auto
-		got, ss := greedyWorkers(t, c.m, &s, prompt, 12, 1)
-		want, _ := greedyWorkers(t, c.m, &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: c.want}, prompt, 12, 1)
+		got, ss := greedyWorkers(t, c.m, &s, prompt, decodeTokens(12), 1)
+		want, _ := greedyWorkers(t, c.m, &Selection{Phi: 0.4, Alpha: 0.2, Base: 0.3, Method: c.want}, prompt, decodeTokens(12), 1)
 		if !slices.Equal(got, want) || ss.Sel.Method != c.want {
 			t.Errorf("auto on a pack with router group %d: %v (as %v), want %v's %v", c.m.RouterGroup, got, ss.Sel.Method, c.want, want)
 		}
