@@ -108,7 +108,11 @@ func TestPrefillScratchBound(t *testing.T) {
 				keys, values := randVec(rng, ctx*kvDim), randVec(rng, ctx*kvDim)
 				p := NewPool(2)
 				most := 0 // the pool keeps what the longest batch grew it to
-				for _, T := range []int{6, 37, 130, 1} {
+				lengths := []int{6, 37, 130, 1}
+				if testing.Short() { // under qemu: the longest batch is 37 tokens
+					lengths = []int{6, 37, 1}
+				}
+				for _, T := range lengths {
 					most = max(most, T)
 					x := randVec(rng, T*s.H)
 					q := make([]float32, T*qDim)
