@@ -11,10 +11,12 @@ package devicecheck
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/sipack/sipack/backend/cpu"
@@ -76,14 +78,54 @@ func readGolden(t *testing.T, path string) []goldenCase {
 	return g.Cases
 }
 
+// packOf returns a pack of the model in dir converted with opt, shared by
+// every test of this run that asks for the same options (no test changes
+// one).
 func packOf(t *testing.T, dir string, opt convert.Options) string {
 	t.Helper()
 	opt.ModelDir = dir
-	opt.Output = filepath.Join(t.TempDir(), "m.sip")
-	if _, err := convert.Convert(context.Background(), opt); err != nil {
-		t.Fatal(err)
+	return built(t, fmt.Sprintf("%#v", opt), func(out string) { // pointers print as addresses: never shared by accident
+		opt.Output = out
+		if _, err := convert.Convert(context.Background(), opt); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// built returns the file make wrote for key, making it the first time.
+func built(t *testing.T, key string, make func(out string)) string {
+	t.Helper()
+	packs.Lock()
+	defer packs.Unlock()
+	if path, ok := packs.paths[key]; ok {
+		return path
 	}
-	return opt.Output
+	if packs.dir == "" {
+		d, err := os.MkdirTemp("", "devicecheck-packs-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		packs.dir, packs.paths = d, map[string]string{}
+	}
+	path := filepath.Join(packs.dir, fmt.Sprintf("%d.sip", len(packs.paths)))
+	make(path)
+	packs.paths[key] = path
+	return path
+}
+
+// packs are built's files, removed by TestMain.
+var packs struct {
+	sync.Mutex
+	dir   string
+	paths map[string]string
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if packs.dir != "" {
+		os.RemoveAll(packs.dir)
+	}
+	os.Exit(code)
 }
 
 func openPack(t *testing.T, path string, gamma float64) *format.Pack {
@@ -358,25 +400,28 @@ func gen(t *testing.T, m *runner.Model, sel *runner.Selection, prompt []int, n i
 // translate prompts and their references, as sipack route does.
 func routedPack(t *testing.T, path string) string {
 	t.Helper()
-	p := openPack(t, path, 1)
-	m := onCPU(t, p)
-	man, err := manifests.Load("translate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	texts, err := profile.TaskTexts(m, man, profile.TaskOptions{MaxPrompts: 20, GenTokens: 16, Continue: "reference", Jobs: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	routers, group, err := profile.FitRouters(context.Background(), m, texts, profile.RouterOptions{DType: format.Q8_0, Threads: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(t.TempDir(), "routed.sip")
-	if err := format.WithRouters(context.Background(), p, group, routers, out); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return built(t, "routed "+path, func(out string) {
+		// Fitted with the CPU's preferred kernels, whichever table the
+		// test compares with.
+		defer kernels.Use(kernels.Tables()[len(kernels.Tables())-1])()
+		p := openPack(t, path, 1)
+		m := onCPU(t, p)
+		man, err := manifests.Load("translate")
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts, err := profile.TaskTexts(m, man, profile.TaskOptions{MaxPrompts: 20, GenTokens: 16, Continue: "reference", Jobs: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		routers, group, err := profile.FitRouters(context.Background(), m, texts, profile.RouterOptions{DType: format.Q8_0, Threads: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := format.WithRouters(context.Background(), p, group, routers, out); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // TestGraphsMatch: with decode steps replayed as CUDA graphs
