@@ -8,7 +8,7 @@ SYNTH   ?= /tmp/sipack-synth-1b
 # scripts the device check builds its CUDA llama-bench from.
 LLAMACPP ?= ../shared/llamacpp
 
-.PHONY: all build test demo badinput generate fuzz bench compare compare-routed routed-packs compare-avx2 recache bench-packs synth clean vet accuracy accuracy-quant test-arm64 test-arm32 cross loadtest qemu-user \
+.PHONY: all build test demo badinput generate fuzz bench compare compare-routed routed-packs compare-avx2 recache bench-packs synth clean vet accuracy accuracy-quant test-arm64 test-arm32 test-arm64-kernels test-arm64-runner test-arm32-kernels test-arm32-runner cross loadtest qemu-user \
 	cuda-kernels cuda-check build-cuda device-check device-rehearse cuda-cross-tools cuda-cross-arm64
 
 all: build
@@ -223,23 +223,32 @@ qemu-user:
 	command -v qemu-aarch64 >/dev/null && command -v qemu-arm >/dev/null || (apt-get update && apt-get install -y qemu-user)
 
 # The kernels and the golden runner tests on arm64 (the NEON and SDOT paths)
-# under qemu. -test.short trims the quantised greedy test to two golden
-# prompts (every dtype and path still runs).
-test-arm64: qemu-user
+# under qemu, in -short runs (fewer tokens and tables: every path still
+# runs). Kernels and runner are targets of their own so that make -j runs
+# them side by side (a qemu run uses one core).
+test-arm64: test-arm64-kernels test-arm64-runner
+test-arm64-kernels: qemu-user
+	@mkdir -p $(BIN)
 	GOARCH=arm64 $(GO) test -c -o $(BIN)/kernels-arm64.test ./kernels
-	GOARCH=arm64 $(GO) test -c -o $(BIN)/runner-arm64.test ./runner
 	cd kernels && ../.ci/qemu-run.sh ../$(BIN)/kernels-arm64.test -test.short -test.timeout 9m -test.v -test.run . > ../$(BIN)/kernels-arm64.log; s=$$?; \
 	  grep -E '^(--- |ok|PASS|FAIL)|kernel path' ../$(BIN)/kernels-arm64.log; \
 	  [ $$s -eq 0 ] || tail -40 ../$(BIN)/kernels-arm64.log; exit $$s
+test-arm64-runner: qemu-user
+	@mkdir -p $(BIN)
+	GOARCH=arm64 $(GO) test -c -o $(BIN)/runner-arm64.test ./runner
 	cd runner && ../.ci/qemu-run.sh ../$(BIN)/runner-arm64.test -test.short -test.timeout 9m -test.v -test.run 'GoldenTinyllama|GoldenArchcheck|Selection|FastAndGeneric|QuantizedGreedy'
 
 # The same on 32-bit ARM (GOARM=7: phones and boards with a 32-bit
 # userland), where the generic kernels run and int is 32 bits: the kernels'
 # tests and the golden runner tests under qemu-arm.
-test-arm32: qemu-user
+test-arm32: test-arm32-kernels test-arm32-runner
+test-arm32-kernels: qemu-user
+	@mkdir -p $(BIN)
 	GOARCH=arm GOARM=7 $(GO) test -c -o $(BIN)/kernels-arm.test ./kernels
-	GOARCH=arm GOARM=7 $(GO) test -c -o $(BIN)/runner-arm.test ./runner
 	cd kernels && QEMU=qemu-arm ../.ci/qemu-run.sh ../$(BIN)/kernels-arm.test -test.short -test.timeout 9m
+test-arm32-runner: qemu-user
+	@mkdir -p $(BIN)
+	GOARCH=arm GOARM=7 $(GO) test -c -o $(BIN)/runner-arm.test ./runner
 	cd runner && QEMU=qemu-arm ../.ci/qemu-run.sh ../$(BIN)/runner-arm.test -test.short -test.timeout 9m -test.v -test.run 'GoldenTinyllama|Selection|QuantizedGreedy'
 
 # Load test of sirun serve (not in CI: it runs for LOADTEST_TIME): the tiny
