@@ -8,7 +8,7 @@ SYNTH   ?= /tmp/sipack-synth-1b
 # scripts the device check builds its CUDA llama-bench from.
 LLAMACPP ?= ../shared/llamacpp
 
-.PHONY: all build test demo badinput generate fuzz bench compare compare-routed routed-packs compare-avx2 recache bench-packs synth clean vet accuracy accuracy-quant test-arm64 test-arm32 test-arm64-kernels test-arm64-runner test-arm32-kernels test-arm32-runner cross loadtest qemu-user \
+.PHONY: all build test test-readme test-packages demo badinput generate fuzz bench compare compare-routed routed-packs compare-avx2 recache bench-packs synth clean vet accuracy accuracy-quant test-arm64 test-arm32 test-arm64-kernels test-arm64-runner test-arm32-kernels test-arm32-runner cross loadtest qemu-user \
 	cuda-kernels cuda-check build-cuda device-check device-rehearse cuda-cross-tools cuda-cross-arm64
 
 all: build
@@ -27,10 +27,15 @@ build:
 vet:
 	$(GO) vet ./...
 
-# The whole test suite: vet, unit and golden tests, each fuzz target on its seed corpus.
-test:
+# The whole test suite: vet, unit and golden tests, each fuzz target on its
+# seed corpus, and every README command (./docs: the longest package, a
+# target of its own so that make -j starts it first).
+test: test-readme test-packages
+test-readme:
+	$(GO) test -count=1 ./docs
+test-packages:
 	$(GO) vet ./...
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v '/docs$$')
 
 # Every platform people run local models on builds, without cgo; amd64 and
 # arm64 get the assembly kernels, every other arch the generic ones.
