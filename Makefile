@@ -31,11 +31,13 @@ vet:
 # seed corpus, and every README command (./docs: the longest package, a
 # target of its own so that make -j starts it first).
 test: test-readme test-packages
+# The timeout is go test's 10 minutes doubled: .ci/run runs these beside
+# the qemu runs on two cores.
 test-readme:
-	$(GO) test -count=1 ./docs
+	$(GO) test -count=1 -timeout 20m ./docs
 test-packages:
 	$(GO) vet ./...
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v '/docs$$')
+	$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -v '/docs$$')
 
 # Every platform people run local models on builds, without cgo; amd64 and
 # arm64 get the assembly kernels, every other arch the generic ones.
