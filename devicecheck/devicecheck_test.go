@@ -16,13 +16,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/sipack/sipack/backend/cpu"
 	"github.com/sipack/sipack/backend/cuda"
 	"github.com/sipack/sipack/convert"
 	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/internal/filecache"
 	"github.com/sipack/sipack/kernels"
 	"github.com/sipack/sipack/manifests"
 	"github.com/sipack/sipack/profile"
@@ -87,7 +87,7 @@ func packOf(t *testing.T, dir string, opt convert.Options) string {
 	if opt.Order != nil || opt.Progress != nil || opt.Warnings != nil {
 		t.Fatal("packOf: options with pointers have no key") // another test's may reuse an address
 	}
-	return built(t, fmt.Sprintf("%#v", opt), func(out string) {
+	return packs.Get(t, fmt.Sprintf("%#v", opt), func(out string) {
 		opt.Output = out
 		if _, err := convert.Convert(context.Background(), opt); err != nil {
 			t.Fatal(err)
@@ -95,39 +95,12 @@ func packOf(t *testing.T, dir string, opt convert.Options) string {
 	})
 }
 
-// built returns the file make wrote for key, making it the first time.
-func built(t *testing.T, key string, make func(out string)) string {
-	t.Helper()
-	packs.Lock()
-	defer packs.Unlock()
-	if path, ok := packs.paths[key]; ok {
-		return path
-	}
-	if packs.dir == "" {
-		d, err := os.MkdirTemp("", "devicecheck-packs-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		packs.dir, packs.paths = d, map[string]string{}
-	}
-	path := filepath.Join(packs.dir, fmt.Sprintf("%d.sip", len(packs.paths)))
-	make(path)
-	packs.paths[key] = path
-	return path
-}
-
-// packs are built's files, removed by TestMain.
-var packs struct {
-	sync.Mutex
-	dir   string
-	paths map[string]string
-}
+// packs are packOf's and routedPack's files, removed by TestMain.
+var packs = filecache.Cache{Ext: ".sip"}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if packs.dir != "" {
-		os.RemoveAll(packs.dir)
-	}
+	packs.Remove()
 	os.Exit(code)
 }
 
@@ -403,7 +376,7 @@ func gen(t *testing.T, m *runner.Model, sel *runner.Selection, prompt []int, n i
 // translate prompts and their references, as sipack route does.
 func routedPack(t *testing.T, path string) string {
 	t.Helper()
-	return built(t, "routed "+path, func(out string) {
+	return packs.Get(t, "routed "+path, func(out string) {
 		// Fitted with the CPU's preferred kernels, whichever table the
 		// test compares with.
 		defer kernels.Use(kernels.Tables()[len(kernels.Tables())-1])()

@@ -8,12 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/sipack/sipack/backend/cpu"
 	"github.com/sipack/sipack/convert"
 	"github.com/sipack/sipack/format"
+	"github.com/sipack/sipack/internal/filecache"
 	"github.com/sipack/sipack/kernels"
 )
 
@@ -56,23 +56,7 @@ func packOf(t *testing.T, dir string, opt convert.Options) string {
 		return freshPackOf(t, dir, opt)
 	}
 	opt.ModelDir = dir
-	key := fmt.Sprintf("%#v", opt)
-	packs.Lock()
-	defer packs.Unlock()
-	if path, ok := packs.paths[key]; ok {
-		return path
-	}
-	if packs.dir == "" {
-		d, err := os.MkdirTemp("", "runner-packs-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		packs.dir, packs.paths = d, map[string]string{}
-	}
-	path := filepath.Join(packs.dir, fmt.Sprintf("%d.sip", len(packs.paths)))
-	convertTo(t, path, opt)
-	packs.paths[key] = path
-	return path
+	return packs.Get(t, fmt.Sprintf("%#v", opt), func(out string) { convertTo(t, out, opt) })
 }
 
 // freshPackOf converts a pack of its own for a test that changes it.
@@ -93,17 +77,11 @@ func convertTo(t *testing.T, path string, opt convert.Options) {
 }
 
 // packs are packOf's conversions, removed by TestMain.
-var packs struct {
-	sync.Mutex
-	dir   string
-	paths map[string]string
-}
+var packs = filecache.Cache{Ext: ".sip"}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if packs.dir != "" {
-		os.RemoveAll(packs.dir)
-	}
+	packs.Remove()
 	os.Exit(code)
 }
 
