@@ -26,9 +26,9 @@ const int kStack = 256 * 1024;
 
 // Fibers switch at every barrier, once per thread, so the switch is most
 // of the emulator's time. On x86-64 it is emu_switch: the callee-saved
-// registers, MXCSR and the x87 control word pushed, the stack pointer
-// swapped (libc's longjmp also restores the signal mask and unwinds
-// cleanup handlers); elsewhere swapcontext. A fiber's stack is made once
+// registers pushed and the stack pointer swapped (no kernel changes the
+// floating-point control registers; libc's longjmp would also restore the
+// signal mask and unwind cleanup handlers); elsewhere swapcontext. A fiber's stack is made once
 // and its entry runs one block's thread after another.
 #if defined(__x86_64__)
 extern "C" void emu_switch(void** save, void* to);
@@ -91,14 +91,13 @@ struct Fiber {
 	Context ctx;
 	std::vector<char> stack;
 	bool done = false;
-	unsigned tid = 0;
 };
 
 Context sched;
 // Fibers are allocated one by one and never move: a ucontext_t points
 // into itself.
 std::vector<Fiber*> fibers;
-int cur = 0;
+int cur = 0;                   // the running fiber: thread cur of the block
 int live = 0;                  // threads of the block not yet returned
 int barArrived = 0, barGen = 0; // __syncthreads
 std::vector<int> warpArrived, warpGen, warpLive;
@@ -112,20 +111,19 @@ void yield() { switchTo(fibers[cur]->ctx, sched); }
 void entry() {
 	for (;;) {
 		body();
-		Fiber& f = *fibers[cur];
-		f.done = true;
+		fibers[cur]->done = true;
 		live--;
-		warpLive[f.tid / 32]--;
+		warpLive[cur / 32]--;
 		// A returned thread no longer holds a barrier back.
 		if (live > 0 && barArrived == live) { barArrived = 0; barGen++; }
-		int w = f.tid / 32;
+		int w = cur / 32;
 		if (warpLive[w] > 0 && warpArrived[w] == warpLive[w]) { warpArrived[w] = 0; warpGen[w]++; }
 		yield();
 	}
 }
 
 void warpBarrier() {
-	int w = fibers[cur]->tid / 32;
+	int w = cur / 32;
 	int g = warpGen[w];
 	if (++warpArrived[w] == warpLive[w]) { warpArrived[w] = 0; warpGen[w]++; return; }
 	while (warpGen[w] == g) yield();
@@ -133,7 +131,7 @@ void warpBarrier() {
 
 template <typename T>
 T shfl(T v, int o) {
-	unsigned tid = fibers[cur]->tid;
+	unsigned tid = cur;
 	double* slot = &warpSlot[(tid / 32) * 32];
 	slot[tid % 32] = (double)v;
 	warpBarrier();
@@ -157,7 +155,6 @@ void runBlock(unsigned threads) {
 	}
 	for (unsigned t = 0; t < threads; t++) {
 		fibers[t]->done = false;
-		fibers[t]->tid = t;
 		warpLive[t / 32]++;
 	}
 	live = threads;
@@ -233,7 +230,7 @@ const std::unordered_map<std::string, Kernel>& table() {
 float emu_shfl_xor(float v, int o) { return shfl(v, o); }
 
 unsigned emu_ballot(bool pred) {
-	unsigned tid = fibers[cur]->tid;
+	unsigned tid = cur;
 	double* slot = &warpSlot[(tid / 32) * 32];
 	slot[tid % 32] = pred ? 1 : 0;
 	warpBarrier();
