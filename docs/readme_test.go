@@ -135,4 +135,16 @@ func TestReadmeCommands(t *testing.T) {
 		t.Logf("README.md:%d (%.1f s): %s", c.line, time.Since(t0).Seconds(), c.cmd)
 	}
 	t.Logf("%d README commands in %.1f s", len(cmds), time.Since(start).Seconds())
+
+	// sirun is what a device downloads: make build keeps it to 12 MB.
+	st, err := os.Stat(filepath.Join(clone, "bin", "sirun"))
+	if err != nil {
+		t.Fatalf("the README's make commands built no bin/sirun: %v", err)
+	}
+	if st.Size() > maxSirunBytes {
+		t.Errorf("make build's bin/sirun is %d bytes, over %d", st.Size(), maxSirunBytes)
+	}
 }
+
+// maxSirunBytes bounds the stripped sirun make build writes.
+const maxSirunBytes = 12_000_000
