@@ -229,6 +229,36 @@ func TestSiLUMul(t *testing.T) {
 // exponentials' 2 ulps, the sum's rounding, the final scale), over rows
 // of 1 to 300 scores with a tail, a spread that sends some exponentials
 // below the float32 range, and equal scores.
+// TestLogSumExp: on every table, within 2e-6 of the float64 normaliser
+// (log Σ e^x over the largest vocabularies, logits as spread as a model's).
+func TestLogSumExp(t *testing.T) {
+	rng := rand.New(rand.NewPCG(97, 98))
+	for _, tb := range Tables() {
+		restore := Use(tb)
+		for _, n := range []int{1, 9, 4096, 128256} {
+			for _, spread := range []float64{0.1, 3, 30} {
+				x := make([]float32, n)
+				for i := range x {
+					x[i] = float32(rng.NormFloat64()*spread) + 5
+				}
+				m := math.Inf(-1)
+				for _, v := range x {
+					m = math.Max(m, float64(v))
+				}
+				var sum float64
+				for _, v := range x {
+					sum += math.Exp(float64(v) - m)
+				}
+				want := m + math.Log(sum)
+				if got := LogSumExp(x); math.Abs(got-want) > 2e-6 {
+					t.Fatalf("%s n=%d spread %g: %.9g, want %.9g", tb.Name, n, spread, got, want)
+				}
+			}
+		}
+		restore()
+	}
+}
+
 func TestSoftmax(t *testing.T) {
 	rng := rand.New(rand.NewPCG(95, 96))
 	for _, tb := range Tables() {

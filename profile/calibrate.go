@@ -260,8 +260,9 @@ func (cw *calibrator) loss(ctx context.Context, t Text, plan runner.Plan, from i
 			continue // no counted prediction in this chunk
 		}
 		for i := range end - off - pass.LogitsFrom {
-			next := off + pass.LogitsFrom + i + 1
-			*sum -= runner.LogProb(logits[i*V:(i+1)*V], t.Tokens[next])
+			row := logits[i*V : (i+1)*V]
+			x := float64(row[t.Tokens[off+pass.LogitsFrom+i+1]])
+			*sum += kernels.LogSumExp(row) - x // overwrites row
 		}
 	}
 	return nil

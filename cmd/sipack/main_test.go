@@ -419,18 +419,18 @@ func TestLayerBudgetCLI(t *testing.T) {
 // inspect and verify accept, leaves the input as it was, and refuses bad
 // options without leaving an output behind.
 // TestConvertRoute: convert --route TASK writes what convert and then route
-// --task TASK with route's defaults write, and leaves no other file; a bad
-// task is refused before converting, with nothing written.
+// --task TASK write (the routers fitted on 8 prompts: quick), and leaves no
+// other file; a bad task is refused before converting, with nothing written.
 func TestConvertRoute(t *testing.T) {
 	dir := t.TempDir()
 	plain, routed, both := filepath.Join(dir, "plain.sip"), filepath.Join(dir, "routed.sip"), filepath.Join(dir, "both.sip")
 	if _, e, code := run(t, "convert", tiny, "-o", plain, "-q"); code != 0 {
 		t.Fatal(e)
 	}
-	if _, e, code := run(t, "route", "--task", "translate", plain, "-o", routed, "-q"); code != 0 {
+	if _, e, code := run(t, "route", "--task", "translate", "--max-prompts", "8", plain, "-o", routed, "-q"); code != 0 {
 		t.Fatal(e)
 	}
-	if _, e, code := run(t, "convert", tiny, "-o", both, "--route", "translate"); code != 0 || !strings.Contains(e, "wrote "+both+": routers of rank 32 over groups of 8 ranks") {
+	if _, e, code := run(t, "convert", tiny, "-o", both, "--route", "translate", "--max-prompts", "8"); code != 0 || !strings.Contains(e, "wrote "+both+": routers of rank 32 over groups of 8 ranks") {
 		t.Fatalf("convert --route (%d): %s", code, e)
 	}
 	want, _ := os.ReadFile(routed)
@@ -443,7 +443,7 @@ func TestConvertRoute(t *testing.T) {
 		t.Fatal(e)
 	}
 	ranked, unrouted := filepath.Join(dir, "ranked.sip"), filepath.Join(dir, "unrouted.sip")
-	if _, e, code := run(t, "convert", tiny, "--profile", prof, "--secondary", "self", "-o", ranked); code != 0 || !strings.Contains(e, "wrote "+ranked+": routers of rank 32") {
+	if _, e, code := run(t, "convert", tiny, "--profile", prof, "--secondary", "self", "--max-prompts", "8", "-o", ranked); code != 0 || !strings.Contains(e, "wrote "+ranked+": routers of rank 32") {
 		t.Fatalf("convert --profile (%d) did not route: %s", code, e)
 	}
 	if _, e, code := run(t, "convert", tiny, "--profile", prof, "--secondary", "self", "--route", "none", "-o", unrouted); code != 0 || strings.Contains(e, "routers") {
