@@ -10,7 +10,7 @@ import (
 // integer dots against Q8 activations — a row, a pair of rows (the decode
 // FFN's gate and up, the matvecs' rows in pairs), a row against four
 // tokens (the prefill) — with the integer path on, as for Q4_0; and the
-// Q4_K row axpy of the down projection. Q8 blocks of 32 are Q4_K's
+// Q4_K row and four-row axpys of the down projection. Q8 blocks of 32 are Q4_K's
 // sub-blocks and two of Q6_K's, so the activations are the ones Q4_0 uses
 // (no Q8_K: llama.cpp's per-256 scale with sums per 16 would save one
 // float multiply a block of 32 and round the activations more coarsely).
@@ -77,8 +77,16 @@ func kquantAVX2(t *Table) {
 	}
 	// The K-quant panels' packing: Q4_K's values a row at a time.
 	q4k.PackRow = packRowQ4KAVX2
-	// The four-row axpy composes four of these, in row order.
-	q4k.Axpy4 = fourRows(q4k.Axpy)
+	// The four-row axpy: y loaded and stored once for four rows.
+	q4k.Axpy4 = func(y []float32, a *[4]float32, w *[4][]byte) {
+		nsb := len(y) / format.QKK
+		if nsb == 0 {
+			return
+		}
+		end := nsb*q4KBytes - 1
+		_, _, _, _ = w[0][end], w[1][end], w[2][end], w[3][end]
+		axpy4Q4KAVX2(&y[0], a, &w[0][0], &w[1][0], &w[2][0], &w[3][0], nsb)
+	}
 	// The prefill's integer GEMM tiles over K-quant panels (gemmactk.go),
 	// unsigned for VPMADDUBSW as Q4_0's.
 	q4k.PanelAct, q6k.PanelAct = panelQ4KOf(panelQ4KAVX2), panelQ6KOf(panelQ6KAVX2)
@@ -188,6 +196,9 @@ func kquantAVX512(t *Table, vnni bool) {
 	// unsigned for VPDPBUSD.
 	q4k.PanelAct, q6k.PanelAct = panelQ4KOf(panelQ4KVNNI), panelQ6KOf(panelQ6KVNNI)
 }
+
+//go:noescape
+func axpy4Q4KAVX2(y *float32, a *[4]float32, w0, w1, w2, w3 *byte, nsb int)
 
 //go:noescape
 func axpy4Q4KAVX512(y *float32, a *[4]float32, w0, w1, w2, w3 *byte, nsb int)

@@ -541,6 +541,109 @@ a4q4kloop:
 	VZEROUPPER
 	RET
 
+// AVX2 four-row form. A4SUB(j): sub-block j's d·sc of rows 0-3 (from
+// K4ROWSCALES' stack copies) in every lane of Y2-Y5, its dmin·m in Y6-Y9.
+#define A4SUB(j) \
+	VBROADCASTSS (0*64+4*(j))(SP), Y2; \
+	VBROADCASTSS (1*64+4*(j))(SP), Y3; \
+	VBROADCASTSS (2*64+4*(j))(SP), Y4; \
+	VBROADCASTSS (3*64+4*(j))(SP), Y5; \
+	VBROADCASTSS (0*64+32+4*(j))(SP), Y6; \
+	VBROADCASTSS (1*64+32+4*(j))(SP), Y7; \
+	VBROADCASTSS (2*64+32+4*(j))(SP), Y8; \
+	VBROADCASTSS (3*64+32+4*(j))(SP), Y9
+
+// A4LO(w, off, s, m, a) and A4HI: Y0 += a·x̂ for the eight low (high)
+// nibbles of the bytes at off(w), x̂ = s·q − m: AXPYK8's arithmetic
+// (Y15: 0x0f bytes; Y1 scratch).
+#define A4LO(w, off, s, m, a) \
+	VPMOVZXBD off(w), Y1; \
+	VPAND Y15, Y1, Y1; \
+	VCVTDQ2PS Y1, Y1; \
+	VMULPS s, Y1, Y1; \
+	VSUBPS m, Y1, Y1; \
+	VFMADD231PS Y1, a, Y0
+
+#define A4HI(w, off, s, m, a) \
+	VPMOVZXBD off(w), Y1; \
+	VPSRLD $4, Y1, Y1; \
+	VCVTDQ2PS Y1, Y1; \
+	VMULPS s, Y1, Y1; \
+	VSUBPS m, Y1, Y1; \
+	VFMADD231PS Y1, a, Y0
+
+// A4CHUNK(p, k): elements 64p+8k.. (sub-block 2p, low nibbles; LO) or
+// 64p+32+8k.. (sub-block 2p+1, high nibbles; HI) of the four rows into y,
+// loaded and stored once, rows added in order.
+#define A4CHUNKLO(p, k) \
+	VMOVUPS (4*(64*p+8*k))(DI), Y0; \
+	A4LO(R10, 16+32*p+8*k, Y2, Y6, Y10); \
+	A4LO(R11, 16+32*p+8*k, Y3, Y7, Y11); \
+	A4LO(R12, 16+32*p+8*k, Y4, Y8, Y12); \
+	A4LO(R13, 16+32*p+8*k, Y5, Y9, Y13); \
+	VMOVUPS Y0, (4*(64*p+8*k))(DI)
+
+#define A4CHUNKHI(p, k) \
+	VMOVUPS (4*(64*p+32+8*k))(DI), Y0; \
+	A4HI(R10, 16+32*p+8*k, Y2, Y6, Y10); \
+	A4HI(R11, 16+32*p+8*k, Y3, Y7, Y11); \
+	A4HI(R12, 16+32*p+8*k, Y4, Y8, Y12); \
+	A4HI(R13, 16+32*p+8*k, Y5, Y9, Y13); \
+	VMOVUPS Y0, (4*(64*p+32+8*k))(DI)
+
+// A4PAIR(p): sub-blocks 2p and 2p+1 of the four rows.
+#define A4PAIR(p) \
+	A4SUB(2*p); \
+	A4CHUNKLO(p, 0); \
+	A4CHUNKLO(p, 1); \
+	A4CHUNKLO(p, 2); \
+	A4CHUNKLO(p, 3); \
+	A4SUB(2*p+1); \
+	A4CHUNKHI(p, 0); \
+	A4CHUNKHI(p, 1); \
+	A4CHUNKHI(p, 2); \
+	A4CHUNKHI(p, 3)
+
+// func axpy4Q4KAVX2(y *float32, a *[4]float32, w0, w1, w2, w3 *byte, nsb int)
+//
+// Four Q4_K rows into one y, y[i] += a[r]·x̂_r[i] for r = 0..3 in turn,
+// each element's arithmetic axpyQ4KAVX2's (so four row axpys' bits), y
+// loaded and stored once per four rows and the nibbles widened straight
+// from the rows.
+TEXT ·axpy4Q4KAVX2(SB), NOSPLIT, $256-56
+	MOVQ y+0(FP), DI
+	MOVQ a+8(FP), R9
+	MOVQ w0+16(FP), R10
+	MOVQ w1+24(FP), R11
+	MOVQ w2+32(FP), R12
+	MOVQ w3+40(FP), R13
+	MOVQ nsb+48(FP), CX
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+a4q4kavx2:
+	K4ROWSCALES(R10, 0)
+	K4ROWSCALES(R11, 1)
+	K4ROWSCALES(R12, 2)
+	K4ROWSCALES(R13, 3)
+	VBROADCASTSS 0(R9), Y10
+	VBROADCASTSS 4(R9), Y11
+	VBROADCASTSS 8(R9), Y12
+	VBROADCASTSS 12(R9), Y13
+	A4PAIR(0)
+	A4PAIR(1)
+	A4PAIR(2)
+	A4PAIR(3)
+	ADDQ $144, R10
+	ADDQ $144, R11
+	ADDQ $144, R12
+	ADDQ $144, R13
+	ADDQ $1024, DI
+	DECQ CX
+	JNZ  a4q4kavx2
+	VZEROUPPER
+	RET
+
 // Q6_K on AVX-512 VNNI. K6ZCONSTS: Z15 = 0x0f bytes, Z14 = 0x30 bytes,
 // Z13 = 0x20 bytes, Z12/Z11 the word shifts that bring qh's bits 2k, 2k+1
 // to bits 4-5 (left 4 | left 2 for k = 0, 1; right 0 | right 2 for k = 2,
