@@ -78,15 +78,7 @@ func kquantAVX2(t *Table) {
 	// The K-quant panels' packing: Q4_K's values a row at a time.
 	q4k.PackRow = packRowQ4KAVX2
 	// The four-row axpy: y loaded and stored once for four rows.
-	q4k.Axpy4 = func(y []float32, a *[4]float32, w *[4][]byte) {
-		nsb := len(y) / format.QKK
-		if nsb == 0 {
-			return
-		}
-		end := nsb*q4KBytes - 1
-		_, _, _, _ = w[0][end], w[1][end], w[2][end], w[3][end]
-		axpy4Q4KAVX2(&y[0], a, &w[0][0], &w[1][0], &w[2][0], &w[3][0], nsb)
-	}
+	q4k.Axpy4 = q4KAxpy4Of(axpy4Q4KAVX2)
 	// The prefill's integer GEMM tiles over K-quant panels (gemmactk.go),
 	// unsigned for VPMADDUBSW as Q4_0's.
 	q4k.PanelAct, q6k.PanelAct = panelQ4KOf(panelQ4KAVX2), panelQ6KOf(panelQ6KAVX2)
@@ -122,15 +114,7 @@ func kquantAVX512(t *Table, vnni bool) {
 		_ = w[nsb*q4KBytes-1]
 		widenQ4KAVX512(&dst[0], &w[0], nsb)
 	}
-	q4k.Axpy4 = func(y []float32, a *[4]float32, w *[4][]byte) {
-		nsb := len(y) / format.QKK
-		if nsb == 0 {
-			return
-		}
-		end := nsb*q4KBytes - 1
-		_, _, _, _ = w[0][end], w[1][end], w[2][end], w[3][end]
-		axpy4Q4KAVX512(&y[0], a, &w[0][0], &w[1][0], &w[2][0], &w[3][0], nsb)
-	}
+	q4k.Axpy4 = q4KAxpy4Of(axpy4Q4KAVX512)
 	if cpu.X86.HasAVX512BW {
 		// A whole Q4_K panel by gathers, 64-byte stores (BenchmarkPackPanel).
 		q4k.PackPanel = packPanelQ4K
@@ -195,6 +179,19 @@ func kquantAVX512(t *Table, vnni bool) {
 	// The prefill's integer GEMM tiles over K-quant panels (gemmactk.go),
 	// unsigned for VPDPBUSD.
 	q4k.PanelAct, q6k.PanelAct = panelQ4KOf(panelQ4KVNNI), panelQ6KOf(panelQ6KVNNI)
+}
+
+// q4KAxpy4Of adapts a four-row Q4_K axpy kernel over whole super-blocks.
+func q4KAxpy4Of(k func(y *float32, a *[4]float32, w0, w1, w2, w3 *byte, nsb int)) func([]float32, *[4]float32, *[4][]byte) {
+	return func(y []float32, a *[4]float32, w *[4][]byte) {
+		nsb := len(y) / format.QKK
+		if nsb == 0 {
+			return
+		}
+		end := nsb*q4KBytes - 1
+		_, _, _, _ = w[0][end], w[1][end], w[2][end], w[3][end]
+		k(&y[0], a, &w[0][0], &w[1][0], &w[2][0], &w[3][0], nsb)
+	}
 }
 
 //go:noescape
