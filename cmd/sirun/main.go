@@ -118,7 +118,7 @@ func unescape(s string) string {
 }
 
 func generate(c *cli.Context) error {
-	if c.NArg() == 0 && !c.IsSet("model") {
+	if c.NArg() == 0 && c.NumFlags() == 0 { // a bare sirun: what it is and how to run it
 		cli.ShowAppHelp(c)
 	}
 	path, err := packArg(c)

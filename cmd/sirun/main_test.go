@@ -142,6 +142,13 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("sirun %v: exit %d, stderr %q; want non-zero and %q", c.args, code, errOut, c.want)
 		}
 	}
+	// A far-off flag gets no hint, and flags without a pack one line, not the help.
+	for _, args := range [][]string{{pack, "-p", "x", "--frobnicate"}, {"--temp", "0.5"}} {
+		out, errOut, code := run(t, "", args...)
+		if code == 0 || strings.Contains(errOut, "did you mean") || strings.Contains(out+errOut, "USAGE:") || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("sirun %v: exit %d, stdout %d bytes, stderr %q; want one line", args, code, len(out), errOut)
+		}
+	}
 	// Without --verify too: a pack is checked the first time it runs.
 	if _, errOut, code := run(t, "", corrupt, "-p", "x", "-n", "1", "-q"); code == 0 || !strings.Contains(errOut, "BLAKE3 mismatch") {
 		t.Errorf("a pack with a flipped weight ran on its first load (exit %d): %s", code, errOut)

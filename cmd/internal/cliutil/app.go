@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+	"github.com/xrash/smetrics"
 )
 
 // version is set by the Makefile's build (-ldflags -X): git describe.
@@ -73,8 +74,11 @@ func usageError(app, cmd string) cli.OnUsageErrorFunc {
 			if c.Command != nil && len(c.Command.Flags) > 0 {
 				flags = c.Command.Flags
 			}
+			want := strings.TrimLeft(name, "-")
 			if s := cli.SuggestFlag; s != nil {
-				if near := s(flags, strings.TrimLeft(name, "-"), false); near != "" {
+				// urfave suggests its nearest flag however far: only a near one helps.
+				near := s(flags, want, false)
+				if near != "" && smetrics.JaroWinkler(want, strings.TrimLeft(near, "-"), 0.7, 4) >= 0.8 {
 					msg += "; did you mean " + near + "?"
 				}
 			}
