@@ -34,6 +34,7 @@ type Device struct {
 	pinnedRecs   [][]byte // that memory, freed by Close
 	graphs       bool     // Execs run decode steps as CUDA graphs
 	graphsBefore bool     // graphs before TimeKernels turned timing on
+	exactGEMM    bool     // batches' GEMMs in float32 on the CUDA cores (SetExactGEMM)
 }
 
 // region is host memory mapped into the device's address space: host
@@ -85,6 +86,12 @@ func (d *Device) TakesKV(t backend.KVType) bool { return t == backend.KVF32 || t
 // (the first GPU run, an H200: the same text, decode 1.00-1.07× the
 // launches one by one; docs/cuda.md).
 func (d *Device) SetGraphs(on bool) { d.graphs = on }
+
+// SetExactGEMM makes batches (a prompt's prefill) multiply in float32 on
+// the CUDA cores, as the CPU's exact path, instead of on the tensor cores
+// with bf16 or half operands (the default; llama.cpp's prefill rounds its
+// operands the same way). The goldens are checked on the exact path.
+func (d *Device) SetExactGEMM(on bool) { d.exactGEMM = on }
 
 // enter readies the driver for one call; the returned function ends it.
 func (d *Device) enter() func() { return d.drv.enter() }

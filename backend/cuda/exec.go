@@ -373,7 +373,7 @@ func (e *Exec) MatMul(outs []backend.Buf, ws []backend.Matrix, x backend.Buf) {
 		if l.Kernel == cudaplan.KMatVec {
 			e.args.Int(int(w.dt)).Int(b2i(cudaplan.Vec(w.dt, w.cols, w.p, dp(x))))
 		} else {
-			e.args.Int(T).Int(int(w.dt))
+			e.args.Int(T).Int(int(w.dt)).Int(b2i(!e.d.exactGEMM))
 		}
 		e.launch(reading(l, w.rows*w.rowB))
 	}
@@ -549,7 +549,7 @@ func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {
 	if l.Kernel == cudaplan.KFFNGateUp {
 		e.args.Int(int(r.dt)).Int(b2i(r.vec && cudaplan.Vec(r.dt, H, dp(x))))
 	} else {
-		e.args.Int(T).Int(int(r.dt))
+		e.args.Int(T).Int(int(r.dt)).Int(b2i(!e.d.exactGEMM))
 	}
 	e.launch(reading(l, 2*n*r.rowBytes))
 	// out = h · D: one token splits the records and reduces the partial
@@ -557,7 +557,7 @@ func (e *Exec) FFN(out, x backend.Buf, recs backend.Records, act []float32) {
 	if T == 1 {
 		e.downDecode(out, r, r.table, h, n, act == nil)
 	} else {
-		e.args.Reset(cudaplan.KFFNDownTiled).Ptr(e.ptr(out)).Ptr(r.table).Ptr(h).Int(n).Int(H).Int(r.rowBytes).Int(T).Int(int(r.dt))
+		e.args.Reset(cudaplan.KFFNDownTiled).Ptr(e.ptr(out)).Ptr(r.table).Ptr(h).Int(n).Int(H).Int(r.rowBytes).Int(T).Int(int(r.dt)).Int(b2i(!e.d.exactGEMM))
 		e.launch(reading(cudaplan.FFNDownTiled(H, T), n*r.rowBytes))
 	}
 	if act != nil && e.err == nil {

@@ -16,6 +16,11 @@
 // prefix and the voted ranks gathered by address, in place.
 
 #include <stdint.h>
+#ifdef __CUDACC__
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <mma.h>
+#endif
 
 #define SIP_F32 0
 #define SIP_F16 1
@@ -313,59 +318,132 @@ extern "C" __global__ void sip_matvec_fused(float* out0, float* out1, float* out
 
 // gemm_tile accumulates one 64×32 output tile: acc[i][j] += Σ_k A(m, k)·B(k, n)
 // for rows m = ty·4+i and tokens n = tx·2+j, A loaded by loadA(m, k) (0
-// outside), B by loadB(n, k), K in steps of 32.
+// outside), B by loadB(n, k), K in steps of 32. Weights of 16 bits or
+// fewer go through the tensor cores: each of the 8 warps multiplies one
+// 16×16 piece of the tile (warp matrix operations, bf16 for BF16 packs, half
+// otherwise, both operands rounded to nearest even, products summed in
+// float32); f32 weights, and every dtype when tc is 0 (the exact path the
+// goldens are checked on), keep float32 on the CUDA cores.
 // The tiles live in the kernel's shared memory (declared once per kernel:
 // declared here they would be allocated once per dtype instantiation).
-struct Tiles {
+constexpr int kTcLd = SIP_TILE_K + 8; // 16-bit tile rows: 80 bytes, fragments 32-byte aligned
+constexpr int kTcCLd = SIP_TILE_N + 4;
+struct FloatTiles {
     float A[SIP_TILE_K][SIP_TILE_M + 1];
     float B[SIP_TILE_K][SIP_TILE_N + 1];
+};
+struct TcTiles {
+    __align__(32) uint16_t A[SIP_TILE_M][kTcLd]; // A(m, k)
+    __align__(32) uint16_t B[SIP_TILE_N][kTcLd]; // B(k, n), token n's row
+    __align__(32) float C[SIP_TILE_M][kTcCLd];
+};
+struct Tiles {
+    union {
+        FloatTiles f;
+        TcTiles t;
+    } u;
+};
+
+// TC is the tensor cores' operand type for weights of dtype DT: bf16 holds
+// a BF16 pack's weights exactly (its activations rounded as the CPU's BF16
+// prefill rounds them); half holds f16 weights exactly and a quantised
+// block's scaled values to 11 significant bits.
+template <int DT>
+struct TC {
+    typedef __half T;
+    static __device__ __forceinline__ T of(float f) { return __float2half_rn(f); }
+};
+template <>
+struct TC<SIP_BF16> {
+    typedef __nv_bfloat16 T;
+    static __device__ __forceinline__ T of(float f) { return __float2bfloat16_rn(f); }
 };
 
 // kOuter: consecutive threads load consecutive m of one k (A's rows are
 // the records' down columns, contiguous along m); otherwise consecutive k
 // of one m (a weight row, contiguous along k). Either way a warp's loads
 // are coalesced.
-template <bool kOuter, typename LA, typename LB>
-__device__ __forceinline__ void gemm_tile(Tiles& sm, float acc[4][2], int K, LA loadA, LB loadB) {
-    float(*As)[SIP_TILE_M + 1] = sm.A;
-    float(*Bs)[SIP_TILE_N + 1] = sm.B;
+template <int DT, bool kOuter, typename LA, typename LB>
+__device__ __forceinline__ void gemm_tile(Tiles& sm, float acc[4][2], int K, int tc, LA loadA, LB loadB) {
     int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+    if (DT == SIP_F32 || !tc) {
+        float(*As)[SIP_TILE_M + 1] = sm.u.f.A;
+        float(*Bs)[SIP_TILE_N + 1] = sm.u.f.B;
+        for (int k0 = 0; k0 < K; k0 += SIP_TILE_K) {
+#pragma unroll
+            for (int e = 0; e < SIP_TILE_M * SIP_TILE_K / SIP_GEMM_THREADS; e++) {
+                int idx = tid + e * SIP_GEMM_THREADS;
+                int m = kOuter ? idx % SIP_TILE_M : idx / SIP_TILE_K, k = kOuter ? idx / SIP_TILE_M : idx % SIP_TILE_K;
+                As[k][m] = k0 + k < K ? loadA(m, k0 + k) : 0.f;
+            }
+#pragma unroll
+            for (int e = 0; e < SIP_TILE_N * SIP_TILE_K / SIP_GEMM_THREADS; e++) {
+                int idx = tid + e * SIP_GEMM_THREADS, n = idx / SIP_TILE_K, k = idx % SIP_TILE_K;
+                Bs[k][n] = k0 + k < K ? loadB(n, k0 + k) : 0.f;
+            }
+            __syncthreads();
+#pragma unroll 8
+            for (int k = 0; k < SIP_TILE_K; k++) {
+                float a[4], b[2];
+#pragma unroll
+                for (int i = 0; i < 4; i++) a[i] = As[k][ty * 4 + i];
+                b[0] = Bs[k][tx * 2];
+                b[1] = Bs[k][tx * 2 + 1];
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    acc[i][0] += a[i] * b[0];
+                    acc[i][1] += a[i] * b[1];
+                }
+            }
+            __syncthreads();
+        }
+        return;
+    }
+    namespace wmma = nvcuda::wmma;
+    typedef typename TC<DT>::T E;
+    E(*As)[kTcLd] = (E(*)[kTcLd])sm.u.t.A;
+    E(*Bs)[kTcLd] = (E(*)[kTcLd])sm.u.t.B;
+    int warp = tid >> 5, fm = warp >> 1, fn = warp & 1; // this warp's 16×16 piece
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
+    wmma::fill_fragment(c, 0.f);
     for (int k0 = 0; k0 < K; k0 += SIP_TILE_K) {
 #pragma unroll
         for (int e = 0; e < SIP_TILE_M * SIP_TILE_K / SIP_GEMM_THREADS; e++) {
             int idx = tid + e * SIP_GEMM_THREADS;
             int m = kOuter ? idx % SIP_TILE_M : idx / SIP_TILE_K, k = kOuter ? idx / SIP_TILE_M : idx % SIP_TILE_K;
-            As[k][m] = k0 + k < K ? loadA(m, k0 + k) : 0.f;
+            As[m][k] = TC<DT>::of(k0 + k < K ? loadA(m, k0 + k) : 0.f);
         }
 #pragma unroll
         for (int e = 0; e < SIP_TILE_N * SIP_TILE_K / SIP_GEMM_THREADS; e++) {
             int idx = tid + e * SIP_GEMM_THREADS, n = idx / SIP_TILE_K, k = idx % SIP_TILE_K;
-            Bs[k][n] = k0 + k < K ? loadB(n, k0 + k) : 0.f;
+            Bs[n][k] = TC<DT>::of(k0 + k < K ? loadB(n, k0 + k) : 0.f);
         }
         __syncthreads();
-#pragma unroll 8
-        for (int k = 0; k < SIP_TILE_K; k++) {
-            float a[4], b[2];
 #pragma unroll
-            for (int i = 0; i < 4; i++) a[i] = As[k][ty * 4 + i];
-            b[0] = Bs[k][tx * 2];
-            b[1] = Bs[k][tx * 2 + 1];
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                acc[i][0] += a[i] * b[0];
-                acc[i][1] += a[i] * b[1];
-            }
+        for (int ks = 0; ks < SIP_TILE_K; ks += 16) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, E, wmma::row_major> a;
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, E, wmma::col_major> b;
+            wmma::load_matrix_sync(a, &As[16 * fm][ks], kTcLd);
+            wmma::load_matrix_sync(b, &Bs[16 * fn][ks], kTcLd);
+            wmma::mma_sync(c, a, b, c);
         }
         __syncthreads();
+    }
+    wmma::store_matrix_sync(&sm.u.t.C[16 * fm][16 * fn], c, kTcCLd, wmma::mem_row_major);
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        acc[i][0] += sm.u.t.C[ty * 4 + i][tx * 2];
+        acc[i][1] += sm.u.t.C[ty * 4 + i][tx * 2 + 1];
     }
 }
 
 template <int DT>
-__device__ void matmul_tiled(Tiles& sm, float* out, const uint8_t* W, const float* x, int rows, int cols, int rowBytes, int T) {
+__device__ void matmul_tiled(Tiles& sm, float* out, const uint8_t* W, const float* x, int rows, int cols, int rowBytes, int T, int tc) {
     int r0 = blockIdx.x * SIP_TILE_M, t0 = blockIdx.y * SIP_TILE_N;
     float acc[4][2] = {};
-    gemm_tile<false>(
-        sm, acc, cols,
+    gemm_tile<DT, false>(
+        sm, acc, cols, tc,
         [&](int m, int k) { return r0 + m < rows ? elem<DT>(W + (size_t)(r0 + m) * rowBytes, k) : 0.f; },
         [&](int n, int k) { return t0 + n < T ? x[(size_t)(t0 + n) * cols + k] : 0.f; });
     int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
@@ -380,9 +458,9 @@ __device__ void matmul_tiled(Tiles& sm, float* out, const uint8_t* W, const floa
 
 // sip_matmul: out (T, rows) = x (T, cols) · Wᵀ, tiled 64 rows × 32 tokens.
 // grid (⌈rows/64⌉, ⌈T/32⌉), block 256.
-extern "C" __global__ void sip_matmul(float* out, const uint8_t* W, const float* x, int rows, int cols, int rowBytes, int T, int dt) {
+extern "C" __global__ void sip_matmul(float* out, const uint8_t* W, const float* x, int rows, int cols, int rowBytes, int T, int dt, int tc) {
     __shared__ Tiles sm;
-#define M(DT) matmul_tiled<DT>(sm, out, W, x, rows, cols, rowBytes, T)
+#define M(DT) matmul_tiled<DT>(sm, out, W, x, rows, cols, rowBytes, T, tc)
     SIP_DISPATCH(dt, M)
 #undef M
 }
@@ -427,12 +505,12 @@ extern "C" __global__ void sip_ffn_gateup_norm(float* h, const unsigned long lon
 }
 
 template <int DT>
-__device__ void ffn_gateup_tiled(Tiles& sm, float* h, const unsigned long long* recs, const float* x, int n, int H, int rowBytes, int T) {
+__device__ void ffn_gateup_tiled(Tiles& sm, float* h, const unsigned long long* recs, const float* x, int n, int H, int rowBytes, int T, int tc) {
     int j0 = blockIdx.x * SIP_TILE_M, t0 = blockIdx.y * SIP_TILE_N;
     float g[4][2] = {}, u[4][2] = {};
     auto loadX = [&](int nn, int k) { return t0 + nn < T ? x[(size_t)(t0 + nn) * H + k] : 0.f; };
-    gemm_tile<false>(sm, g, H, [&](int m, int k) { return j0 + m < n ? elem<DT>((const uint8_t*)recs[j0 + m], k) : 0.f; }, loadX);
-    gemm_tile<false>(sm, u, H, [&](int m, int k) { return j0 + m < n ? elem<DT>((const uint8_t*)recs[j0 + m] + rowBytes, k) : 0.f; }, loadX);
+    gemm_tile<DT, false>(sm, g, H, tc, [&](int m, int k) { return j0 + m < n ? elem<DT>((const uint8_t*)recs[j0 + m], k) : 0.f; }, loadX);
+    gemm_tile<DT, false>(sm, u, H, tc, [&](int m, int k) { return j0 + m < n ? elem<DT>((const uint8_t*)recs[j0 + m] + rowBytes, k) : 0.f; }, loadX);
     int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
 #pragma unroll
     for (int i = 0; i < 4; i++)
@@ -445,9 +523,9 @@ __device__ void ffn_gateup_tiled(Tiles& sm, float* h, const unsigned long long* 
 
 // sip_ffn_gateup_tiled: h as sip_ffn_gateup for a prefill batch, as a GEMM
 // tiled 64 records × 32 tokens. grid (⌈n/64⌉, ⌈T/32⌉), block 256.
-extern "C" __global__ void sip_ffn_gateup_tiled(float* h, const unsigned long long* recs, const float* x, int n, int H, int rowBytes, int T, int dt) {
+extern "C" __global__ void sip_ffn_gateup_tiled(float* h, const unsigned long long* recs, const float* x, int n, int H, int rowBytes, int T, int dt, int tc) {
     __shared__ Tiles sm;
-#define M(DT) ffn_gateup_tiled<DT>(sm, h, recs, x, n, H, rowBytes, T)
+#define M(DT) ffn_gateup_tiled<DT>(sm, h, recs, x, n, H, rowBytes, T, tc)
     SIP_DISPATCH(dt, M)
 #undef M
 }
@@ -582,11 +660,11 @@ extern "C" __global__ void sip_argmax(int* out, const float* x, int n, int* next
 }
 
 template <int DT>
-__device__ void ffn_down_tiled(Tiles& sm, float* y, const unsigned long long* recs, const float* h, int n, int H, int rowBytes, int T) {
+__device__ void ffn_down_tiled(Tiles& sm, float* y, const unsigned long long* recs, const float* h, int n, int H, int rowBytes, int T, int tc) {
     int i0 = blockIdx.x * SIP_TILE_M, t0 = blockIdx.y * SIP_TILE_N;
     float acc[4][2] = {};
-    gemm_tile<true>(
-        sm, acc, n,
+    gemm_tile<DT, true>(
+        sm, acc, n, tc,
         [&](int m, int k) { return i0 + m < H ? elem<DT>((const uint8_t*)recs[k] + 2 * rowBytes, i0 + m) : 0.f; },
         [&](int nn, int k) { return t0 + nn < T ? h[(size_t)(t0 + nn) * n + k] : 0.f; });
     int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
@@ -602,9 +680,9 @@ __device__ void ffn_down_tiled(Tiles& sm, float* y, const unsigned long long* re
 // sip_ffn_down_tiled: y (T, H) = h (T, n) · D, D's rows the records' down
 // columns; tiled 64 columns × 32 tokens, the reduction over records inside
 // the block. grid (⌈H/64⌉, ⌈T/32⌉), block 256.
-extern "C" __global__ void sip_ffn_down_tiled(float* y, const unsigned long long* recs, const float* h, int n, int H, int rowBytes, int T, int dt) {
+extern "C" __global__ void sip_ffn_down_tiled(float* y, const unsigned long long* recs, const float* h, int n, int H, int rowBytes, int T, int dt, int tc) {
     __shared__ Tiles sm;
-#define M(DT) ffn_down_tiled<DT>(sm, y, recs, h, n, H, rowBytes, T)
+#define M(DT) ffn_down_tiled<DT>(sm, y, recs, h, n, H, rowBytes, T, tc)
     SIP_DISPATCH(dt, M)
 #undef M
 }
