@@ -359,10 +359,27 @@ struct TC<SIP_BF16> {
     static __device__ __forceinline__ T of(float f) { return __float2bfloat16_rn(f); }
 };
 
-// kOuter: consecutive threads load consecutive m of one k (A's rows are
-// the records' down columns, contiguous along m); otherwise consecutive k
-// of one m (a weight row, contiguous along k). Either way a warp's loads
-// are coalesced.
+// load_tiles loads one k-step (k0..k0+31) of the tiles: storeA(m, k, A(m,
+// k0 + k)) and storeB(n, k, B(k0 + k, n)), 0 past K. kOuter: consecutive
+// threads load consecutive m of one k (A's rows are the records' down
+// columns, contiguous along m); otherwise consecutive k of one m (a weight
+// row, contiguous along k). Either way a warp's loads are coalesced.
+template <bool kOuter, typename LA, typename LB, typename SA, typename SB>
+__device__ __forceinline__ void load_tiles(int k0, int K, LA loadA, LB loadB, SA storeA, SB storeB) {
+    int tid = threadIdx.x;
+#pragma unroll
+    for (int e = 0; e < SIP_TILE_M * SIP_TILE_K / SIP_GEMM_THREADS; e++) {
+        int idx = tid + e * SIP_GEMM_THREADS;
+        int m = kOuter ? idx % SIP_TILE_M : idx / SIP_TILE_K, k = kOuter ? idx / SIP_TILE_M : idx % SIP_TILE_K;
+        storeA(m, k, k0 + k < K ? loadA(m, k0 + k) : 0.f);
+    }
+#pragma unroll
+    for (int e = 0; e < SIP_TILE_N * SIP_TILE_K / SIP_GEMM_THREADS; e++) {
+        int idx = tid + e * SIP_GEMM_THREADS, n = idx / SIP_TILE_K, k = idx % SIP_TILE_K;
+        storeB(n, k, k0 + k < K ? loadB(n, k0 + k) : 0.f);
+    }
+}
+
 template <int DT, bool kOuter, typename LA, typename LB>
 __device__ __forceinline__ void gemm_tile(Tiles& sm, float acc[4][2], int K, int tc, LA loadA, LB loadB) {
     int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
@@ -370,17 +387,7 @@ __device__ __forceinline__ void gemm_tile(Tiles& sm, float acc[4][2], int K, int
         float(*As)[SIP_TILE_M + 1] = sm.u.f.A;
         float(*Bs)[SIP_TILE_N + 1] = sm.u.f.B;
         for (int k0 = 0; k0 < K; k0 += SIP_TILE_K) {
-#pragma unroll
-            for (int e = 0; e < SIP_TILE_M * SIP_TILE_K / SIP_GEMM_THREADS; e++) {
-                int idx = tid + e * SIP_GEMM_THREADS;
-                int m = kOuter ? idx % SIP_TILE_M : idx / SIP_TILE_K, k = kOuter ? idx / SIP_TILE_M : idx % SIP_TILE_K;
-                As[k][m] = k0 + k < K ? loadA(m, k0 + k) : 0.f;
-            }
-#pragma unroll
-            for (int e = 0; e < SIP_TILE_N * SIP_TILE_K / SIP_GEMM_THREADS; e++) {
-                int idx = tid + e * SIP_GEMM_THREADS, n = idx / SIP_TILE_K, k = idx % SIP_TILE_K;
-                Bs[k][n] = k0 + k < K ? loadB(n, k0 + k) : 0.f;
-            }
+            load_tiles<kOuter>(k0, K, loadA, loadB, [&](int m, int k, float v) { As[k][m] = v; }, [&](int n, int k, float v) { Bs[k][n] = v; });
             __syncthreads();
 #pragma unroll 8
             for (int k = 0; k < SIP_TILE_K; k++) {
@@ -407,17 +414,8 @@ __device__ __forceinline__ void gemm_tile(Tiles& sm, float acc[4][2], int K, int
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
     wmma::fill_fragment(c, 0.f);
     for (int k0 = 0; k0 < K; k0 += SIP_TILE_K) {
-#pragma unroll
-        for (int e = 0; e < SIP_TILE_M * SIP_TILE_K / SIP_GEMM_THREADS; e++) {
-            int idx = tid + e * SIP_GEMM_THREADS;
-            int m = kOuter ? idx % SIP_TILE_M : idx / SIP_TILE_K, k = kOuter ? idx / SIP_TILE_M : idx % SIP_TILE_K;
-            As[m][k] = TC<DT>::of(k0 + k < K ? loadA(m, k0 + k) : 0.f);
-        }
-#pragma unroll
-        for (int e = 0; e < SIP_TILE_N * SIP_TILE_K / SIP_GEMM_THREADS; e++) {
-            int idx = tid + e * SIP_GEMM_THREADS, n = idx / SIP_TILE_K, k = idx % SIP_TILE_K;
-            Bs[n][k] = TC<DT>::of(k0 + k < K ? loadB(n, k0 + k) : 0.f);
-        }
+        load_tiles<kOuter>(
+            k0, K, loadA, loadB, [&](int m, int k, float v) { As[m][k] = TC<DT>::of(v); }, [&](int n, int k, float v) { Bs[n][k] = TC<DT>::of(v); });
         __syncthreads();
 #pragma unroll
         for (int ks = 0; ks < SIP_TILE_K; ks += 16) {
