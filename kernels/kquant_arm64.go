@@ -23,9 +23,13 @@ func axpyQ4KNEON(y *float32, a float32, w *byte, nsb int)
 //go:noescape
 func axpyQ6KNEON(y *float32, a float32, w *byte, nsb int)
 
+//go:noescape
+func axpy4Q4KNEON(y *float32, a *[4]float32, w0, w1, w2, w3 *byte, nsb int, sc *[64]float32)
+
 // kquantNEON gives t the K-quants' float axpys (the down projection on
 // every path): each x̂ as the reference dequantises it, y += a·x̂ fused.
-// The four-row axpy composes four of them, in row order.
+// Q4_K's four-row axpy loads and stores y once for four rows (four row
+// axpys' bits); Q6_K's composes four row axpys, in row order.
 func kquantNEON(t *Table) {
 	q4k, q6k := &t.ops[format.Q4_K], &t.ops[format.Q6_K]
 	q4k.Axpy = func(y []float32, a float32, w []byte) {
@@ -40,7 +44,17 @@ func kquantNEON(t *Table) {
 			axpyQ6KNEON(&y[0], a, &w[0], nsb)
 		}
 	}
-	q4k.Axpy4, q6k.Axpy4 = fourRows(q4k.Axpy), fourRows(q6k.Axpy)
+	q4k.Axpy4 = func(y []float32, a *[4]float32, w *[4][]byte) {
+		nsb := len(y) / format.QKK
+		if nsb == 0 {
+			return
+		}
+		end := nsb*q4KBytes - 1
+		_, _, _, _ = w[0][end], w[1][end], w[2][end], w[3][end]
+		var sc [64]float32 // one super-block's d·sc and dmin·m, four rows
+		axpy4Q4KNEON(&y[0], a, &w[0][0], &w[1][0], &w[2][0], &w[3][0], nsb, &sc)
+	}
+	q6k.Axpy4 = fourRows(q6k.Axpy)
 }
 
 // kquantSDOT gives t (a CPU with the dot-product instructions) the

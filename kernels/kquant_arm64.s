@@ -369,6 +369,149 @@ ak4loop:
 	BNE  ak4loop
 	RET
 
+// Four rows into one y. A4ROWSC(rw, r): row r's super-block at rw, its
+// eight d·sc then eight dmin·m (the products axpyQ4KNEON forms) to
+// sc[16r..] (R7; R9 scratch).
+#define A4ROWSC(rw, r) \
+	K4HEAD(rw); \
+	UCVTF4S(26, 26); \
+	UCVTF4S(27, 27); \
+	UCVTF4S(28, 28); \
+	UCVTF4S(29, 29); \
+	FMUL4S(26, 26, 24); \
+	FMUL4S(27, 27, 24); \
+	FMUL4S(28, 28, 25); \
+	FMUL4S(29, 29, 25); \
+	ADD  $(64*r), R7, R9; \
+	VST1 [V26.S4, V27.S4, V28.S4, V29.S4], (R9)
+
+// A4SUB(j): sub-block j's d·sc of rows 0-3 in every lane of V12-V15, its
+// dmin·m in V16-V19.
+#define A4SUB(j) \
+	ADD $(4*(j)), R7, R9; \
+	VLD1R (R9), [V12.S4]; \
+	ADD $(64+4*(j)), R7, R9; \
+	VLD1R (R9), [V13.S4]; \
+	ADD $(128+4*(j)), R7, R9; \
+	VLD1R (R9), [V14.S4]; \
+	ADD $(192+4*(j)), R7, R9; \
+	VLD1R (R9), [V15.S4]; \
+	ADD $(32+4*(j)), R7, R9; \
+	VLD1R (R9), [V16.S4]; \
+	ADD $(96+4*(j)), R7, R9; \
+	VLD1R (R9), [V17.S4]; \
+	ADD $(160+4*(j)), R7, R9; \
+	VLD1R (R9), [V18.S4]; \
+	ADD $(224+4*(j)), R7, R9; \
+	VLD1R (R9), [V19.S4]
+
+// A4Q(s, m, a): y (V8-V11) += a·(s·q − m) over the 16 unsigned bytes in
+// V1, AXW16's arithmetic (V2-V7 scratch).
+#define A4Q(s, m, a) \
+	UXTL8H(1, 2); \
+	UXTL28H(1, 3); \
+	UXTL4S(2, 4); \
+	UXTL24S(2, 5); \
+	UXTL4S(3, 6); \
+	UXTL24S(3, 7); \
+	UCVTF4S(4, 4); \
+	UCVTF4S(5, 5); \
+	UCVTF4S(6, 6); \
+	UCVTF4S(7, 7); \
+	FMUL4S(4, 4, s); \
+	FMUL4S(5, 5, s); \
+	FMUL4S(6, 6, s); \
+	FMUL4S(7, 7, s); \
+	FSUB4S(4, 4, m); \
+	FSUB4S(5, 5, m); \
+	FSUB4S(6, 6, m); \
+	FSUB4S(7, 7, m); \
+	FMLA4S(8, 4, a); \
+	FMLA4S(9, 5, a); \
+	FMLA4S(10, 6, a); \
+	FMLA4S(11, 7, a)
+
+// A4LO(rw, off, s, m, a), A4HI: the low (high) nibbles of the 16 bytes at
+// off(rw) through A4Q (V30 = 0x0f).
+#define A4LO(rw, off, s, m, a) \
+	ADD  $(off), rw, R9; \
+	VLD1 (R9), [V0.B16]; \
+	VAND V30.B16, V0.B16, V1.B16; \
+	A4Q(s, m, a)
+
+#define A4HI(rw, off, s, m, a) \
+	ADD   $(off), rw, R9; \
+	VLD1  (R9), [V0.B16]; \
+	VUSHR $4, V0.B16, V1.B16; \
+	A4Q(s, m, a)
+
+// A4CHUNKLO(p, c), A4CHUNKHI: elements 64p+16c.. (sub-block 2p, low
+// nibbles) or 64p+32+16c.. (2p+1, high) of the four rows into y, loaded
+// and stored once, rows added in order (R10 scratch).
+#define A4CHUNKLO(p, c) \
+	ADD  $(4*(64*p+16*c)), R0, R10; \
+	VLD1 (R10), [V8.S4, V9.S4, V10.S4, V11.S4]; \
+	A4LO(R2, 16+32*p+16*c, 12, 16, 20); \
+	A4LO(R3, 16+32*p+16*c, 13, 17, 21); \
+	A4LO(R4, 16+32*p+16*c, 14, 18, 22); \
+	A4LO(R5, 16+32*p+16*c, 15, 19, 23); \
+	VST1 [V8.S4, V9.S4, V10.S4, V11.S4], (R10)
+
+#define A4CHUNKHI(p, c) \
+	ADD  $(4*(64*p+32+16*c)), R0, R10; \
+	VLD1 (R10), [V8.S4, V9.S4, V10.S4, V11.S4]; \
+	A4HI(R2, 16+32*p+16*c, 12, 16, 20); \
+	A4HI(R3, 16+32*p+16*c, 13, 17, 21); \
+	A4HI(R4, 16+32*p+16*c, 14, 18, 22); \
+	A4HI(R5, 16+32*p+16*c, 15, 19, 23); \
+	VST1 [V8.S4, V9.S4, V10.S4, V11.S4], (R10)
+
+#define A4PAIR(p) \
+	A4SUB(2*p); \
+	A4CHUNKLO(p, 0); \
+	A4CHUNKLO(p, 1); \
+	A4SUB(2*p+1); \
+	A4CHUNKHI(p, 0); \
+	A4CHUNKHI(p, 1)
+
+// func axpy4Q4KNEON(y *float32, a *[4]float32, w0, w1, w2, w3 *byte, nsb int, sc *[64]float32)
+//
+// Four Q4_K rows into one y, y[i] += a[r]·x̂_r[i] for r = 0..3 in turn,
+// each element's arithmetic axpyQ4KNEON's (so four row axpys' bits), y
+// loaded and stored once per four rows; sc holds a super-block's scales.
+TEXT ·axpy4Q4KNEON(SB), NOSPLIT, $0-64
+	MOVD y+0(FP), R0
+	MOVD a+8(FP), R1
+	MOVD w0+16(FP), R2
+	MOVD w1+24(FP), R3
+	MOVD w2+32(FP), R4
+	MOVD w3+40(FP), R5
+	MOVD nsb+48(FP), R6
+	MOVD sc+56(FP), R7
+	VLD1 (R1), [V20.S4]
+	VDUP V20.S[3], V23.S4
+	VDUP V20.S[2], V22.S4
+	VDUP V20.S[1], V21.S4
+	VDUP V20.S[0], V20.S4
+	VMOVI $15, V30.B16
+a4k4loop:
+	A4ROWSC(R2, 0)
+	A4ROWSC(R3, 1)
+	A4ROWSC(R4, 2)
+	A4ROWSC(R5, 3)
+	A4PAIR(0)
+	A4PAIR(1)
+	A4PAIR(2)
+	A4PAIR(3)
+	ADD  $144, R2
+	ADD  $144, R3
+	ADD  $144, R4
+	ADD  $144, R5
+	ADD  $1024, R0
+	SUBS $1, R6
+	BNE  a4k4loop
+	RET
+
 // ---- Q6_K ----
 //
 // Every Q6_K dot form, per row, token and super-block: P_s = Σ (q−32)·qx
