@@ -320,7 +320,7 @@ extern "C" __global__ void sip_matvec_fused(float* out0, float* out1, float* out
 // for rows m = ty·4+i and tokens n = tx·2+j, A loaded by loadA(m, k) (0
 // outside), B by loadB(n, k), K in steps of 32. Weights of 16 bits or
 // fewer go through the tensor cores: each of the 8 warps multiplies one
-// 16×16 piece of the tile (warp matrix operations, bf16 for BF16 packs, half
+// 16×16 piece of the tile (warp matrix operations, half for f16 packs, bf16
 // otherwise, both operands rounded to nearest even, products summed in
 // float32); f32 weights, and every dtype when tc is 0 (the exact path the
 // goldens are checked on), keep float32 on the CUDA cores.
@@ -344,19 +344,21 @@ struct Tiles {
     } u;
 };
 
-// TC is the tensor cores' operand type for weights of dtype DT: bf16 holds
-// a BF16 pack's weights exactly (its activations rounded as the CPU's BF16
-// prefill rounds them); half holds f16 weights exactly and a quantised
-// block's scaled values to 11 significant bits.
+// TC is the tensor cores' operand type for weights of dtype DT: half for
+// f16 weights (held exactly, the activations in the model's own type);
+// bf16 for the others: a BF16 pack's weights exactly, a quantised block's
+// scaled values to 8 significant bits (finer than their quantisation), and
+// the activations in float32's range (half overflows past 65504) rounded
+// as the CPU's BF16 prefill rounds them.
 template <int DT>
 struct TC {
-    typedef __half T;
-    static __device__ __forceinline__ T of(float f) { return __float2half_rn(f); }
-};
-template <>
-struct TC<SIP_BF16> {
     typedef __nv_bfloat16 T;
     static __device__ __forceinline__ T of(float f) { return __float2bfloat16_rn(f); }
+};
+template <>
+struct TC<SIP_F16> {
+    typedef __half T;
+    static __device__ __forceinline__ T of(float f) { return __float2half_rn(f); }
 };
 
 // load_tiles loads one k-step (k0..k0+31) of the tiles: storeA(m, k, A(m,
