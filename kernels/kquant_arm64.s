@@ -23,6 +23,7 @@
 #define SXTL28H(n, d) WORD $(0x4F08A400 | (n<<5) | d)
 #define SXTL4S(n, d) WORD $(0x0F10A400 | (n<<5) | d)
 #define SXTL24S(n, d) WORD $(0x4F10A400 | (n<<5) | d)
+#define VMOVQ(n, d) WORD $(0x4EA01C00 | (n<<16) | (n<<5) | d)
 
 // ---- Q4_K ----
 //
@@ -277,34 +278,40 @@ k44loop:
 	VST1 [V0.S4, V1.S4, V2.S4, V3.S4], (R15)
 	RET
 
-// AXW16(q, dv, mv): y (R0, advanced) += a·(d1·q − m1) over the 16 unsigned
-// bytes of Vq, d1 and m1 in every lane of Vdv, Vmv, a in V31 (V4-V11,
-// V22, V23 scratch). d1·q is exact (d1 = d·sc has 17 significant bits, q
-// four), so x̂ rounds once, as the reference's.
-#define AXW16(q, dv, mv) \
-	UXTL8H(q, 22); \
-	UXTL28H(q, 23); \
-	UXTL4S(22, 4); \
-	UXTL24S(22, 5); \
-	UXTL4S(23, 6); \
-	UXTL24S(23, 7); \
+// A4Q(s, m, a): y (V8-V11) += a·(s·q − m) over the 16 unsigned bytes in
+// V1, AXW16's arithmetic (V2-V7 scratch).
+#define A4Q(s, m, a) \
+	UXTL8H(1, 2); \
+	UXTL28H(1, 3); \
+	UXTL4S(2, 4); \
+	UXTL24S(2, 5); \
+	UXTL4S(3, 6); \
+	UXTL24S(3, 7); \
 	UCVTF4S(4, 4); \
 	UCVTF4S(5, 5); \
 	UCVTF4S(6, 6); \
 	UCVTF4S(7, 7); \
-	FMUL4S(4, 4, dv); \
-	FMUL4S(5, 5, dv); \
-	FMUL4S(6, 6, dv); \
-	FMUL4S(7, 7, dv); \
-	FSUB4S(4, 4, mv); \
-	FSUB4S(5, 5, mv); \
-	FSUB4S(6, 6, mv); \
-	FSUB4S(7, 7, mv); \
+	FMUL4S(4, 4, s); \
+	FMUL4S(5, 5, s); \
+	FMUL4S(6, 6, s); \
+	FMUL4S(7, 7, s); \
+	FSUB4S(4, 4, m); \
+	FSUB4S(5, 5, m); \
+	FSUB4S(6, 6, m); \
+	FSUB4S(7, 7, m); \
+	FMLA4S(8, 4, a); \
+	FMLA4S(9, 5, a); \
+	FMLA4S(10, 6, a); \
+	FMLA4S(11, 7, a)
+
+// AXW16(q, dv, mv): y (R0, advanced) += a·(d1·q − m1) over the 16 unsigned
+// bytes of Vq, d1 and m1 in every lane of Vdv, Vmv, a in V31 (A4Q's
+// arithmetic; V1-V11 scratch). d1·q is exact (d1 = d·sc has 17
+// significant bits, q four), so x̂ rounds once, as the reference's.
+#define AXW16(q, dv, mv) \
 	VLD1 (R0), [V8.S4, V9.S4, V10.S4, V11.S4]; \
-	FMLA4S(8, 4, 31); \
-	FMLA4S(9, 5, 31); \
-	FMLA4S(10, 6, 31); \
-	FMLA4S(11, 7, 31); \
+	VMOVQ(q, 1); \
+	A4Q(dv, mv, 31); \
 	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(R0)
 
 // AXSUB(q0, q1, dl, ml): one sub-block of 32 (its quants in Vq0, Vq1),
@@ -404,32 +411,6 @@ ak4loop:
 	VLD1R (R9), [V18.S4]; \
 	ADD $(224+4*(j)), R7, R9; \
 	VLD1R (R9), [V19.S4]
-
-// A4Q(s, m, a): y (V8-V11) += a·(s·q − m) over the 16 unsigned bytes in
-// V1, AXW16's arithmetic (V2-V7 scratch).
-#define A4Q(s, m, a) \
-	UXTL8H(1, 2); \
-	UXTL28H(1, 3); \
-	UXTL4S(2, 4); \
-	UXTL24S(2, 5); \
-	UXTL4S(3, 6); \
-	UXTL24S(3, 7); \
-	UCVTF4S(4, 4); \
-	UCVTF4S(5, 5); \
-	UCVTF4S(6, 6); \
-	UCVTF4S(7, 7); \
-	FMUL4S(4, 4, s); \
-	FMUL4S(5, 5, s); \
-	FMUL4S(6, 6, s); \
-	FMUL4S(7, 7, s); \
-	FSUB4S(4, 4, m); \
-	FSUB4S(5, 5, m); \
-	FSUB4S(6, 6, m); \
-	FSUB4S(7, 7, m); \
-	FMLA4S(8, 4, a); \
-	FMLA4S(9, 5, a); \
-	FMLA4S(10, 6, a); \
-	FMLA4S(11, 7, a)
 
 // A4LO(rw, off, s, m, a), A4HI: the low (high) nibbles of the 16 bytes at
 // off(rw) through A4Q (V30 = 0x0f).
