@@ -130,7 +130,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{pack, "-p", "x", "--ctx", "100000"}, "--ctx-size must be in [1, 512]"},
 		{[]string{pack, "--prompt-ids", "[1,99999]"}, "outside the vocabulary"},
 		{[]string{pack, "--prompt-ids", "nope"}, "JSON array"},
-		{[]string{pack, "-p", "x", "--frobnicate"}, "unknown flag -frobnicate"},
+		{[]string{pack, "-p", "x", "--frobnicate"}, "unknown flag --frobnicate ("},
 		{[]string{pack, "-p", "x", "--temprature", "0"}, "did you mean --temperature?"},
 		{[]string{"-m", pack, pack, "-p", "x"}, "give the pack once"},
 		{[]string{pack}, "no prompt"},

@@ -2,6 +2,7 @@ package cliutil
 
 import (
 	"fmt"
+	"os"
 	"runtime/debug"
 	"strings"
 
@@ -69,7 +70,7 @@ func usageError(app, cmd string) cli.OnUsageErrorFunc {
 	return func(c *cli.Context, err error, _ bool) error {
 		msg := err.Error()
 		if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
-			msg = "unknown flag " + name
+			msg = "unknown flag " + typed(name)
 			flags := c.App.Flags
 			if c.Command != nil && len(c.Command.Flags) > 0 {
 				flags = c.Command.Flags
@@ -85,6 +86,18 @@ func usageError(app, cmd string) cli.OnUsageErrorFunc {
 		}
 		return fmt.Errorf("%s (see %s %s--help)", msg, app, cmd)
 	}
+}
+
+// typed is a flag the parser names -name as the command line spelled it
+// (--name, most often).
+func typed(name string) string {
+	bare := strings.TrimLeft(name, "-")
+	for _, a := range os.Args[1:] {
+		if a, _, _ = strings.Cut(a, "="); strings.HasPrefix(a, "-") && strings.TrimLeft(a, "-") == bare {
+			return a
+		}
+	}
+	return name
 }
 
 // defaultFlagString is urfave's own rendering, which flagString trims.
