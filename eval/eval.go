@@ -189,10 +189,10 @@ func scoreContinuation(m *runner.Model, pool *kernels.Pool, prompt, ref string, 
 	}
 	res := rowResult{tokens: len(r)}
 	for i, tok := range r {
-		res.nll += -runner.LogProb(logits, tok)
 		if runner.Argmax(logits) == tok {
 			res.correct++
 		}
+		res.nll += nll(logits, tok)
 		if i == len(r)-1 {
 			break
 		}
@@ -201,6 +201,14 @@ func scoreContinuation(m *runner.Model, pool *kernels.Pool, prompt, ref string, 
 		}
 	}
 	return res
+}
+
+// nll is −log softmax(logits)[tok], the normaliser by the kernels' vector
+// exponentials (kernels.LogSumExp: within 2e-6 of float64's); logits are
+// overwritten.
+func nll(logits []float32, tok int) float64 {
+	x := float64(logits[tok])
+	return kernels.LogSumExp(logits) - x
 }
 
 // Perplexity is exp(mean NLL) of ids in windows of window tokens, each window
@@ -217,7 +225,7 @@ func Perplexity(m *runner.Model, pool *kernels.Pool, ids []int, window int) (flo
 	if err != nil {
 		return 0, 0, err
 	}
-	var nll float64
+	var sum float64
 	n := 0
 	V := m.Config.VocabSize
 	for start := 0; start < len(ids); start += window - 1 {
@@ -230,12 +238,12 @@ func Perplexity(m *runner.Model, pool *kernels.Pool, ids []int, window int) (flo
 			return 0, 0, err
 		}
 		for t := 0; t+1 < len(chunk); t++ {
-			nll -= runner.LogProb(all[t*V:(t+1)*V], chunk[t+1])
+			sum += nll(all[t*V:(t+1)*V], chunk[t+1])
 			n++
 		}
 	}
 	if n == 0 {
 		return 0, 0, fmt.Errorf("no tokens to score")
 	}
-	return math.Exp(nll / float64(n)), n, nil
+	return math.Exp(sum / float64(n)), n, nil
 }
