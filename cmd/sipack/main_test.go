@@ -533,3 +533,23 @@ func TestRouteCLI(t *testing.T) {
 		t.Fatal("a refused route left its output")
 	}
 }
+
+// TestHelp: every command's help states each default once and lists no
+// boolean's "(default: false)".
+func TestHelp(t *testing.T) {
+	for _, cmd := range []string{"", "convert", "profile", "route", "slice", "inspect", "verify", "tokenize", "template", "synth", "plot"} {
+		args := []string{"--help"}
+		if cmd != "" {
+			args = []string{cmd, "--help"}
+		}
+		out, errOut, code := run(t, args...)
+		if code != 0 {
+			t.Fatalf("sipack %v: exit %d: %s", args, code, errOut)
+		}
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Count(l, "(default:") > 1 || strings.Contains(l, "(default: false)") {
+				t.Errorf("sipack %v: %q", args, strings.TrimSpace(l))
+			}
+		}
+	}
+}

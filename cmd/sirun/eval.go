@@ -426,7 +426,7 @@ var perplexityCmd = &cli.Command{
 	Flags: []cli.Flag{
 		&cli.IntFlag{Name: "window", Value: 512, Usage: "tokens per window (bos included)"},
 		&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: defaultThreads(), Usage: "worker threads"},
-		&cli.Float64Flag{Name: "gamma", Usage: "fraction γ of ranked neurons to load (default: all the pack holds: 1, or a sliced pack's prefix)"},
+		&cli.Float64Flag{Name: "gamma", Usage: "fraction γ of ranked neurons to load", DefaultText: "all the pack holds: 1, or a sliced pack's prefix"},
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
 		cacheTypeFlag,
 	},

@@ -597,3 +597,27 @@ func TestRouterCLI(t *testing.T) {
 		t.Fatalf("router on a pack without routers: exit %d, %q", code, errOut)
 	}
 }
+
+// TestHelp: every command's help states each default once (a usage text
+// that names its own default sets DefaultText), lists no boolean's
+// "(default: false)", and sirun --help fits one 50-line screen.
+func TestHelp(t *testing.T) {
+	for _, cmd := range []string{"", "chat", "serve", "eval", "bench", "perplexity"} {
+		args := []string{"--help"}
+		if cmd != "" {
+			args = []string{cmd, "--help"}
+		}
+		out, errOut, code := run(t, "", args...)
+		if code != 0 {
+			t.Fatalf("sirun %v: exit %d: %s", args, code, errOut)
+		}
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Count(l, "(default:") > 1 || strings.Contains(l, "(default: false)") {
+				t.Errorf("sirun %v: %q", args, strings.TrimSpace(l))
+			}
+		}
+		if n := strings.Count(out, "\n"); cmd == "" && n > 50 {
+			t.Errorf("sirun --help is %d lines, over one screen of 50", n)
+		}
+	}
+}
