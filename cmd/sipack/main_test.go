@@ -553,3 +553,17 @@ func TestHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownCommand: a mistyped command is one line with the nearest
+// command, a far-off one without a hint; both exit non-zero.
+func TestUnknownCommand(t *testing.T) {
+	for _, c := range []struct{ cmd, want, not string }{
+		{"conver", `unknown command "conver"; did you mean convert? (see sipack --help)`, ""},
+		{"frobnicate", `unknown command "frobnicate" (see sipack --help)`, "did you mean"},
+	} {
+		out, errOut, code := run(t, c.cmd)
+		if code == 0 || !strings.Contains(errOut, c.want) || (c.not != "" && strings.Contains(errOut, c.not)) || strings.Count(errOut, "\n") != 1 || out != "" {
+			t.Errorf("sipack %s: exit %d, stdout %q, stderr %q; want one line %q", c.cmd, code, out, errOut, c.want)
+		}
+	}
+}

@@ -48,8 +48,8 @@ func Version() string {
 }
 
 // Setup gives an app the habits of the tools this project's users know:
-// --version, a bad flag answered in one line with a hint instead of the
-// whole help, and booleans listed without "(default: false)".
+// --version, a bad flag or command answered in one line with a hint
+// instead of the whole help, and booleans listed without "(default: false)".
 func Setup(app *cli.App) {
 	app.Version = Version()
 	app.OnUsageError = usageError(app.Name, "")
@@ -62,6 +62,22 @@ func Setup(app *cli.App) {
 	}
 	walk("", app.Commands)
 	cli.FlagStringer = flagString
+	app.CommandNotFound = func(c *cli.Context, name string) {
+		msg := fmt.Sprintf("%s: error: unknown command %q", app.Name, name)
+		best, score := "", 0.0
+		for _, cmd := range app.Commands {
+			for _, n := range cmd.Names() {
+				if s := smetrics.JaroWinkler(name, n, 0.7, 4); s > score {
+					best, score = cmd.Name, s
+				}
+			}
+		}
+		if score >= 0.8 {
+			msg += "; did you mean " + best + "?"
+		}
+		fmt.Fprintf(os.Stderr, "%s (see %s --help)\n", msg, app.Name)
+		os.Exit(1)
+	}
 }
 
 // usageError turns a flag parser's error into one line: what was wrong,
