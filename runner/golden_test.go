@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -51,12 +50,10 @@ func readGolden(t *testing.T, path string) []goldenCase {
 // the file must use freshPackOf.
 func packOf(t *testing.T, dir string, opt convert.Options) string {
 	t.Helper()
-	if opt.Order != nil || opt.Progress != nil || opt.Warnings != nil {
-		// A pointer's address is no key: another test's may reuse it.
-		return freshPackOf(t, dir, opt)
+	if path, ok := packs.Pack(t, dir, opt); ok {
+		return path
 	}
-	opt.ModelDir = dir
-	return packs.Get(t, fmt.Sprintf("%#v", opt), func(out string) { convertTo(t, out, opt) })
+	return freshPackOf(t, dir, opt) // options with pointers have no key
 }
 
 // freshPackOf converts a pack of its own for a test that changes it.

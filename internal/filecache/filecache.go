@@ -4,11 +4,14 @@
 package filecache
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/sipack/sipack/convert"
 )
 
 // Cache is a directory of files by key; the zero value is ready to use.
@@ -51,4 +54,22 @@ func (c *Cache) Remove() {
 		os.RemoveAll(c.dir)
 	}
 	c.dir, c.paths = "", nil
+}
+
+// Pack returns a pack of the model in dir converted with opt, converted
+// once per distinct opt. ok is false, and nothing converted, when opt holds
+// pointers (Order, Progress, Warnings): an address is no key, since a
+// later test's may reuse a freed one.
+func (c *Cache) Pack(t testing.TB, dir string, opt convert.Options) (path string, ok bool) {
+	t.Helper()
+	if opt.Order != nil || opt.Progress != nil || opt.Warnings != nil {
+		return "", false
+	}
+	opt.ModelDir = dir
+	return c.Get(t, fmt.Sprintf("%#v", opt), func(out string) {
+		opt.Output = out
+		if _, err := convert.Convert(context.Background(), opt); err != nil {
+			t.Fatal(err)
+		}
+	}), true
 }
