@@ -19,11 +19,6 @@ func Argmax(x []float32) int {
 	return best
 }
 
-// LogProb is log p(tok) under softmax(logits), in float64.
-func LogProb(logits []float32, tok int) float64 {
-	return float64(logits[tok]) - LogSumExp(logits)
-}
-
 // LogSumExp is log Σ exp(x), in float64: the log-softmax's normaliser.
 func LogSumExp(x []float32) float64 {
 	mx := float64(x[0])
