@@ -29,6 +29,7 @@ inline int atomicAdd(int* p, int v) { int o = *p; *p = o + v; return o; }
 // Blocks run one at a time: memory is ordered without a fence.
 inline void __threadfence() {}
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
+unsigned emu_thread(); // the running thread's index in its block
 unsigned emu_ballot(bool pred);
 inline unsigned __ballot_sync(unsigned, bool pred) { return emu_ballot(pred); }
 
@@ -90,7 +91,7 @@ template <class Use, int M, int N, int K, class T, class L = void>
 struct fragment {
     float v[M * N];
 };
-inline bool emu_lane0() { return (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % 32 == 0; }
+inline bool emu_lane0() { return emu_thread() % 32 == 0; }
 inline void fill_fragment(fragment<accumulator, 16, 16, 16, float>& f, float v) {
     if (emu_lane0()) std::fill(f.v, f.v + 256, v);
 }

@@ -227,6 +227,7 @@ const std::unordered_map<std::string, Kernel>& table() {
 
 }  // namespace
 
+unsigned emu_thread() { return cur; }
 float emu_shfl_xor(float v, int o) { return shfl(v, o); }
 
 unsigned emu_ballot(bool pred) {
