@@ -233,3 +233,25 @@
 	MOVQ xc+24(FP), R13; \
 	MOVQ nb+32(FP), R14; \
 	MOVQ out+40(FP), DX
+
+// INT8PACK8(mask, lo, hi): the int8 down projections' coefficients — the
+// int32 q_r of eight rows in Y0-Y7, lanes the eight blocks of a chunk —
+// packed to bytes and transposed so that each block's eight q_r are one
+// qword: blocks 0, 1, 4, 5 at lo, blocks 2, 3, 6, 7 at hi (mask: in each
+// 128-bit lane, byte 4b+r takes byte 4r+b). Y0-Y7 clobbered.
+#define INT8PACK8(mask, lo, hi) \
+	VPACKSSDW Y1, Y0, Y0; \
+	VPACKSSDW Y3, Y2, Y2; \
+	VPACKSSDW Y5, Y4, Y4; \
+	VPACKSSDW Y7, Y6, Y6; \
+	VPACKSSWB Y2, Y0, Y0; \
+	VPACKSSWB Y6, Y4, Y4; \
+	VPSHUFB mask, Y0, Y0; \
+	VPSHUFB mask, Y4, Y4; \
+	VPUNPCKLDQ Y4, Y0, Y1; \
+	VPUNPCKHDQ Y4, Y0, Y2; \
+	VMOVDQU Y1, lo; \
+	VMOVDQU Y2, hi
+
+// INT8ROUND(inv, y): y = round-half-even(y·inv) as int32.
+#define INT8ROUND(inv, y) VMULPS inv, y, y; VCVTPS2DQ y, y

@@ -1,5 +1,6 @@
 #include "textflag.h"
 #include "avx512_scales.h"
+#include "amd64_macros.h"
 
 // The decode FFN's down projection on the integer path (AVX-512 VNNI +
 // VBMI): eight Q4_0 rows (down columns of eight records) into one y, their
@@ -227,5 +228,194 @@ a8q8chunk:
 	AX8CHUNK(AX8BLK80, $544)
 	JMP  a8q8chunk
 a8q8done:
+	VZEROUPPER
+	RET
+
+// axpy8Q40ActAVX2 is axpy8Q40ActVNNI for AVX2 (VPMADDUBSW) in chunks of
+// eight blocks: axpy8Q40ActRef's arithmetic exactly. Per chunk, lanes
+// being blocks: each row's eight scales (VPINSRW), c_r = d_r·a[r], the
+// scale per block from max_r |c_r|, the q_r, and −8·Σ_r q_r; the q_r
+// packed to bytes and transposed (VPSHUFB, VPUNPCK) so each block's eight
+// are one qword on the stack, as are the offsets and scales. Per block:
+// each pair (q_2k, q_2k+1) broadcast to every word, rows 2k and 2k+1's
+// quant bytes interleaved (word i: byte i of each) and split into low and
+// high nibbles (elements i and 16+i), and VPMADDUBSW adds the two rows'
+// products in 16-bit words: eight rows and the offset stay within
+// 8·15·127 + 8·8·127, inside int16. Then a widening, a conversion and a
+// multiply-add per 8 outputs, where axpy4Q40AVX2 spends a widening, an
+// offset, a conversion and a multiply-add per row. The coefficients go a
+// chunk at a time so that no block waits on its own division.
+//
+// Stack: 0-63 the blocks' q_r (block order 0, 1, 4, 5, 2, 3, 6, 7, as the
+// transpose leaves them), 64-95 the offsets (int32), 96-127 the scales.
+// Registers: Y14 the abs mask, Y13 127.0, Y12 the smallest normal, Y11
+// 0x0f bytes, Y10 the 4×4 byte transpose.
+
+// t4x4: in each 128-bit lane, byte 4b+r takes byte 4r+b.
+DATA t4x4<>+0(SB)/8, $0x0d0905010c080400
+DATA t4x4<>+8(SB)/8, $0x0f0b07030e0a0602
+DATA t4x4<>+16(SB)/8, $0x0d0905010c080400
+DATA t4x4<>+24(SB)/8, $0x0f0b07030e0a0602
+GLOBL t4x4<>(SB), RODATA|NOPTR, $32
+
+// A8SCALES(p, r, x, y): row r's eight block scales at p times a[r], as
+// eight float32 lanes in y (x its low half; Y9 scratch).
+#define A8SCALES(p, r, x, y) \
+	MOVWLZX 0(p), AX; \
+	VMOVD AX, x; \
+	VPINSRW $1, 18(p), x, x; \
+	VPINSRW $2, 36(p), x, x; \
+	VPINSRW $3, 54(p), x, x; \
+	VPINSRW $4, 72(p), x, x; \
+	VPINSRW $5, 90(p), x, x; \
+	VPINSRW $6, 108(p), x, x; \
+	VPINSRW $7, 126(p), x, x; \
+	VCVTPH2PS x, y; \
+	VBROADCASTSS r*4(R9), Y9; \
+	VMULPS Y9, y, y
+
+// A8MAX(y): Y8 = max(Y8, |y|) (Y9 scratch).
+#define A8MAX(y) VANDPS Y14, y, Y9; VMAXPS Y9, Y8, Y8
+
+// Q4PAIR(off, p, q, c): the 16 quant bytes at off(p) and off(q)
+// interleaved (word i: byte i of each), their low nibbles times the pair c
+// added into Y0's words, their high nibbles into Y1's (Y2, Y8, Y9 scratch).
+#define Q4PAIR(off, p, q, c) \
+	VMOVDQU off(p), X2; \
+	VMOVDQU off(q), X9; \
+	VPUNPCKHBW X9, X2, X8; \
+	VPUNPCKLBW X9, X2, X2; \
+	VINSERTI128 $1, X8, Y2, Y2; \
+	VPSRLW $4, Y2, Y8; \
+	VPAND Y11, Y2, Y2; \
+	VPAND Y11, Y8, Y8; \
+	VPMADDUBSW c, Y2, Y2; \
+	VPMADDUBSW c, Y8, Y8; \
+	VPADDW Y2, Y0, Y0; \
+	VPADDW Y8, Y1, Y1
+
+// ADDW16(y, x, off): the 16 int16 sums in y (x its low half) as float32,
+// times the scale (Y3) added into y at off(DI) and off+32(DI) (Y2, Y8, Y9
+// scratch).
+#define ADDW16(y, x, off) \
+	VPMOVSXWD x, Y8; \
+	VEXTRACTI128 $1, y, X9; \
+	VPMOVSXWD X9, Y9; \
+	VCVTDQ2PS Y8, Y8; \
+	VCVTDQ2PS Y9, Y9; \
+	VMOVUPS off(DI), Y2; \
+	VFMADD231PS Y3, Y8, Y2; \
+	VMOVUPS Y2, off(DI); \
+	VMOVUPS off+32(DI), Y2; \
+	VFMADD231PS Y3, Y9, Y2; \
+	VMOVUPS Y2, off+32(DI)
+
+// A8Q4BLK(k, qo): block k of the chunk (its q_r at qo(SP)) into
+// y[32k, 32k+32).
+#define A8Q4BLK(k, qo) \
+	VPBROADCASTW 64+k*4(SP), Y0; \
+	VMOVDQA Y0, Y1; \
+	VPBROADCASTW qo(SP), Y4; \
+	VPBROADCASTW qo+2(SP), Y5; \
+	VPBROADCASTW qo+4(SP), Y6; \
+	VPBROADCASTW qo+6(SP), Y7; \
+	VBROADCASTSS 96+k*4(SP), Y3; \
+	Q4PAIR(k*18+2, SI, BX, Y4); \
+	Q4PAIR(k*18+2, DX, R8, Y5); \
+	Q4PAIR(k*18+2, R10, R11, Y6); \
+	Q4PAIR(k*18+2, R12, R13, Y7); \
+	ADDW16(Y0, X0, k*128); \
+	ADDW16(Y1, X1, k*128+64)
+
+// func axpy8Q40ActAVX2(y *float32, a *[8]float32, w *[8]*byte, nb int)
+TEXT ·axpy8Q40ActAVX2(SB), NOSPLIT, $128-32
+	MOVQ y+0(FP), DI
+	MOVQ a+8(FP), R9
+	MOVQ w+16(FP), AX
+	MOVQ 0(AX), SI
+	MOVQ 8(AX), BX
+	MOVQ 16(AX), DX
+	MOVQ 24(AX), R8
+	MOVQ 32(AX), R10
+	MOVQ 40(AX), R11
+	MOVQ 48(AX), R12
+	MOVQ 56(AX), R13
+	MOVQ nb+24(FP), CX
+	MOVL $0x7fffffff, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $0x42fe0000, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13
+	MOVL $0x00800000, AX
+	VMOVD AX, X12
+	VPBROADCASTD X12, Y12
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X11
+	VPBROADCASTD X11, Y11
+	VMOVDQU t4x4<>(SB), Y10
+a8q4avx2chunk:
+	CMPQ CX, $8
+	JL   a8q4avx2done
+	A8SCALES(SI, 0, X0, Y0)
+	A8SCALES(BX, 1, X1, Y1)
+	A8SCALES(DX, 2, X2, Y2)
+	A8SCALES(R8, 3, X3, Y3)
+	A8SCALES(R10, 4, X4, Y4)
+	A8SCALES(R11, 5, X5, Y5)
+	A8SCALES(R12, 6, X6, Y6)
+	A8SCALES(R13, 7, X7, Y7)
+	VANDPS Y14, Y0, Y8
+	A8MAX(Y1)
+	A8MAX(Y2)
+	A8MAX(Y3)
+	A8MAX(Y4)
+	A8MAX(Y5)
+	A8MAX(Y6)
+	A8MAX(Y7)
+	VMAXPS Y12, Y8, Y8
+	VDIVPS Y8, Y13, Y9
+	VDIVPS Y13, Y8, Y8
+	VMOVUPS Y8, 96(SP)
+	INT8ROUND(Y9, Y0)
+	INT8ROUND(Y9, Y1)
+	INT8ROUND(Y9, Y2)
+	INT8ROUND(Y9, Y3)
+	INT8ROUND(Y9, Y4)
+	INT8ROUND(Y9, Y5)
+	INT8ROUND(Y9, Y6)
+	INT8ROUND(Y9, Y7)
+	VPADDD Y1, Y0, Y8
+	VPADDD Y2, Y8, Y8
+	VPADDD Y3, Y8, Y8
+	VPADDD Y4, Y8, Y8
+	VPADDD Y5, Y8, Y8
+	VPADDD Y6, Y8, Y8
+	VPADDD Y7, Y8, Y8
+	VPSLLD $3, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	VPSUBD Y8, Y9, Y8
+	VMOVDQU Y8, 64(SP)
+	INT8PACK8(Y10, 0(SP), 32(SP))
+	A8Q4BLK(0, 0)
+	A8Q4BLK(1, 8)
+	A8Q4BLK(2, 32)
+	A8Q4BLK(3, 40)
+	A8Q4BLK(4, 16)
+	A8Q4BLK(5, 24)
+	A8Q4BLK(6, 48)
+	A8Q4BLK(7, 56)
+	ADDQ $144, SI
+	ADDQ $144, BX
+	ADDQ $144, DX
+	ADDQ $144, R8
+	ADDQ $144, R10
+	ADDQ $144, R11
+	ADDQ $144, R12
+	ADDQ $144, R13
+	ADDQ $1024, DI
+	SUBQ $8, CX
+	JMP  a8q4avx2chunk
+a8q4avx2done:
 	VZEROUPPER
 	RET

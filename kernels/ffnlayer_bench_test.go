@@ -56,15 +56,15 @@ func layerCopiesTiled(dt format.DType, H, N, B, loaded int, groups ...int) ([][]
 	return sets, x
 }
 
-// BenchmarkInt8DownOverFloat: one decode token's FFN of a 1B-shape Q4_0
-// or Q8_0 layer from memory (all N records, version 2 bands of 256, 2 threads) on the
+// BenchmarkInt8DownOverFloat: one decode token's FFN of a 1B-shape Q4_0,
+// Q8_0 or Q4_K layer from memory (all N records, version 2 bands of 256, 2 threads) on the
 // integer path, with the down projection's coefficients rounded to int8
 // (Axpy8Act) and in float (WithExactDown), timed back to back in turn
 // (order alternating); reports the median of the per-pair ratios
 // (int8 ÷ float time) and the read bandwidth of a plain pass over the
 // same bytes between pairs, the VM's regime at the time.
 func BenchmarkInt8DownOverFloat(b *testing.B) {
-	for _, dt := range []format.DType{format.Q4_0, format.Q8_0} {
+	for _, dt := range []format.DType{format.Q4_0, format.Q8_0, format.Q4_K} {
 		b.Run(dt.String(), func(b *testing.B) { benchInt8Down(b, dt) })
 	}
 }

@@ -155,6 +155,12 @@ func axpy8Q40ActVNNI(y *float32, a *[8]float32, w *[8]*byte, nb int)
 //go:noescape
 func axpy8Q80ActVNNI(y *float32, a *[8]float32, w *[8]*byte, nb int)
 
+// axpy8Q40ActAVX2 is axpy8Q40ActRef for nb a multiple of 8 (AVX2 and
+// F16C).
+//
+//go:noescape
+func axpy8Q40ActAVX2(y *float32, a *[8]float32, w *[8]*byte, nb int)
+
 // attnScores4AVX2 is attnScores4Ref (kstride in float32s, hd a multiple
 // of 32).
 //
@@ -403,6 +409,7 @@ func avx2Table() *Table {
 		// on unsigned panels as the VNNI tile, Q8_0 on signed ones (its
 		// sign moves to the activations, so VPMADDUBSW's 16-bit pairs hold).
 		q40.PanelAct = panelActOf(panelQ4AVX2)
+		q40.Axpy8Act = blockAxpy8Act(axpy8Q40ActAVX2, format.Q4_0, 8)
 		q80.PanelAct, q80.PanelSigned = panelActOf(panelQ8AVX2), true
 		// The prefill's four tokens a row: the nibbles unpacked once,
 		// each token's sum DotAct's to the bit.
@@ -540,8 +547,8 @@ func avx512Table(avx2 *Table) *Table {
 		// The down projection eight records at a time in integers
 		// (VPERMB transposes four rows' quant bytes); used where
 		// Table.Int8Down is on.
-		q40.Axpy8Act = blockAxpy8Act(axpy8Q40ActVNNI, format.Q4_0)
-		q80.Axpy8Act = blockAxpy8Act(axpy8Q80ActVNNI, format.Q8_0)
+		q40.Axpy8Act = blockAxpy8Act(axpy8Q40ActVNNI, format.Q4_0, 16)
+		q80.Axpy8Act = blockAxpy8Act(axpy8Q80ActVNNI, format.Q8_0, 16)
 	}
 	q40.Dot4Act = func(w []byte, a0, a1, a2, a3 *Q8Act) (out [4]float32) {
 		a := [4]*Q8Act{a0, a1, a2, a3}

@@ -147,6 +147,43 @@ func axpy4Q6KRef(y []float32, a *[4]float32, w *[4][]byte) {
 	}
 }
 
+// axpy8Q4KActRef is axpy8Q40ActRef for Q4_K rows: per sub-block j of a
+// super-block, the eight rows' coefficients c_r = (a[r]·d_r)·sc_r,j are
+// rounded to int8 with one scale s (roundCoefs), the rows' mins go in
+// float, M = Σ_r (a[r]·dmin_r)·m_r,j (a fused multiply-add a row, in row
+// order), and each of the sub-block's 32 outputs takes
+// y ← s·Σ_r q_r·w_r,l + (y − M), the sum in integers. axpy8Q4KActAVX2
+// computes exactly this; the error against the exact axpy is at most s/2
+// per unit of w per row, as for Q4_0.
+func axpy8Q4KActRef(y []float32, a *[8]float32, w *[8][]byte) {
+	for i := 0; i < len(y)/format.QKK; i++ {
+		var c [8][8]float32 // [j][r]
+		var mins [8]float32
+		for r := range w {
+			blk := w[r][i*q4KBytes:]
+			ad := a[r] * F16ToF32(binary.LittleEndian.Uint16(blk))
+			am := a[r] * F16ToF32(binary.LittleEndian.Uint16(blk[2:]))
+			for j := range c {
+				sc, m := kScaleMin(j, blk[4:16])
+				c[j][r] = ad * float32(sc)
+				mins[j] = fma32(am, float32(m), mins[j])
+			}
+		}
+		for j := range c {
+			q, s := roundCoefs(&c[j])
+			off, shift := i*q4KBytes+16+32*(j/2), uint(4*(j%2))
+			ys := y[i*format.QKK+32*j : i*format.QKK+32*(j+1)]
+			for l := range ys {
+				var sum int32
+				for r := range w {
+					sum += q[r] * int32((w[r][off+l]>>shift)&15)
+				}
+				ys[l] = fma32(float32(sum), s, ys[l]-mins[j])
+			}
+		}
+	}
+}
+
 // dotQ4KQ8Ref is the integer dot of a Q4_K row with Q8 activations (blocks
 // of 32, one per sub-block): per super-block, with b = 8i + j the
 // activation block of sub-block j,

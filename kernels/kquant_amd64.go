@@ -79,6 +79,9 @@ func kquantAVX2(t *Table) {
 	q4k.PackRow = packRowQ4KAVX2
 	// The four-row axpy: y loaded and stored once for four rows.
 	q4k.Axpy4 = q4KAxpy4Of(axpy4Q4KAVX2)
+	// The int8 down projection, eight rows a super-block at a time (where
+	// Table.Int8Down is on).
+	q4k.Axpy8Act = blockAxpy8Act(axpy8Q4KActAVX2, format.Q4_K, 1)
 	// The prefill's integer GEMM tiles over K-quant panels (gemmactk.go),
 	// unsigned for VPMADDUBSW as Q4_0's.
 	q4k.PanelAct, q6k.PanelAct = panelQ4KOf(panelQ4KAVX2), panelQ6KOf(panelQ6KAVX2)
@@ -193,6 +196,11 @@ func q4KAxpy4Of(k func(y *float32, a *[4]float32, w0, w1, w2, w3 *byte, nsb int)
 		k(&y[0], a, &w[0][0], &w[1][0], &w[2][0], &w[3][0], nsb)
 	}
 }
+
+// axpy8Q4KActAVX2 is axpy8Q4KActRef over nsb super-blocks.
+//
+//go:noescape
+func axpy8Q4KActAVX2(y *float32, a *[8]float32, w *[8]*byte, nsb int)
 
 //go:noescape
 func axpy4Q4KAVX2(y *float32, a *[4]float32, w0, w1, w2, w3 *byte, nsb int)

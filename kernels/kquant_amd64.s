@@ -1222,3 +1222,180 @@ w1q4kloop:
 	JNZ  w1q4kloop
 	VZEROUPPER
 	RET
+
+// The decode FFN's int8 down projection of eight Q4_K rows (AVX2):
+// axpy8Q4KActRef's arithmetic exactly. Per super-block, lanes being its
+// eight sub-blocks: each row's scales and mins (K4SCALES), c_r =
+// (a[r]·d)·sc, M += (a[r]·dmin)·m, the largest |c_r| and from it the
+// scale s and the q_r, packed and transposed (INT8PACK8) so each
+// sub-block's eight q_r are one qword on the stack, beside s and M. Per
+// sub-block pair (the same 32 bytes of every row: low nibbles sub-block
+// 2p, high 2p+1): rows 2k and 2k+1's bytes interleaved (VPUNPCK, within
+// 128-bit lanes: words 0-7 elements 0-7 and 8-15 elements 16-23 of the
+// low unpack, 8-15 and 24-31 of the high), VPMADDUBSW against the pairs
+// (q_2k, q_2k+1) of each sub-block, eight rows' sums in int16 (at most
+// 8·15·127). Then a widening, a conversion, a subtraction and a
+// multiply-add per 8 outputs, where axpy4Q4KAVX2 widens, converts and
+// multiplies twice per row.
+//
+// Stack: 0-31 a, 32-95 the q_r (sub-blocks 0, 1, 4, 5, 2, 3, 6, 7), 96-127
+// s, 128-159 M. Rows in SI, BX, R8, R9, R10-R13 (K4SCALES takes AX, DX,
+// R14, R15 and Y8-Y11).
+
+DATA k8t4x4<>+0(SB)/8, $0x0d0905010c080400
+DATA k8t4x4<>+8(SB)/8, $0x0f0b07030e0a0602
+DATA k8t4x4<>+16(SB)/8, $0x0d0905010c080400
+DATA k8t4x4<>+24(SB)/8, $0x0f0b07030e0a0602
+GLOBL k8t4x4<>(SB), RODATA|NOPTR, $32
+
+// k8const: the abs mask, 127.0, the smallest normal float32, 0x0f bytes
+// (32 bytes each).
+#define K8C(i, v) DATA k8const<>+32*i(SB)/8, v; DATA k8const<>+32*i+8(SB)/8, v; DATA k8const<>+32*i+16(SB)/8, v; DATA k8const<>+32*i+24(SB)/8, v
+K8C(0, $0x7fffffff7fffffff)
+K8C(1, $0x42fe000042fe0000)
+K8C(2, $0x0080000000800000)
+K8C(3, $0x0f0f0f0f0f0f0f0f)
+GLOBL k8const<>(SB), RODATA|NOPTR, $128
+
+// K8ROW(w, r, c): row r's c_r into c, its mins into M (Y13), |c_r| into
+// the running max (Y14; Y12 scratch).
+#define K8ROW(w, r, c) \
+	K4SCALES(w); \
+	VBROADCASTSS (4*r)(SP), Y12; \
+	VMULPS Y12, Y10, Y10; \
+	VMULPS Y10, Y8, c; \
+	VMULPS Y12, Y11, Y11; \
+	VFMADD231PS Y11, Y9, Y13; \
+	VANDPS k8const<>+0(SB), c, Y12; \
+	VMAXPS Y12, Y14, Y14
+
+// K8RP(off, p, q, c, d): the 32 bytes at off(p) and off(q) interleaved,
+// low nibbles times the pair c into Y0 (low unpack) and Y1 (high), high
+// nibbles times the pair d into Y2 and Y3 (Y12-Y14 scratch, Y15 0x0f).
+#define K8RP(off, p, q, c, d) \
+	VMOVDQU off(p), Y12; \
+	VMOVDQU off(q), Y13; \
+	VPUNPCKLBW Y13, Y12, Y14; \
+	VPUNPCKHBW Y13, Y12, Y12; \
+	VPSRLW $4, Y14, Y13; \
+	VPAND Y15, Y14, Y14; \
+	VPAND Y15, Y13, Y13; \
+	VPMADDUBSW c, Y14, Y14; \
+	VPMADDUBSW d, Y13, Y13; \
+	VPADDW Y14, Y0, Y0; \
+	VPADDW Y13, Y2, Y2; \
+	VPSRLW $4, Y12, Y13; \
+	VPAND Y15, Y12, Y12; \
+	VPAND Y15, Y13, Y13; \
+	VPMADDUBSW c, Y12, Y12; \
+	VPMADDUBSW d, Y13, Y13; \
+	VPADDW Y12, Y1, Y1; \
+	VPADDW Y13, Y3, Y3
+
+// K8OUT8(x, off): eight int16 sums in x into y at off(DI): y ← s·sum +
+// (y − M), s in Y4 and M in Y5 (Y12, Y13 scratch).
+#define K8OUT8(x, off) \
+	VPMOVSXWD x, Y12; \
+	VCVTDQ2PS Y12, Y12; \
+	VMOVUPS off(DI), Y13; \
+	VSUBPS Y5, Y13, Y13; \
+	VFMADD231PS Y4, Y12, Y13; \
+	VMOVUPS Y13, off(DI)
+
+// K8OUT(acc, x, lo, hi): acc's words 0-7 (x its low half) to off lo, 8-15
+// to off hi.
+#define K8OUT(acc, x, lo, hi) K8OUT8(x, lo); VEXTRACTI128 $1, acc, X14; K8OUT8(X14, hi)
+
+// K8SUB(j, qo): sub-block j's four pairs (its q_r at qo(SP)) into base,
+// base+1, base+2, base+3.
+#define K8PAIRS(qo, c0, c1, c2, c3) \
+	VPBROADCASTW qo(SP), c0; \
+	VPBROADCASTW qo+2(SP), c1; \
+	VPBROADCASTW qo+4(SP), c2; \
+	VPBROADCASTW qo+6(SP), c3
+
+// K8PAIR(p, qlo, qhi): sub-blocks 2p (q_r at qlo(SP)) and 2p+1 (qhi) of
+// the eight rows into y[64p, 64p+64).
+#define K8PAIR(p, qlo, qhi) \
+	K8PAIRS(qlo, Y4, Y5, Y6, Y7); \
+	K8PAIRS(qhi, Y8, Y9, Y10, Y11); \
+	VPXOR Y0, Y0, Y0; \
+	VPXOR Y1, Y1, Y1; \
+	VPXOR Y2, Y2, Y2; \
+	VPXOR Y3, Y3, Y3; \
+	K8RP(16+32*p, SI, BX, Y4, Y8); \
+	K8RP(16+32*p, R8, R9, Y5, Y9); \
+	K8RP(16+32*p, R10, R11, Y6, Y10); \
+	K8RP(16+32*p, R12, R13, Y7, Y11); \
+	VBROADCASTSS (96+8*p)(SP), Y4; \
+	VBROADCASTSS (128+8*p)(SP), Y5; \
+	K8OUT(Y0, X0, 256*p, 256*p+64); \
+	K8OUT(Y1, X1, 256*p+32, 256*p+96); \
+	VBROADCASTSS (96+8*p+4)(SP), Y4; \
+	VBROADCASTSS (128+8*p+4)(SP), Y5; \
+	K8OUT(Y2, X2, 256*p+128, 256*p+192); \
+	K8OUT(Y3, X3, 256*p+160, 256*p+224)
+
+// func axpy8Q4KActAVX2(y *float32, a *[8]float32, w *[8]*byte, nsb int)
+TEXT ·axpy8Q4KActAVX2(SB), NOSPLIT, $160-32
+	MOVQ y+0(FP), DI
+	MOVQ a+8(FP), AX
+	VMOVUPS 0(AX), Y0
+	VMOVUPS Y0, 0(SP)
+	MOVQ w+16(FP), AX
+	MOVQ 0(AX), SI
+	MOVQ 8(AX), BX
+	MOVQ 16(AX), R8
+	MOVQ 24(AX), R9
+	MOVQ 32(AX), R10
+	MOVQ 40(AX), R11
+	MOVQ 48(AX), R12
+	MOVQ 56(AX), R13
+	MOVQ nsb+24(FP), CX
+a8q4kloop:
+	TESTQ CX, CX
+	JE    a8q4kdone
+	VXORPS Y13, Y13, Y13
+	VXORPS Y14, Y14, Y14
+	K8ROW(SI, 0, Y0)
+	K8ROW(BX, 1, Y1)
+	K8ROW(R8, 2, Y2)
+	K8ROW(R9, 3, Y3)
+	K8ROW(R10, 4, Y4)
+	K8ROW(R11, 5, Y5)
+	K8ROW(R12, 6, Y6)
+	K8ROW(R13, 7, Y7)
+	VMAXPS k8const<>+64(SB), Y14, Y14
+	VMOVUPS k8const<>+32(SB), Y12
+	VDIVPS Y14, Y12, Y15
+	VDIVPS Y12, Y14, Y14
+	VMOVUPS Y14, 96(SP)
+	VMOVUPS Y13, 128(SP)
+	INT8ROUND(Y15, Y0)
+	INT8ROUND(Y15, Y1)
+	INT8ROUND(Y15, Y2)
+	INT8ROUND(Y15, Y3)
+	INT8ROUND(Y15, Y4)
+	INT8ROUND(Y15, Y5)
+	INT8ROUND(Y15, Y6)
+	INT8ROUND(Y15, Y7)
+	INT8PACK8(k8t4x4<>(SB), 32(SP), 64(SP))
+	VMOVDQU k8const<>+96(SB), Y15
+	K8PAIR(0, 32, 40)
+	K8PAIR(1, 64, 72)
+	K8PAIR(2, 48, 56)
+	K8PAIR(3, 80, 88)
+	ADDQ $144, SI
+	ADDQ $144, BX
+	ADDQ $144, R8
+	ADDQ $144, R9
+	ADDQ $144, R10
+	ADDQ $144, R11
+	ADDQ $144, R12
+	ADDQ $144, R13
+	ADDQ $1024, DI
+	DECQ CX
+	JMP  a8q4kloop
+a8q4kdone:
+	VZEROUPPER
+	RET

@@ -203,19 +203,27 @@ func axpy8Q40ActRef(y []float32, a *[8]float32, w *[8][]byte) {
 
 // int8Coefs is the int8 down projections' rounding of one block (its
 // bytes at off in every row, the F16 scale first): the coefficients c_r =
-// a[r]·d_r share the scale s = m/127 (m the largest |c_r|, at least the
-// smallest normal float32) and each is q_r = round(c_r·127/m), ties to even.
+// a[r]·d_r rounded by roundCoefs.
 func int8Coefs(a *[8]float32, w *[8][]byte, off int) (q [8]int32, s float32) {
-	const smallest = 0x1p-126
 	var c [8]float32
-	m := float32(smallest)
 	for r := range w {
 		c[r] = F16ToF32(binary.LittleEndian.Uint16(w[r][off:])) * a[r]
-		m = max(m, float32(math.Abs(float64(c[r]))))
+	}
+	return roundCoefs(&c)
+}
+
+// roundCoefs rounds eight coefficients to int8 with one scale: s = m/127
+// (m the largest |c_r|, at least the smallest normal float32) and q_r =
+// round(c_r·127/m), ties to even.
+func roundCoefs(c *[8]float32) (q [8]int32, s float32) {
+	const smallest = 0x1p-126
+	m := float32(smallest)
+	for _, v := range c {
+		m = max(m, float32(math.Abs(float64(v))))
 	}
 	inv := 127 / m
-	for r := range c {
-		q[r] = int32(math.RoundToEven(float64(c[r] * inv)))
+	for r, v := range c {
+		q[r] = int32(math.RoundToEven(float64(v * inv)))
 	}
 	return q, m / 127
 }
@@ -246,6 +254,8 @@ func axpy8ActRef(dt format.DType) func([]float32, *[8]float32, *[8][]byte) {
 		return axpy8Q40ActRef
 	case format.Q8_0:
 		return axpy8Q80ActRef
+	case format.Q4_K:
+		return axpy8Q4KActRef
 	}
 	return nil
 }

@@ -414,14 +414,14 @@ func TestAxpy8ActMatchesReference(t *testing.T) {
 	}
 	tested := 0
 	for _, tb := range Tables() {
-		for _, dt := range []format.DType{format.Q4_0, format.Q8_0} {
+		for _, dt := range []format.DType{format.Q4_0, format.Q8_0, format.Q4_K} {
 			axpy8 := tb.Ops(dt).Axpy8Act
 			if axpy8 == nil {
 				continue
 			}
 			tested++
-			for _, nb := range []int{1, 16, 64, 80} {
-				n := nb * format.QK
+			for _, nb := range []int{1, 8, 16, 64, 80} {
+				n := nb * dt.BlockElems()
 				var w [8][]byte
 				for r := range w {
 					w[r], _ = randRow(rng, dt, n)

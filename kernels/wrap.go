@@ -39,13 +39,14 @@ func blockAxpy4(k func(y *float32, a *[4]float32, w0, w1, w2, w3 *byte, nb int),
 }
 
 // blockAxpy8Act adapts an int8 down projection kernel over eight rows of
-// block type dt (nb a multiple of 16), the reference taking other lengths.
-func blockAxpy8Act(k func(y *float32, a *[8]float32, w *[8]*byte, nb int), dt format.DType) func([]float32, *[8]float32, *[8][]byte) {
+// block type dt (nb blocks, a multiple of chunk: Q4_K's are super-blocks),
+// the reference taking other lengths.
+func blockAxpy8Act(k func(y *float32, a *[8]float32, w *[8]*byte, nb int), dt format.DType, chunk int) func([]float32, *[8]float32, *[8][]byte) {
 	ref := axpy8ActRef(dt)
-	bb, _ := dt.RowBytes(format.QK)
+	bb := dt.BlockBytes()
 	return func(y []float32, a *[8]float32, w *[8][]byte) {
-		nb := len(y) / format.QK
-		if nb == 0 || nb%16 != 0 {
+		nb := len(y) / dt.BlockElems()
+		if nb == 0 || nb%chunk != 0 {
 			ref(y, a, w)
 			return
 		}

@@ -101,12 +101,12 @@ func TestBF16RoundedActivations(t *testing.T) {
 // TestInt8Down: the integer path's int8 down projection (Ops.Axpy8Act: the
 // coefficients h·d rounded to int8 per block, as llama.cpp rounds the down
 // projection's input to Q8) against the same path with the down projection
-// in float, on the golden prompts with Q4_0 and Q8_0 packs: greedy tokens for 32
+// in float, on the golden prompts with Q4_0, Q8_0 and Q4_K packs: greedy tokens for 32
 // steps and the largest logit difference of the first decode step,
 // reported; the rounding must keep at least as many prompts on the
 // golden's first 16 greedy tokens as the float down projection does.
 func TestInt8Down(t *testing.T) {
-	for _, dt := range []format.DType{format.Q4_0, format.Q8_0} {
+	for _, dt := range []format.DType{format.Q4_0, format.Q8_0, format.Q4_K} {
 		t.Run(dt.String(), func(t *testing.T) { testInt8Down(t, dt) })
 	}
 }
