@@ -339,6 +339,10 @@ func init() {
 // avx2Table is the AVX2 + FMA + F16C table.
 func avx2Table() *Table {
 	t := derive(&Generic, "avx2")
+	// The decode's down projection in int8 (Axpy8Act, Table.Int8Down):
+	// sirun bench on the 1B-shape q4_k_m pack, 2 threads, against the
+	// float one: dense decode 1.19× (1.13-1.33), q4_0 1.11×.
+	t.Int8Down = true
 	bf16, f16, f32 := &t.ops[format.BF16], &t.ops[format.F16], &t.ops[format.F32]
 	q80, q40 := &t.ops[format.Q8_0], &t.ops[format.Q4_0]
 	// The row dots over multiples of 32, as the pair dots (Dot2): the
@@ -453,6 +457,9 @@ func avx2Table() *Table {
 // integer dots, then the default path for both block types.
 func avx512Table(avx2 *Table) *Table {
 	t := derive(avx2, "avx512")
+	// The float down projection: with VNNI whole steps run as fast as with
+	// int8 coefficients (1.00-1.04× q4_0, 0.98-1.00× q8_0), and it is exact.
+	t.Int8Down = false
 	t.FMAPeak, t.FMALanes = fmaPeakAVX512, 16
 	q80, q40 := &t.ops[format.Q8_0], &t.ops[format.Q4_0]
 	q40.Dot, q80.Dot = blockDot(dotQ40AVX512), blockDot(dotQ80AVX512)

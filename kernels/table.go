@@ -144,8 +144,11 @@ type Table struct {
 	PrefillBF16 bool
 	// Int8Down says the integer path's decode FFN takes the int8 down
 	// projection (Ops.Axpy8Act) where the dtype has one; off, the down
-	// projection stays in float (Axpy4), exact and no slower
-	// (BenchmarkInt8DownOverFloat). WithInt8Down turns it on.
+	// projection stays in float (Axpy4), exact. On in the AVX2 table, where
+	// the float one held q4_k_m's decode back (BenchmarkInt8DownOverFloat:
+	// the FFN 1.3× as fast), and within 0.2 % of its held-out perplexity
+	// (eval's TestInt8DownKeepsPerplexity); off on AVX-512, whose float one
+	// is as fast for q4_0 and q8_0. WithInt8Down switches it.
 	Int8Down bool
 }
 
