@@ -250,7 +250,7 @@ func open(path string, opt OpenOptions) (*Pack, error) {
 		return nil, err
 	}
 	if n < len(Magic) || string(head[:len(Magic)]) != Magic {
-		return nil, notPack(path, looksLike(head[:n], st.Size()))
+		return nil, notPackFile(path, head[:n], st.Size())
 	}
 	// A file cut short after the prefix a γ load needs can still serve that
 	// load: the bytes past the prefix are never read. parsePreamble checks

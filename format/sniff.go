@@ -40,6 +40,17 @@ func notPackDir(path string) *NotPackError {
 	return notPack(path, what)
 }
 
+// notPackFile is the error for a file without the magic: what it looks
+// like by its first bytes head, and for a GGUF file the command that makes
+// it a pack (a llama.cpp user's first try is sirun FILE.gguf).
+func notPackFile(path string, head []byte, size int64) *NotPackError {
+	what := looksLike(head, size)
+	if what == "a GGUF file" {
+		what += ": convert it first, sipack convert " + path + " -o PACK"
+	}
+	return notPack(path, what)
+}
+
 // looksLike names what a file that starts with head (its first bytes, 128
 // are plenty) and holds size bytes is, among the files a user of sipack
 // meets: "a safetensors file", "a sipack profile", "a GGUF file", "text"...

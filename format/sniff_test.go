@@ -30,7 +30,7 @@ func TestOpenSaysWhatAFileIs(t *testing.T) {
 	}{
 		{"model.safetensors", st, "a safetensors file"},
 		{"qa.prof", []byte(`{"format":"sipack-profile","version":1,"task":"qa"}`), "a sipack profile"},
-		{"m.gguf", []byte("GGUF\x03\x00\x00\x00\x00\x00"), "a GGUF file"},
+		{"m.gguf", []byte("GGUF\x03\x00\x00\x00\x00\x00"), "a GGUF file: convert it first, sipack convert " + filepath.Join(dir, "m.gguf") + " -o PACK)"},
 		{"notes.txt", []byte("definitely not a pack\nbut text ✓\n"), "text"},
 		{"empty.sip", []byte{}, "an empty file"},
 		{"config.json", []byte(`  {"hidden_size": 8}`), "JSON text"},

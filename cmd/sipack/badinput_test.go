@@ -274,7 +274,7 @@ func TestClearErrors(t *testing.T) {
 	}{
 		{[]string{"inspect", safetensors}, safetensors + ": not a .sip pack (looks like: a safetensors file)"},
 		{[]string{"verify", prof}, prof + ": not a .sip pack (looks like: a sipack profile)"},
-		{[]string{"slice", "--gamma", "0.5", gguf, "-o", out}, gguf + ": not a .sip pack (looks like: a GGUF file)"},
+		{[]string{"slice", "--gamma", "0.5", gguf, "-o", out}, gguf + ": not a .sip pack (looks like: a GGUF file: convert it first, sipack convert " + gguf + " -o PACK)"},
 		{[]string{"inspect", dir}, dir + ": not a model directory (no config.json) and not a .sip pack"},
 		{[]string{"route", "--task", "translate", tiny, "-o", out}, "route takes a .sip pack; " + tiny + " is a model directory: convert it first (sipack convert --profile TASK --route TASK " + tiny + " -o PACK)"},
 		{[]string{"slice", "--gamma", "0.5", gguf}, "missing -o/--output (output pack FILE)"},
