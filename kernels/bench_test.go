@@ -108,7 +108,7 @@ func BenchmarkPrefillGEMMBF16(b *testing.B) {
 // above and no faster here: a cache effect, not kept.)
 func BenchmarkMatVecDRAM(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 1))
-	for _, dt := range []format.DType{format.F16, format.BF16, format.Q8_0, format.Q4_0} {
+	for _, dt := range []format.DType{format.F16, format.BF16, format.Q8_0, format.Q4_0, format.Q4_K, format.Q6_K} {
 		for _, rows := range []int{512, 2048} {
 			const cols = 2048
 			rb, _ := dt.RowBytes(cols)
