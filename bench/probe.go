@@ -228,5 +228,5 @@ func DecodeOps(m *runner.Model, pool *kernels.Pool, sel *runner.Selection, promp
 
 // SampleOp is DecodeOps' name for picking a token with sirun's default
 // sampler.
-var SampleOp = fmt.Sprintf("sample (temperature %g, top-k %d, top-p %g)",
-	runner.DefaultSampler().Temperature, runner.DefaultSampler().TopK, runner.DefaultSampler().TopP)
+var SampleOp = fmt.Sprintf("sample (temperature %g, top-k %d, top-p %g, min-p %g)",
+	runner.DefaultSampler().Temperature, runner.DefaultSampler().TopK, runner.DefaultSampler().TopP, runner.DefaultSampler().MinP)

@@ -45,6 +45,7 @@ type SamplerConfig struct {
 	Temperature       float64 // 0: greedy
 	TopK              int     // 0: off
 	TopP              float64 // 1: off
+	MinP              float64 // 0: off
 	RepetitionPenalty float64 // 1: off
 	RepeatLastN       int     // how many recent tokens the penalty looks at (0: all)
 	Seed              uint64
@@ -53,7 +54,7 @@ type SamplerConfig struct {
 // DefaultSampler is what sirun and sirun serve sample with unless told
 // otherwise: llama.cpp's defaults, the repetition penalty off.
 func DefaultSampler() SamplerConfig {
-	return SamplerConfig{Temperature: 0.8, TopK: 40, TopP: 0.95, RepetitionPenalty: 1, RepeatLastN: 64}
+	return SamplerConfig{Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, RepetitionPenalty: 1, RepeatLastN: 64}
 }
 
 // Validate checks the ranges.
@@ -65,6 +66,8 @@ func (c *SamplerConfig) Validate() error {
 		return fmt.Errorf("--top-k must be ≥ 0, got %d", c.TopK)
 	case !(c.TopP > 0 && c.TopP <= 1):
 		return fmt.Errorf("--top-p must be in (0, 1], got %v", c.TopP)
+	case !(c.MinP >= 0 && c.MinP <= 1):
+		return fmt.Errorf("--min-p must be in [0, 1], got %v", c.MinP)
 	case !(c.RepetitionPenalty > 0):
 		return fmt.Errorf("--repeat-penalty must be > 0, got %v", c.RepetitionPenalty)
 	case c.RepeatLastN < 0:
@@ -93,7 +96,8 @@ func NewSampler(cfg SamplerConfig) *Sampler {
 }
 
 // Sample picks a token from logits (which it may modify), given the tokens so far.
-// Order, as in llama.cpp: repetition penalty, then greedy or top-k → top-p → temperature.
+// Order, as in llama.cpp: repetition penalty, then greedy or top-k → top-p
+// → min-p → temperature (top-p and min-p see the logits untempered).
 func (s *Sampler) Sample(logits []float32, history []int) int {
 	return s.sample(logits, history, s.cfg.TopK)
 }
@@ -202,20 +206,22 @@ func (s *Sampler) SampleTop(ids []int32, vals []float32) int {
 }
 
 // draw picks one of the n candidates s.idx[:n], best first, whose logits
-// are s.vals[:n]: softmax at the temperature, top-p, one uniform draw.
+// are s.vals[:n], as llama.cpp's chain does after top-k: top-p over the
+// candidates' probabilities at temperature 1 (the smallest prefix
+// reaching TopP), then min-p (the logits within ln MinP of the best: a
+// probability at least MinP times the best's), then the softmax at the
+// temperature over what is left and one uniform draw.
 func (s *Sampler) draw(n int) int {
 	c := &s.cfg
-	// Softmax with temperature over the candidates.
-	s.prob = s.prob[:0]
 	m := float64(s.vals[0])
-	var sum float64
-	for _, v := range s.vals[:n] {
-		p := math.Exp((float64(v) - m) / c.Temperature)
-		s.prob = append(s.prob, float32(p))
-		sum += p
-	}
-	// Top-p: the smallest prefix whose probability reaches TopP.
 	if c.TopP < 1 {
+		s.prob = s.prob[:0]
+		var sum float64
+		for _, v := range s.vals[:n] {
+			p := math.Exp(float64(v) - m)
+			s.prob = append(s.prob, float32(p))
+			sum += p
+		}
 		acc := 0.0
 		for k, p := range s.prob {
 			acc += float64(p) / sum
@@ -224,10 +230,22 @@ func (s *Sampler) draw(n int) int {
 				break
 			}
 		}
-		sum = 0
-		for _, p := range s.prob[:n] {
-			sum += float64(p)
+	}
+	if c.MinP > 0 {
+		floor := m + math.Log(c.MinP)
+		for k := 1; k < n; k++ {
+			if float64(s.vals[k]) < floor {
+				n = k
+				break
+			}
 		}
+	}
+	s.prob = s.prob[:0]
+	var sum float64
+	for _, v := range s.vals[:n] {
+		p := math.Exp((float64(v) - m) / c.Temperature)
+		s.prob = append(s.prob, float32(p))
+		sum += p
 	}
 	r := s.rng.Float64() * sum
 	for k, p := range s.prob[:n] {

@@ -68,6 +68,23 @@ func TestSamplerTopKTopPDistribution(t *testing.T) {
 	if got := count(hot); !near(got, []float64{1.0 / 30, 4.0 / 30, 9.0 / 30, 16.0 / 30}) {
 		t.Errorf("T=0.5: %v", got)
 	}
+	// llama.cpp's order: top-p and min-p see the logits before the
+	// temperature. Top-p 0.75 at T=1 keeps {3, 2, 1} (0.4 + 0.3 falls
+	// short); tempered first (p ∝ 1:4:9:16) it would keep {3, 2} only.
+	hotP := hot
+	hotP.TopP = 0.75
+	if got := count(hotP); !near(got, []float64{0, 4.0 / 29, 9.0 / 29, 16.0 / 29}) {
+		t.Errorf("top-p 0.75 at T=0.5: %v, want 0 4/29 9/29 16/29", got)
+	}
+	// Min-p 0.4 keeps the tokens at least 0.4 × 0.4 as likely as the
+	// best at T=1, {3, 2, 1}, whatever the temperature: at T=2 (p ∝
+	// √1:√2:√3:√4) a min-p of the tempered probabilities would keep all.
+	minP := base
+	minP.MinP, minP.Temperature = 0.4, 2
+	sum := math.Sqrt(2) + math.Sqrt(3) + 2
+	if got := count(minP); !near(got, []float64{0, math.Sqrt(2) / sum, math.Sqrt(3) / sum, 2 / sum}) {
+		t.Errorf("min-p 0.4 at T=2: %v", got)
+	}
 }
 
 func TestRepetitionPenalty(t *testing.T) {
@@ -86,6 +103,8 @@ func TestSamplerValidate(t *testing.T) {
 		{TopP: 0, RepetitionPenalty: 1},
 		{TopP: 1.5, RepetitionPenalty: 1},
 		{TopP: 1, RepetitionPenalty: 0},
+		{TopP: 1, MinP: -0.1, RepetitionPenalty: 1},
+		{TopP: 1, MinP: 1.5, RepetitionPenalty: 1},
 	} {
 		if c.Validate() == nil {
 			t.Errorf("%+v accepted", c)

@@ -22,6 +22,7 @@ type params struct {
 	Temperature         *float64        `json:"temperature"`
 	TopP                *float64        `json:"top_p"`
 	TopK                *int            `json:"top_k"`
+	MinP                *float64        `json:"min_p"` // llama-server's extension
 	Seed                *int64          `json:"seed"`
 	PresencePenalty     *float64        `json:"presence_penalty"`
 	FrequencyPenalty    *float64        `json:"frequency_penalty"`
@@ -144,6 +145,7 @@ func (p *params) request(ctx int) (Request, error) {
 	for _, err := range []error{
 		in("temperature", p.Temperature, 0, 2, false),
 		in("top_p", p.TopP, 0, 1, true),
+		in("min_p", p.MinP, 0, 1, false),
 		in("presence_penalty", p.PresencePenalty, -2, 2, false),
 		in("frequency_penalty", p.FrequencyPenalty, -2, 2, false),
 		in("repeat_penalty", p.RepeatPenalty, 0, 10, true),
@@ -160,6 +162,7 @@ func (p *params) request(ctx int) (Request, error) {
 	}
 	set(&r.Sampling.Temperature, p.Temperature)
 	set(&r.Sampling.TopP, p.TopP)
+	set(&r.Sampling.MinP, p.MinP)
 	set(&r.Sampling.PresencePenalty, p.PresencePenalty)
 	set(&r.Sampling.FrequencyPenalty, p.FrequencyPenalty)
 	set(&r.Sampling.RepeatPenalty, p.RepeatPenalty)

@@ -110,13 +110,14 @@ func (s *Slot) Cached(r *Request) int {
 func (s *Slot) CacheBytes() int { return int(s.ss.S.CacheBytes()) }
 
 // Sampling is a request's sampling: as llama.cpp orders it, repetition
-// penalty, then greedy or top-k → top-p → temperature; presence and
+// penalty, then greedy or top-k → top-p → min-p → temperature; presence and
 // frequency penalties (OpenAI's) are subtracted from the logits of the
 // tokens generated so far before that.
 type Sampling struct {
 	Temperature      float64 // 0: greedy
 	TopK             int     // 0: off
 	TopP             float64 // 1: off
+	MinP             float64 // 0: off
 	Seed             uint64
 	PresencePenalty  float64
 	FrequencyPenalty float64
@@ -212,7 +213,7 @@ func (s *Slot) Generate(ctx context.Context, r Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := runner.SamplerConfig{Temperature: r.Sampling.Temperature, TopK: r.Sampling.TopK, TopP: r.Sampling.TopP,
+	sc := runner.SamplerConfig{Temperature: r.Sampling.Temperature, TopK: r.Sampling.TopK, TopP: r.Sampling.TopP, MinP: r.Sampling.MinP,
 		RepetitionPenalty: r.Sampling.RepeatPenalty, Seed: r.Sampling.Seed}
 	if sc.TopP == 0 {
 		sc.TopP = 1

@@ -143,7 +143,7 @@ func (s *Server) props(w http.ResponseWriter, r *http.Request) {
 		"default_generation_settings": map[string]any{
 			"n_ctx": s.e.Ctx(),
 			// /v1/*'s defaults: a request without them gets these.
-			"params": map[string]any{"temperature": 1.0, "top_k": 0, "top_p": 1.0, "repeat_penalty": 1.0, "n_predict": -1},
+			"params": map[string]any{"temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0, "repeat_penalty": 1.0, "n_predict": -1},
 		},
 		"total_slots":   s.opt.Parallel,
 		"model_path":    s.e.opt.Model.Pack.Path,

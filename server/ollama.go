@@ -32,6 +32,7 @@ type ollamaOptions struct {
 	Temperature      *float64        `json:"temperature"`
 	TopK             *int            `json:"top_k"`
 	TopP             *float64        `json:"top_p"`
+	MinP             *float64        `json:"min_p"`
 	NumPredict       *int            `json:"num_predict"`
 	NumCtx           *int            `json:"num_ctx"`
 	Seed             *int64          `json:"seed"`
@@ -137,7 +138,7 @@ func (c *ollamaCommon) request(ctx int) (Request, int, error) {
 	p := params{Temperature: &temp, TopK: &topK, TopP: &topP, RepeatPenalty: &rep}
 	numCtx := 0
 	if o := c.Options; o != nil {
-		for _, f := range []struct{ dst, v **float64 }{{&p.Temperature, &o.Temperature}, {&p.TopP, &o.TopP},
+		for _, f := range []struct{ dst, v **float64 }{{&p.Temperature, &o.Temperature}, {&p.TopP, &o.TopP}, {&p.MinP, &o.MinP},
 			{&p.RepeatPenalty, &o.RepeatPenalty}, {&p.PresencePenalty, &o.PresencePenalty}, {&p.FrequencyPenalty, &o.FrequencyPenalty}} {
 			if *f.v != nil {
 				*f.dst = *f.v

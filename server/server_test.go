@@ -386,6 +386,8 @@ func TestBadRequests(t *testing.T) {
 		{"temperature a string", "POST", chatURL, `{` + msg + `, "temperature": "hot"}`, 400},
 		{"temperature 5", "POST", chatURL, `{` + msg + `, "temperature": 5}`, 400},
 		{"top_p 0", "POST", chatURL, `{` + msg + `, "top_p": 0}`, 400},
+		{"min_p 2", "POST", chatURL, `{` + msg + `, "min_p": 2}`, 400},
+		{"min_p -0.1", "POST", chatURL, `{` + msg + `, "min_p": -0.1}`, 400},
 		{"top_k -1", "POST", chatURL, `{` + msg + `, "top_k": -1}`, 400},
 		{"max_tokens -1", "POST", chatURL, `{` + msg + `, "max_tokens": -1}`, 400},
 		{"max_tokens beyond context", "POST", chatURL, `{` + msg + `, "max_tokens": 100000}`, 400},
@@ -699,7 +701,7 @@ func FuzzRequestParsing(f *testing.F) {
 			return
 		}
 		s := r.Sampling
-		if s.Temperature < 0 || s.Temperature > 2 || s.TopP <= 0 || s.TopP > 1 || s.TopK < 0 || r.MaxTokens > 512 || r.MaxTokens < -1 {
+		if s.Temperature < 0 || s.Temperature > 2 || s.TopP <= 0 || s.TopP > 1 || s.MinP < 0 || s.MinP > 1 || s.TopK < 0 || r.MaxTokens > 512 || r.MaxTokens < -1 {
 			t.Fatalf("accepted out-of-range request %+v", r)
 		}
 		for _, st := range r.Stop {

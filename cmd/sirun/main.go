@@ -31,6 +31,7 @@ var generateFlags = []cli.Flag{
 	&cli.Float64Flag{Name: "temperature", Aliases: []string{"temp"}, Value: runner.DefaultSampler().Temperature, Usage: "sampling temperature; 0 is greedy"},
 	&cli.IntFlag{Name: "top-k", Value: runner.DefaultSampler().TopK, Usage: "keep the k most likely tokens (0: all)"},
 	&cli.Float64Flag{Name: "top-p", Value: runner.DefaultSampler().TopP, Usage: "keep the most likely tokens up to probability p (1: all)"},
+	&cli.Float64Flag{Name: "min-p", Value: runner.DefaultSampler().MinP, Usage: "keep the tokens at least p times as likely as the most likely (0: off)"},
 	&cli.Float64Flag{Name: "repeat-penalty", Value: runner.DefaultSampler().RepetitionPenalty, Usage: "penalty for recently seen tokens (1: off)"},
 	&cli.IntFlag{Name: "repeat-last-n", Value: runner.DefaultSampler().RepeatLastN, Usage: "recent tokens the repeat penalty looks at (0: all)"},
 	&cli.Int64Flag{Name: "seed", Value: -1, Usage: "random seed (-1: from the clock)"},
@@ -292,7 +293,7 @@ func samplerFlags(c *cli.Context) (runner.SamplerConfig, int64, error) {
 		seed = time.Now().UnixNano() & (1<<62 - 1)
 	}
 	sc := runner.SamplerConfig{
-		Temperature: c.Float64("temperature"), TopK: c.Int("top-k"), TopP: c.Float64("top-p"),
+		Temperature: c.Float64("temperature"), TopK: c.Int("top-k"), TopP: c.Float64("top-p"), MinP: c.Float64("min-p"),
 		RepetitionPenalty: c.Float64("repeat-penalty"), RepeatLastN: c.Int("repeat-last-n"), Seed: uint64(seed),
 	}
 	if err := sc.Validate(); err != nil {

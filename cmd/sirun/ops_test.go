@@ -13,7 +13,7 @@ func TestBenchOps(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"γ 1.0 φ 1.0", "γ 0.7 φ 0.4", "| ffn |", "| matmul qkv |", "| matmul lm_head |", "| attention |", "| sample (temperature 0.8, top-k 40, top-p 0.95) |", "outside the operations", "after a 16-token prompt"} {
+	for _, want := range []string{"γ 1.0 φ 1.0", "γ 0.7 φ 0.4", "| ffn |", "| matmul qkv |", "| matmul lm_head |", "| attention |", "| sample (temperature 0.8, top-k 40, top-p 0.95, min-p 0.05) |", "outside the operations", "after a 16-token prompt"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("--ops output lacks %q:\n%s", want, out)
 		}

@@ -175,6 +175,7 @@ var chatCmd = &cli.Command{
 		&cli.Float64Flag{Name: "temperature", Aliases: []string{"temp"}, Value: runner.DefaultSampler().Temperature, Usage: "sampling temperature; 0 is greedy"},
 		&cli.IntFlag{Name: "top-k", Value: runner.DefaultSampler().TopK, Usage: "keep the k most likely tokens (0: all)"},
 		&cli.Float64Flag{Name: "top-p", Value: runner.DefaultSampler().TopP, Usage: "keep the smallest set of tokens whose probability reaches p (1: all)"},
+		&cli.Float64Flag{Name: "min-p", Value: runner.DefaultSampler().MinP, Usage: "keep the tokens at least p times as likely as the most likely (0: off)"},
 		&cli.Float64Flag{Name: "repeat-penalty", Value: runner.DefaultSampler().RepetitionPenalty, Usage: "penalty for recently seen tokens (1: off)"},
 		&cli.Int64Flag{Name: "seed", Value: -1, Usage: "random seed (-1: from the clock)"},
 	}, engineFlags...),
@@ -202,7 +203,7 @@ var chatCmd = &cli.Command{
 			seed = time.Now().UnixNano() & (1<<62 - 1)
 		}
 		gen := server.Request{MaxTokens: c.Int("n-predict"), Sampling: server.Sampling{
-			Temperature: c.Float64("temperature"), TopK: c.Int("top-k"), TopP: c.Float64("top-p"),
+			Temperature: c.Float64("temperature"), TopK: c.Int("top-k"), TopP: c.Float64("top-p"), MinP: c.Float64("min-p"),
 			RepeatPenalty: c.Float64("repeat-penalty"), Seed: uint64(seed),
 		}}
 		return chatLoop(c, os.Stdin, os.Stdout, server.NewConversation(slot, e.Template(), c.String("system")), gen, load, e)
