@@ -47,7 +47,7 @@ type SamplerConfig struct {
 	TopP              float64 // 1: off
 	MinP              float64 // 0: off
 	RepetitionPenalty float64 // 1: off
-	RepeatLastN       int     // how many recent tokens the penalty looks at (0: all)
+	RepeatLastN       int     // the recent tokens the penalty looks at (-1: all, 0: none), as llama.cpp's
 	Seed              uint64
 }
 
@@ -70,8 +70,8 @@ func (c *SamplerConfig) Validate() error {
 		return fmt.Errorf("--min-p must be in [0, 1], got %v", c.MinP)
 	case !(c.RepetitionPenalty > 0):
 		return fmt.Errorf("--repeat-penalty must be > 0, got %v", c.RepetitionPenalty)
-	case c.RepeatLastN < 0:
-		return fmt.Errorf("--repeat-last-n must be ≥ 0, got %d", c.RepeatLastN)
+	case c.RepeatLastN < -1:
+		return fmt.Errorf("--repeat-last-n must be ≥ -1, got %d", c.RepeatLastN)
 	}
 	return nil
 }
@@ -149,7 +149,7 @@ func (s *Sampler) SampleAllowed(logits []float32, history []int, allowed []uint6
 // sample is Sample with top-k k.
 func (s *Sampler) sample(logits []float32, history []int, k int) int {
 	c := &s.cfg
-	if c.RepetitionPenalty != 1 {
+	if c.RepetitionPenalty != 1 && c.RepeatLastN != 0 {
 		recent := history
 		if c.RepeatLastN > 0 && len(recent) > c.RepeatLastN {
 			recent = recent[len(recent)-c.RepeatLastN:]

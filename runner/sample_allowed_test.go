@@ -78,7 +78,7 @@ func TestSampleAllowedAll(t *testing.T) {
 	all := allowedSet(len(logits), 0, 1, 2, 3, 4, 5, 6)
 	for _, cfg := range []SamplerConfig{
 		{Temperature: 0.9, TopP: 0.95, RepetitionPenalty: 1, Seed: 9},
-		{Temperature: 1.2, TopK: 3, TopP: 1, RepetitionPenalty: 1.1, Seed: 9},
+		{Temperature: 1.2, TopK: 3, TopP: 1, RepetitionPenalty: 1.1, RepeatLastN: 64, Seed: 9},
 	} {
 		a, b := NewSampler(cfg), NewSampler(cfg)
 		for range 200 {

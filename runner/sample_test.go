@@ -88,11 +88,21 @@ func TestSamplerTopKTopPDistribution(t *testing.T) {
 }
 
 func TestRepetitionPenalty(t *testing.T) {
-	s := NewSampler(SamplerConfig{Temperature: 0, TopP: 1, RepetitionPenalty: 2})
+	s := NewSampler(SamplerConfig{Temperature: 0, TopP: 1, RepetitionPenalty: 2, RepeatLastN: -1})
 	// Token 1 (logit 2) was seen: 2/2 = 1 < 1.5, so token 2 wins; a seen negative logit goes further down.
 	logits := []float32{-1, 2, 1.5}
 	if got := s.Sample(logits, []int{1, 0}); got != 2 || logits[0] != -2 {
 		t.Fatalf("picked %d with logits %v, want 2 and logits[0] = -2", got, logits)
+	}
+	// RepeatLastN as llama.cpp's penalty_last_n: the last n tokens only
+	// (1: token 0, so token 1 keeps its 2 and wins), and 0 none at all.
+	for _, c := range []struct{ n, want int }{{1, 1}, {0, 1}} {
+		s := NewSampler(SamplerConfig{Temperature: 0, TopP: 1, RepetitionPenalty: 2, RepeatLastN: c.n})
+		logits := []float32{-1, 2, 1.5}
+		got := s.Sample(logits, []int{1, 0})
+		if wantL0 := map[int]float32{1: -2, 0: -1}[c.n]; got != c.want || logits[0] != wantL0 {
+			t.Errorf("repeat-last-n %d: picked %d with logits %v, want %d and logits[0] = %v", c.n, got, logits, c.want, wantL0)
+		}
 	}
 }
 
@@ -105,6 +115,7 @@ func TestSamplerValidate(t *testing.T) {
 		{TopP: 1, RepetitionPenalty: 0},
 		{TopP: 1, MinP: -0.1, RepetitionPenalty: 1},
 		{TopP: 1, MinP: 1.5, RepetitionPenalty: 1},
+		{TopP: 1, RepetitionPenalty: 1, RepeatLastN: -2},
 	} {
 		if c.Validate() == nil {
 			t.Errorf("%+v accepted", c)

@@ -27,6 +27,7 @@ type params struct {
 	PresencePenalty     *float64        `json:"presence_penalty"`
 	FrequencyPenalty    *float64        `json:"frequency_penalty"`
 	RepeatPenalty       *float64        `json:"repeat_penalty"`
+	RepeatLastN         *int            `json:"repeat_last_n"` // llama-server's extension
 	Stop                json.RawMessage `json:"stop"`
 	Stream              *bool           `json:"stream"`
 	StreamOptions       *struct {
@@ -128,7 +129,7 @@ func (s *Server) completionLogprobs(res *Result) any {
 
 // request turns params into an engine request (without the prompt).
 func (p *params) request(ctx int) (Request, error) {
-	r := Request{Sampling: Sampling{Temperature: 1, TopP: 1, RepeatPenalty: 1, Seed: rand.Uint64()}}
+	r := Request{Sampling: Sampling{Temperature: 1, TopP: 1, RepeatPenalty: 1, RepeatLastN: runner.DefaultSampler().RepeatLastN, Seed: rand.Uint64()}}
 	in := func(name string, v *float64, lo, hi float64, loOpen bool) error {
 		if v == nil {
 			return nil
@@ -179,6 +180,12 @@ func (p *params) request(ctx int) (Request, error) {
 			return r, fieldErr("top_k", "top_k must be ≥ 0, got %d", *p.TopK)
 		}
 		r.Sampling.TopK = *p.TopK
+	}
+	if p.RepeatLastN != nil {
+		if *p.RepeatLastN < -1 {
+			return r, fieldErr("repeat_last_n", "repeat_last_n must be ≥ -1 (-1: every token, 0: none), got %d", *p.RepeatLastN)
+		}
+		r.Sampling.RepeatLastN = *p.RepeatLastN
 	}
 	if p.Seed != nil {
 		r.Sampling.Seed = uint64(*p.Seed)

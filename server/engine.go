@@ -122,6 +122,7 @@ type Sampling struct {
 	PresencePenalty  float64
 	FrequencyPenalty float64
 	RepeatPenalty    float64 // 1 (or 0): off
+	RepeatLastN      int     // the recent tokens it looks at (-1: all, 0: none)
 }
 
 // Request is one generation. Its prompt is prefilled past what the slot's
@@ -214,7 +215,7 @@ func (s *Slot) Generate(ctx context.Context, r Request) (*Result, error) {
 		return nil, err
 	}
 	sc := runner.SamplerConfig{Temperature: r.Sampling.Temperature, TopK: r.Sampling.TopK, TopP: r.Sampling.TopP, MinP: r.Sampling.MinP,
-		RepetitionPenalty: r.Sampling.RepeatPenalty, Seed: r.Sampling.Seed}
+		RepetitionPenalty: r.Sampling.RepeatPenalty, RepeatLastN: r.Sampling.RepeatLastN, Seed: r.Sampling.Seed}
 	if sc.TopP == 0 {
 		sc.TopP = 1
 	}

@@ -38,6 +38,7 @@ type ollamaOptions struct {
 	Seed             *int64          `json:"seed"`
 	Stop             json.RawMessage `json:"stop"`
 	RepeatPenalty    *float64        `json:"repeat_penalty"`
+	RepeatLastN      *int            `json:"repeat_last_n"`
 	PresencePenalty  *float64        `json:"presence_penalty"`
 	FrequencyPenalty *float64        `json:"frequency_penalty"`
 }
@@ -147,6 +148,7 @@ func (c *ollamaCommon) request(ctx int) (Request, int, error) {
 		if o.TopK != nil {
 			p.TopK = o.TopK
 		}
+		p.RepeatLastN = o.RepeatLastN
 		// A negative seed is ollama's "random".
 		if o.Seed != nil && *o.Seed >= 0 {
 			p.Seed = o.Seed

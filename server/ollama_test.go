@@ -241,6 +241,7 @@ func TestOllamaBadRequests(t *testing.T) {
 		{"/api/chat", `{` + msg + `, "options": {"top_k": -1}}`, "options.top_k must be ≥ 0"},
 		{"/api/chat", `{` + msg + `, "options": {"top_p": 0}}`, "options.top_p must be in (0, 1]"},
 		{"/api/chat", `{` + msg + `, "options": {"min_p": 1.5}}`, "options.min_p must be in [0, 1]"},
+		{"/api/chat", `{` + msg + `, "options": {"repeat_last_n": -2}}`, "options.repeat_last_n must be ≥ -1"},
 		{"/api/chat", `{` + msg + `, "options": {"repeat_penalty": -1}}`, "options.repeat_penalty must be in"},
 		{"/api/chat", `{` + msg + `, "options": {"num_predict": -3}}`, "options.num_predict must be in [-2, 512]"},
 		{"/api/chat", `{` + msg + `, "options": {"num_predict": 100000}}`, "options.num_predict must be in [-2, 512]"},

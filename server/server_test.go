@@ -388,6 +388,7 @@ func TestBadRequests(t *testing.T) {
 		{"top_p 0", "POST", chatURL, `{` + msg + `, "top_p": 0}`, 400},
 		{"min_p 2", "POST", chatURL, `{` + msg + `, "min_p": 2}`, 400},
 		{"min_p -0.1", "POST", chatURL, `{` + msg + `, "min_p": -0.1}`, 400},
+		{"repeat_last_n -2", "POST", chatURL, `{` + msg + `, "repeat_last_n": -2}`, 400},
 		{"top_k -1", "POST", chatURL, `{` + msg + `, "top_k": -1}`, 400},
 		{"max_tokens -1", "POST", chatURL, `{` + msg + `, "max_tokens": -1}`, 400},
 		{"max_tokens beyond context", "POST", chatURL, `{` + msg + `, "max_tokens": 100000}`, 400},

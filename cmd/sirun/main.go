@@ -33,7 +33,7 @@ var generateFlags = []cli.Flag{
 	&cli.Float64Flag{Name: "top-p", Value: runner.DefaultSampler().TopP, Usage: "keep the most likely tokens up to probability p (1: all)"},
 	&cli.Float64Flag{Name: "min-p", Value: runner.DefaultSampler().MinP, Usage: "keep the tokens at least p times as likely as the most likely (0: off)"},
 	&cli.Float64Flag{Name: "repeat-penalty", Value: runner.DefaultSampler().RepetitionPenalty, Usage: "penalty for recently seen tokens (1: off)"},
-	&cli.IntFlag{Name: "repeat-last-n", Value: runner.DefaultSampler().RepeatLastN, Usage: "recent tokens the repeat penalty looks at (0: all)"},
+	&cli.IntFlag{Name: "repeat-last-n", Value: runner.DefaultSampler().RepeatLastN, Usage: "recent tokens the repeat penalty looks at (-1: all, 0: none)"},
 	&cli.Int64Flag{Name: "seed", Value: -1, Usage: "random seed (-1: from the clock)"},
 	&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: defaultThreads(), Usage: "worker threads"},
 	ctxFlag,

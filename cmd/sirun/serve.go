@@ -204,7 +204,7 @@ var chatCmd = &cli.Command{
 		}
 		gen := server.Request{MaxTokens: c.Int("n-predict"), Sampling: server.Sampling{
 			Temperature: c.Float64("temperature"), TopK: c.Int("top-k"), TopP: c.Float64("top-p"), MinP: c.Float64("min-p"),
-			RepeatPenalty: c.Float64("repeat-penalty"), Seed: uint64(seed),
+			RepeatPenalty: c.Float64("repeat-penalty"), RepeatLastN: runner.DefaultSampler().RepeatLastN, Seed: uint64(seed),
 		}}
 		return chatLoop(c, os.Stdin, os.Stdout, server.NewConversation(slot, e.Template(), c.String("system")), gen, load, e)
 	},

@@ -47,3 +47,45 @@ func TestMinP(t *testing.T) {
 		t.Errorf("ollama options.min_p 1: %d %s %q, want %q", code, msg, r.Response, want)
 	}
 }
+
+// TestRepeatLastN: the repeat penalty looks at the last repeat_last_n
+// tokens (llama-server's field, ollama's option; 64 when absent, as in
+// both), 0 at none and -1 at all. A penalty of 10 over every token moves
+// the greedy text; over none it is the golden one.
+func TestRepeatLastN(t *testing.T) {
+	for _, c := range []struct {
+		body string
+		want int
+	}{{`{}`, 64}, {`{"repeat_last_n": 0}`, 0}, {`{"repeat_last_n": -1}`, -1}} {
+		var p params
+		if err := json.Unmarshal([]byte(c.body), &p); err != nil {
+			t.Fatal(err)
+		}
+		r, err := p.request(512)
+		if err != nil || r.Sampling.RepeatLastN != c.want {
+			t.Errorf("%s: repeat-last-n %d (%v), want %d", c.body, r.Sampling.RepeatLastN, err, c.want)
+		}
+	}
+	var o ollamaCommon
+	if r, _, err := o.request(512); err != nil || r.Sampling.RepeatLastN != 64 || r.Sampling.RepeatPenalty != 1.1 {
+		t.Errorf("ollama's defaults: repeat_penalty %v over %d tokens (%v), want 1.1 over 64", r.Sampling.RepeatPenalty, r.Sampling.RepeatLastN, err)
+	}
+
+	h := newTestServer(t, Options{Parallel: 1}).Handler()
+	prompt, ids, want := golden(t)
+	p, _ := json.Marshal(prompt)
+	n := strconv.Itoa(len(ids))
+	for _, c := range []struct {
+		last   string
+		greedy bool
+	}{{"0", true}, {"-1", false}} {
+		body := `{"model": "tiny", "prompt": ` + string(p) + `, "raw": true, "stream": false, "options": {"temperature": 0, "repeat_penalty": 10, "repeat_last_n": ` + c.last + `, "num_predict": ` + n + `}}`
+		code, msg, rec := ollamaDo(t, h, "POST", "/api/generate", body)
+		var r struct {
+			Response string `json:"response"`
+		}
+		if code != 200 || json.Unmarshal(rec.Body.Bytes(), &r) != nil || (r.Response == want) != c.greedy {
+			t.Errorf("repeat_penalty 10, repeat_last_n %s: %d %s %q (the greedy text: %v)", c.last, code, msg, r.Response, c.greedy)
+		}
+	}
+}
