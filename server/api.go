@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,7 @@ type params struct {
 	FrequencyPenalty    *float64        `json:"frequency_penalty"`
 	RepeatPenalty       *float64        `json:"repeat_penalty"`
 	RepeatLastN         *int            `json:"repeat_last_n"` // llama-server's extension
+	LogitBias           json.RawMessage `json:"logit_bias"`
 	Stop                json.RawMessage `json:"stop"`
 	Stream              *bool           `json:"stream"`
 	StreamOptions       *struct {
@@ -127,6 +129,32 @@ func (s *Server) completionLogprobs(res *Result) any {
 	return map[string]any{"tokens": tokens, "token_logprobs": lps, "top_logprobs": tops, "text_offset": offsets}
 }
 
+// parseLogitBias reads OpenAI's logit_bias: an object from token ids (as
+// strings) to biases in [−100, 100] (absent or null: none). The ids are
+// checked against the vocabulary when the request is prepared.
+func parseLogitBias(raw json.RawMessage) (map[int]float32, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, mustBe("logit_bias", "an object from token ids to biases", raw)
+	}
+	bias := make(map[int]float32, len(m))
+	for k, v := range m {
+		id, err := strconv.Atoi(k)
+		if err != nil || id < 0 {
+			return nil, fieldErr("logit_bias", "logit_bias keys must be token ids, got %q", clip(k, 40))
+		}
+		var b float64
+		if err := json.Unmarshal(v, &b); err != nil || b < -100 || b > 100 {
+			return nil, fieldErr("logit_bias", "logit_bias[%q] must be a number in [-100, 100], got %s", k, describe(v))
+		}
+		bias[id] = float32(b)
+	}
+	return bias, nil
+}
+
 // request turns params into an engine request (without the prompt).
 func (p *params) request(ctx int) (Request, error) {
 	r := Request{Sampling: Sampling{Temperature: 1, TopP: 1, RepeatPenalty: 1, RepeatLastN: runner.DefaultSampler().RepeatLastN, Seed: rand.Uint64()}}
@@ -181,6 +209,11 @@ func (p *params) request(ctx int) (Request, error) {
 		}
 		r.Sampling.TopK = *p.TopK
 	}
+	bias, err := parseLogitBias(p.LogitBias)
+	if err != nil {
+		return r, err
+	}
+	r.LogitBias = bias
 	if p.RepeatLastN != nil {
 		if *p.RepeatLastN < -1 {
 			return r, fieldErr("repeat_last_n", "repeat_last_n must be ≥ -1 (-1: every token, 0: none), got %d", *p.RepeatLastN)
@@ -224,6 +257,11 @@ func (p *params) request(ctx int) (Request, error) {
 // prepare validates a request's prompt length and max tokens.
 func (s *Server) prepare(r *Request, prompt []int) error {
 	ctx := s.e.Ctx()
+	for id := range r.LogitBias {
+		if v := s.e.opt.Model.Config.VocabSize; id >= v {
+			return fieldErr("logit_bias", "logit_bias names token %d; the vocabulary has %d", id, v)
+		}
+	}
 	if len(prompt) == 0 {
 		return fmt.Errorf("empty prompt")
 	}

@@ -132,6 +132,9 @@ type Request struct {
 	Prompt    []int
 	MaxTokens int
 	Sampling  Sampling
+	// LogitBias is added to the logits of its tokens before sampling
+	// (OpenAI's logit_bias: −100 bans a token, 100 all but forces it).
+	LogitBias map[int]float32
 	Stop      []string // stop strings; the text ends before the first one
 	IgnoreEOS bool
 	// Phi and Select override the engine's selection for this request (0
@@ -267,7 +270,7 @@ func (s *Slot) Generate(ctx context.Context, r Request) (*Result, error) {
 	}
 	// Without logprobs, penalties or a grammar a step needs no logits: the
 	// session reads back only what the sampler needs (NextSampled).
-	plain := con == nil && !r.Logprobs && r.Sampling.PresencePenalty == 0 && r.Sampling.FrequencyPenalty == 0
+	plain := con == nil && !r.Logprobs && r.Sampling.PresencePenalty == 0 && r.Sampling.FrequencyPenalty == 0 && len(r.LogitBias) == 0
 	next := -1 // the token NextSampled drew (−1: sample from logits)
 	for i := 0; i < r.MaxTokens; i++ {
 		if ctx.Err() != nil {
@@ -284,6 +287,9 @@ func (s *Slot) Generate(ctx context.Context, r Request) (*Result, error) {
 					top = append(top, TokenLogprob{ID: id, Logprob: float64(raw[id]) - lse})
 				}
 			}
+		}
+		for t, b := range r.LogitBias {
+			logits[t] += b
 		}
 		if r.Sampling.PresencePenalty != 0 || r.Sampling.FrequencyPenalty != 0 {
 			for t, n := range counts {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"testing"
 )
@@ -86,6 +87,46 @@ func TestRepeatLastN(t *testing.T) {
 		}
 		if code != 200 || json.Unmarshal(rec.Body.Bytes(), &r) != nil || (r.Response == want) != c.greedy {
 			t.Errorf("repeat_penalty 10, repeat_last_n %s: %d %s %q (the greedy text: %v)", c.last, code, msg, r.Response, c.greedy)
+		}
+	}
+}
+
+// TestLogitBias: OpenAI's logit_bias moves the sampler's logits: −100 on
+// the greedy first token makes another token first, 100 on a token makes
+// it first (two tokens are generated: a step past the first samples from
+// the biased logits too, not the device's unbiased top-k); malformed
+// biases and ids past the vocabulary are 400s naming the field.
+func TestLogitBias(t *testing.T) {
+	h := newTestServer(t, Options{Parallel: 1}).Handler()
+	prompt, ids, _ := golden(t)
+	p, _ := json.Marshal(prompt)
+	tokens := func(bias string) []int {
+		t.Helper()
+		code, e, out := do(t, h, "POST", "/v1/completions", `{"prompt": `+string(p)+`, "max_tokens": 2, "temperature": 0, "logit_bias": `+bias+`}`)
+		var r struct {
+			Choices []struct {
+				Text string `json:"text"`
+			} `json:"choices"`
+		}
+		if code != 200 || json.Unmarshal([]byte(out), &r) != nil || len(r.Choices) != 1 {
+			t.Fatalf("logit_bias %s: %d %v %s", bias, code, e, out)
+		}
+		return tinyModel.Tokenizer.EncodeAfter(prompt, r.Choices[0].Text)
+	}
+	if got := tokens(`null`); len(got) == 0 || got[0] != ids[0] {
+		t.Fatalf("no bias: tokens %v, golden first %d", got, ids[0])
+	}
+	if got := tokens(`{"` + strconv.Itoa(ids[0]) + `": -100}`); len(got) == 0 || got[0] == ids[0] {
+		t.Errorf("logit_bias -100 on the greedy token %d: %v", ids[0], got)
+	}
+	const forced = 1000
+	if got := tokens(`{"` + strconv.Itoa(forced) + `": 100}`); !slices.Equal(got, []int{forced, forced}) {
+		t.Errorf("logit_bias 100 on token %d: %v, want it twice", forced, got)
+	}
+	for _, bias := range []string{`[1, 2]`, `{"x": 1}`, `{"-1": 1}`, `{"5": 101}`, `{"5": "a"}`, `{"99999999": 1}`} {
+		code, e, _ := do(t, h, "POST", "/v1/chat/completions", `{"messages": [{"role": "user", "content": "hi"}], "logit_bias": `+bias+`}`)
+		if code != 400 || e.Error.Param == nil || *e.Error.Param != "logit_bias" {
+			t.Errorf("logit_bias %s: %d %+v, want 400 naming logit_bias", bias, code, e)
 		}
 	}
 }
