@@ -293,9 +293,19 @@ func usageOf(res *Result) *usage {
 // timings mirrors llama-server's per-request timings (an extension).
 func timingsOf(res *Result) map[string]any {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	per := func(d time.Duration, n int) (msPer, perS float64) {
+		if n > 0 && d > 0 {
+			return ms(d) / float64(n), float64(n) / d.Seconds()
+		}
+		return 0, 0
+	}
+	pt, ps := per(res.Prefill, res.PrefilledTokens)
+	dt, ds := per(res.Decode, res.CompletionTokens)
 	return map[string]any{
 		"prompt_n": res.PrefilledTokens, "prompt_ms": ms(res.Prefill), "cache_n": res.PromptTokens - res.PrefilledTokens,
+		"prompt_per_token_ms": pt, "prompt_per_second": ps,
 		"predicted_n": res.CompletionTokens, "predicted_ms": ms(res.Decode),
+		"predicted_per_token_ms": dt, "predicted_per_second": ds,
 		"ffn_records_per_token": res.ActiveRecords,
 	}
 }

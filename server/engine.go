@@ -171,6 +171,7 @@ type Result struct {
 	PromptTokens     int
 	PrefilledTokens  int    // prompt tokens run through the model (the rest was cached)
 	FinishReason     string // "stop" (eos or stop string), "length", "cancelled"
+	StopWord         string // the stop string that ended the text, if one did
 	Prefill, Decode  time.Duration
 	ActiveRecords    int // FFN records computed per decode token
 	CompletionTokens int
@@ -320,6 +321,12 @@ func (s *Slot) Generate(ctx context.Context, r Request) (*Result, error) {
 		counts[tok]++
 		out.WriteString(stream.Push(s.e.Tok.TokenBytes(tok)))
 		if cut, ok := findStop(out.String(), sent, r.Stop); ok {
+			for _, st := range r.Stop {
+				if strings.HasPrefix(out.String()[cut:], st) {
+					res.StopWord = st
+					break
+				}
+			}
 			text := out.String()[:cut]
 			out.Reset()
 			out.WriteString(text)

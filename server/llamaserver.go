@@ -69,7 +69,7 @@ func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) {
 	if !s.decodeRequest(w, r, &req) {
 		return
 	}
-	ids, err := parseTokens(req.Tokens, s.e.Tok.VocabSize())
+	ids, err := parseTokens("tokens", req.Tokens, s.e.Tok.VocabSize())
 	if err != nil {
 		badRequest(w, err)
 		return
@@ -77,18 +77,18 @@ func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"content": s.e.Tok.Decode(ids)})
 }
 
-// parseTokens reads "tokens": an array of token ids in [0, vocab).
-func parseTokens(raw json.RawMessage, vocab int) ([]int, error) {
+// parseTokens reads the field param: an array of token ids in [0, vocab).
+func parseTokens(param string, raw json.RawMessage, vocab int) ([]int, error) {
 	if isNull(raw) {
-		return nil, fieldErr("tokens", "tokens is required: an array of token ids")
+		return nil, fieldErr(param, "%s is required: an array of token ids", param)
 	}
 	var items []json.RawMessage
 	if first(raw) != '[' || json.Unmarshal(raw, &items) != nil {
-		return nil, mustBe("tokens", "an array of token ids", raw)
+		return nil, mustBe(param, "an array of token ids", raw)
 	}
 	ids := make([]int, len(items))
 	for i, it := range items {
-		name := fmt.Sprintf("tokens[%d]", i)
+		name := fmt.Sprintf("%s[%d]", param, i)
 		c := first(it)
 		if !(c == '-' || (c >= '0' && c <= '9')) || json.Unmarshal(it, &ids[i]) != nil {
 			return nil, mustBe(name, "an integer token id", it)

@@ -168,6 +168,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /detokenize", s.auth(s.detokenize))
 	mux.HandleFunc("POST /apply-template", s.auth(s.applyTemplate))
 	mux.HandleFunc("GET /props", s.auth(s.props))
+	mux.HandleFunc("POST /completion", s.auth(s.llamaCompletion))
+	mux.HandleFunc("POST /completions", s.auth(s.llamaCompletion))
 	mux.HandleFunc("GET /metrics", s.auth(s.serveMetrics))
 	// ollama's API (ollama.go); its errors are ollama's {"error": "..."}.
 	mux.HandleFunc("POST /api/chat", s.auth(s.ollamaChat))
