@@ -291,8 +291,8 @@ func TestBadInput(t *testing.T) {
 		}, Options{}, []string{"model.layers.0.mlp.gate_proj.weight", "shape [64 160], want [160 64]"}},
 		{"unsupported architecture", func(t *testing.T, dir string) {
 			b, _ := os.ReadFile(filepath.Join(dir, "config.json"))
-			os.WriteFile(filepath.Join(dir, "config.json"), bytes.Replace(b, []byte("LlamaForCausalLM"), []byte("MistralForCausalLM"), 1), 0o644)
-		}, Options{}, []string{"config.json", `unsupported architecture "MistralForCausalLM"`}},
+			os.WriteFile(filepath.Join(dir, "config.json"), bytes.Replace(b, []byte("LlamaForCausalLM"), []byte("GemmaForCausalLM"), 1), 0o644)
+		}, Options{}, []string{"config.json", `unsupported architecture "GemmaForCausalLM"`}},
 		{"unknown dtype flag", func(t *testing.T, dir string) {}, Options{DType: "int3"}, []string{`unknown dtype "int3"`}},
 		{"unsupported tensor dtype", func(t *testing.T, dir string) {
 			rewriteHeader(t, st(dir), func(h map[string]any) {
@@ -415,8 +415,33 @@ func TestInterruptedWriteLeavesNothing(t *testing.T) {
 	}
 }
 
+// TestMistralConfig: MistralForCausalLM reads as Llama; a sliding window
+// shorter than max_position_embeddings caps the context at the window (the
+// attention is then full attention), a null or longer one changes nothing,
+// and a window below 1 is refused.
+func TestMistralConfig(t *testing.T) {
+	raw, err := os.ReadFile("../testdata/configs/mistral-7b-v0.3/config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		window    string
+		positions int
+		bad       bool
+	}{{"null", 32768, false}, {"65536", 32768, false}, {"4096", 4096, false}, {"0", 0, true}} {
+		cfg := strings.Replace(string(raw), `"sliding_window": null`, `"sliding_window": `+c.window, 1)
+		m, arch, err := ParseConfig("config.json", []byte(cfg))
+		switch {
+		case c.bad && err == nil:
+			t.Errorf("sliding_window %s accepted", c.window)
+		case !c.bad && (err != nil || arch.Name() != "MistralForCausalLM" || m.MaxPositionEmbeddings != c.positions || m.HeadDim != 128 || m.NumKVHeads != 8):
+			t.Errorf("sliding_window %s: %+v, %v; want %d positions", c.window, m, err, c.positions)
+		}
+	}
+}
+
 func FuzzParseConfig(f *testing.F) {
-	for _, p := range []string{tinyDir + "/config.json", "../testdata/archcheck/llama32-tied/config.json", "../testdata/archcheck/qwen2-bias/config.json"} {
+	for _, p := range []string{tinyDir + "/config.json", "../testdata/archcheck/llama32-tied/config.json", "../testdata/archcheck/qwen2-bias/config.json", "../testdata/configs/mistral-7b-v0.3/config.json"} {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)

@@ -29,6 +29,7 @@ type hfConfig struct {
 	MLPBias               bool            `json:"mlp_bias"`
 	HiddenAct             string          `json:"hidden_act"`
 	UseSlidingWindow      bool            `json:"use_sliding_window"`
+	SlidingWindow         *int            `json:"sliding_window"`
 	BOSTokenID            json.RawMessage `json:"bos_token_id"`
 	EOSTokenID            json.RawMessage `json:"eos_token_id"`
 }

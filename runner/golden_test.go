@@ -303,3 +303,41 @@ func decodeTokens(n int) int {
 
 func convertOptions() convert.Options { return convert.Options{} }
 func newPool(n int) *kernels.Pool     { return kernels.NewPool(n) }
+
+// TestGoldenMistral: a MistralForCausalLM checkpoint is the Llama layout
+// and arithmetic: the tiny model's weights under a Mistral config (a
+// sliding window of 256, shorter than its 512 positions) reproduce the
+// PyTorch goldens, and the pack's context is the window, where sliding-
+// window attention is full attention.
+func TestGoldenMistral(t *testing.T) {
+	exactPath(t)
+	dir := t.TempDir()
+	src, err := filepath.Abs("../testdata/tinyllama")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"model.safetensors", "tokenizer.json"} {
+		if err := os.Symlink(filepath.Join(src, f), filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(src, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["architectures"], cfg["model_type"], cfg["sliding_window"] = []string{"MistralForCausalLM"}, "mistral", 256
+	raw, _ = json.Marshal(cfg)
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := loadModel(t, packOf(t, dir, convert.Options{}), 1)
+	if c := m.Config; c.Architecture != "MistralForCausalLM" || c.MaxPositionEmbeddings != 256 {
+		t.Fatalf("config %s, %d positions; want MistralForCausalLM, 256", c.Architecture, c.MaxPositionEmbeddings)
+	}
+	last, _, _ := checkGolden(t, m, readGolden(t, "../testdata/tinyllama/golden.json"), 1e-3, true)
+	t.Logf("Mistral config: max |Δ| last logits %.2e", last)
+}
