@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -15,10 +14,8 @@ import (
 // stop_type "word"; absent fields take llama-server's defaults; json_schema
 // constrains the output; bad fields are 400s naming them.
 func TestLlamaCompletion(t *testing.T) {
-	h := newTestServer(t, Options{Parallel: 1}).Handler()
-	prompt, ids, want := golden(t)
-	p, _ := json.Marshal(prompt)
-	n := strconv.Itoa(len(ids))
+	g := newGoldenCase(t)
+	h, prompt, p, ids, n, want := g.h, g.prompt, g.q, g.ids, g.n, g.want
 	type answer struct {
 		Content         string `json:"content"`
 		Tokens          []int  `json:"tokens"`
@@ -42,7 +39,7 @@ func TestLlamaCompletion(t *testing.T) {
 	}
 	promptIDs := tinyModel.Tokenizer.Encode(prompt, true)
 	for _, path := range []string{"/completion", "/completions"} {
-		a := complete(path, `{"prompt": `+string(p)+`, "n_predict": `+n+`, "temperature": 0, "ignore_eos": true}`)
+		a := complete(path, `{"prompt": `+p+`, "n_predict": `+n+`, "temperature": 0, "ignore_eos": true}`)
 		if a.Content != want || !slices.Equal(a.Tokens, ids) || !a.Stop || a.StopType != "limit" ||
 			a.TokensPredicted != len(ids) || a.TokensEvaluated != len(promptIDs) || a.Timings.PredictedN != len(ids) {
 			t.Errorf("%s greedy: %+v, want %q, tokens %v, %d evaluated", path, a, want, ids, len(promptIDs))
@@ -54,7 +51,7 @@ func TestLlamaCompletion(t *testing.T) {
 	}
 
 	// Streamed: the events' contents make the text; the last says stop.
-	code, _, out := do(t, h, "POST", "/completion", `{"prompt": `+string(p)+`, "n_predict": `+n+`, "temperature": 0, "ignore_eos": true, "stream": true}`)
+	code, _, out := do(t, h, "POST", "/completion", `{"prompt": `+p+`, "n_predict": `+n+`, "temperature": 0, "ignore_eos": true, "stream": true}`)
 	var text strings.Builder
 	var last answer
 	events := 0
@@ -76,7 +73,7 @@ func TestLlamaCompletion(t *testing.T) {
 	if cut < 0 {
 		t.Fatalf("%q not in %q", stop, want)
 	}
-	if a := complete("/completion", `{"prompt": `+string(p)+`, "n_predict": `+n+`, "temperature": 0, "stop": ["`+stop+`"]}`); a.Content != want[:cut] || a.StopType != "word" || a.StoppingWord != stop {
+	if a := complete("/completion", `{"prompt": `+p+`, "n_predict": `+n+`, "temperature": 0, "stop": ["`+stop+`"]}`); a.Content != want[:cut] || a.StopType != "word" || a.StoppingWord != stop {
 		t.Errorf("stop %q: %+v, want %q", stop, a, want[:cut])
 	}
 
@@ -90,7 +87,7 @@ func TestLlamaCompletion(t *testing.T) {
 
 	// json_schema: the output is JSON of the schema.
 	schema := `{"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"], "additionalProperties": false}`
-	a := complete("/completion", `{"prompt": `+string(p)+`, "n_predict": 48, "seed": 3, "json_schema": `+schema+`}`)
+	a := complete("/completion", `{"prompt": `+p+`, "n_predict": 48, "seed": 3, "json_schema": `+schema+`}`)
 	var v struct {
 		N *int `json:"n"`
 	}

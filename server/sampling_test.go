@@ -2,20 +2,35 @@ package server
 
 import (
 	"encoding/json"
+	"net/http"
 	"slices"
 	"strconv"
 	"testing"
 )
+
+// goldenCase is a one-slot test server's handler with the golden prompt
+// (q: as a JSON string), its greedy tokens, their count as text (n) and
+// their text.
+type goldenCase struct {
+	h         http.Handler
+	prompt, q string
+	ids       []int
+	n, want   string
+}
+
+func newGoldenCase(t *testing.T) goldenCase {
+	prompt, ids, want := golden(t)
+	q, _ := json.Marshal(prompt)
+	return goldenCase{newTestServer(t, Options{Parallel: 1}).Handler(), prompt, string(q), ids, strconv.Itoa(len(ids)), want}
+}
 
 // TestMinP: min_p reaches the sampler from both APIs (OpenAI's field, as
 // llama-server takes it, and ollama's option). A min-p of 1 keeps only the
 // most likely token, so at temperature 2 over the whole vocabulary the
 // text is the greedy golden one; the same request without it is not.
 func TestMinP(t *testing.T) {
-	h := newTestServer(t, Options{Parallel: 1}).Handler()
-	prompt, ids, want := golden(t)
-	p, _ := json.Marshal(prompt)
-	n := strconv.Itoa(len(ids))
+	g := newGoldenCase(t)
+	h, p, n, want := g.h, g.q, g.n, g.want
 	text := func(body string) string {
 		t.Helper()
 		code, e, out := do(t, h, "POST", "/v1/completions", body)
@@ -32,14 +47,14 @@ func TestMinP(t *testing.T) {
 		}
 		return r.Choices[0].Text
 	}
-	hot := `{"prompt": ` + string(p) + `, "max_tokens": ` + n + `, "temperature": 2, "top_k": 0, "seed": 7, "ignore_eos": true`
+	hot := `{"prompt": ` + p + `, "max_tokens": ` + n + `, "temperature": 2, "top_k": 0, "seed": 7, "ignore_eos": true`
 	if got := text(hot + `, "min_p": 1}`); got != want {
 		t.Errorf("min_p 1 at temperature 2: %q, want the greedy %q", got, want)
 	}
 	if got := text(hot + `}`); got == want {
 		t.Errorf("temperature 2 without min_p gave the greedy text: the test shows nothing")
 	}
-	body := `{"model": "tiny", "prompt": ` + string(p) + `, "raw": true, "stream": false, "options": {"temperature": 2, "top_k": 0, "top_p": 1, "repeat_penalty": 1, "seed": 7, "num_predict": ` + n + `, "min_p": 1}}`
+	body := `{"model": "tiny", "prompt": ` + p + `, "raw": true, "stream": false, "options": {"temperature": 2, "top_k": 0, "top_p": 1, "repeat_penalty": 1, "seed": 7, "num_predict": ` + n + `, "min_p": 1}}`
 	code, msg, rec := ollamaDo(t, h, "POST", "/api/generate", body)
 	var r struct {
 		Response string `json:"response"`
@@ -72,15 +87,13 @@ func TestRepeatLastN(t *testing.T) {
 		t.Errorf("ollama's defaults: repeat_penalty %v over %d tokens (%v), want 1.1 over 64", r.Sampling.RepeatPenalty, r.Sampling.RepeatLastN, err)
 	}
 
-	h := newTestServer(t, Options{Parallel: 1}).Handler()
-	prompt, ids, want := golden(t)
-	p, _ := json.Marshal(prompt)
-	n := strconv.Itoa(len(ids))
+	g := newGoldenCase(t)
+	h, p, n, want := g.h, g.q, g.n, g.want
 	for _, c := range []struct {
 		last   string
 		greedy bool
 	}{{"0", true}, {"-1", false}} {
-		body := `{"model": "tiny", "prompt": ` + string(p) + `, "raw": true, "stream": false, "options": {"temperature": 0, "repeat_penalty": 10, "repeat_last_n": ` + c.last + `, "num_predict": ` + n + `}}`
+		body := `{"model": "tiny", "prompt": ` + p + `, "raw": true, "stream": false, "options": {"temperature": 0, "repeat_penalty": 10, "repeat_last_n": ` + c.last + `, "num_predict": ` + n + `}}`
 		code, msg, rec := ollamaDo(t, h, "POST", "/api/generate", body)
 		var r struct {
 			Response string `json:"response"`
@@ -97,12 +110,11 @@ func TestRepeatLastN(t *testing.T) {
 // the biased logits too, not the device's unbiased top-k); malformed
 // biases and ids past the vocabulary are 400s naming the field.
 func TestLogitBias(t *testing.T) {
-	h := newTestServer(t, Options{Parallel: 1}).Handler()
-	prompt, ids, _ := golden(t)
-	p, _ := json.Marshal(prompt)
+	g := newGoldenCase(t)
+	h, prompt, p, ids := g.h, g.prompt, g.q, g.ids
 	tokens := func(bias string) []int {
 		t.Helper()
-		code, e, out := do(t, h, "POST", "/v1/completions", `{"prompt": `+string(p)+`, "max_tokens": 2, "temperature": 0, "logit_bias": `+bias+`}`)
+		code, e, out := do(t, h, "POST", "/v1/completions", `{"prompt": `+p+`, "max_tokens": 2, "temperature": 0, "logit_bias": `+bias+`}`)
 		var r struct {
 			Choices []struct {
 				Text string `json:"text"`
