@@ -115,6 +115,13 @@ func (s *Server) llamaCompletion(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, err)
 		return
 	}
+	s.llamaRun(w, r, req.Stream != nil && *req.Stream, gen)
+}
+
+// llamaRun generates a prepared /completion or /infill request and answers
+// in llama-server's shape: one JSON object, or server-sent events of the
+// text and a last event with the counts.
+func (s *Server) llamaRun(w http.ResponseWriter, r *http.Request, stream bool, gen Request) {
 	sl, release := s.generating(w, r, &gen)
 	if sl == nil {
 		return
@@ -122,7 +129,7 @@ func (s *Server) llamaCompletion(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	start := time.Now()
 	var ev *sse
-	if req.Stream != nil && *req.Stream {
+	if stream {
 		ev = newSSE(w)
 	}
 	gen.OnText = func(t string) {

@@ -170,6 +170,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /props", s.auth(s.props))
 	mux.HandleFunc("POST /completion", s.auth(s.llamaCompletion))
 	mux.HandleFunc("POST /completions", s.auth(s.llamaCompletion))
+	mux.HandleFunc("POST /infill", s.auth(s.llamaInfill))
 	mux.HandleFunc("GET /metrics", s.auth(s.serveMetrics))
 	// ollama's API (ollama.go); its errors are ollama's {"error": "..."}.
 	mux.HandleFunc("POST /api/chat", s.auth(s.ollamaChat))
