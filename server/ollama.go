@@ -277,7 +277,6 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 		set  bool
 	}{
 		{"template", req.Template != nil && *req.Template != ""},
-		{"suffix", req.Suffix != nil && *req.Suffix != ""},
 		{"context", !isNull(req.Context) && string(req.Context) != "[]"},
 		{"images", !isNull(req.Images) && string(req.Images) != "[]"},
 	} {
@@ -297,10 +296,22 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 		ollamaError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	// As ollama: the prompt is a user turn in the chat template, unless the
-	// request is raw or the model has no template.
+	// As ollama: with a suffix, the fill-in-the-middle prompt of a model
+	// that has its tokens (ollama's templates: prefix, the prompt, suffix,
+	// the suffix, middle; code completion plugins send it); else the prompt
+	// is a user turn in the chat template, unless the request is raw or the
+	// model has no template.
 	var ids []int
-	if tmpl := s.e.Template(); tmpl != nil && (req.Raw == nil || !*req.Raw) {
+	if req.Suffix != nil && *req.Suffix != "" {
+		f := findFIM(s.e.Tok)
+		if f.pre < 0 || f.suf < 0 || f.mid < 0 {
+			ollamaError(w, http.StatusBadRequest, "suffix needs a model with fill-in-the-middle tokens (such as Qwen2.5-Coder); this one has none")
+			return
+		}
+		f.rep, f.sep = -1, -1
+		enc := func(t string) []int { return s.e.Tok.Encode(t, false) }
+		ids = infillTokens(enc, f, s.e.Tok.Encode("", true), *req.Prompt, *req.Suffix, "", nil)
+	} else if tmpl := s.e.Template(); tmpl != nil && (req.Raw == nil || !*req.Raw) {
 		var msgs []chat.Message
 		if req.System != nil && *req.System != "" {
 			msgs = append(msgs, chat.Message{Role: "system", Content: *req.System})

@@ -256,7 +256,7 @@ func TestOllamaBadRequests(t *testing.T) {
 		{"/api/generate", `{"prompt": "x", "system": ["a"]}`, "system must be a string"},
 		{"/api/generate", `{"prompt": "x", "raw": 1}`, "raw must be a boolean"},
 		{"/api/generate", `{"prompt": "x", "template": "{{ .Prompt }}"}`, "template is not supported"},
-		{"/api/generate", `{"prompt": "x", "suffix": "y"}`, "suffix is not supported"},
+		{"/api/generate", `{"prompt": "x", "suffix": "y"}`, "suffix needs a model with fill-in-the-middle tokens"},
 		{"/api/generate", `{"prompt": "x", "context": [1, 2]}`, "context is not supported"},
 		{"/api/generate", `{"prompt": "x", "options": {"top_k": 1.5}}`, "options.top_k must be an integer"},
 		{"/api/show", `{}`, "model is required"},
