@@ -73,7 +73,11 @@ func infillTokens(enc func(string) []int, f fimTokens, bos []int, prefix, suffix
 	}
 	for _, c := range extra {
 		if repo {
-			out = append(append(out, f.sep), enc(c.Filename+"\n")...)
+			name := c.Filename
+			if name == "" {
+				name = "tmp" // llama-server's name for an unnamed file
+			}
+			out = append(append(out, f.sep), enc(name+"\n")...)
 		} else {
 			out = append(out, enc("\n\n--- snippet ---\n\n")...)
 		}

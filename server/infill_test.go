@@ -34,9 +34,9 @@ func TestInfillTokens(t *testing.T) {
 		return ids
 	}
 	const pre, suf, mid, rep, sep, bos = 1001, 1002, 1003, 1004, 1005, 1
-	extra := []infillChunk{{"a.go", "x"}, {"b.go", "y"}}
+	extra := []infillChunk{{"a.go", "x"}, {"", "y"}}
 	got := infillTokens(enc, fimTokens{pre, suf, mid, rep, sep}, []int{bos}, "P", "S", "M", extra)
-	want := cat(bos, rep, "myproject\n", sep, "a.go\n", "x", sep, "b.go\n", "y", sep, "filename\n", pre, "P", suf, "S", mid, "M")
+	want := cat(bos, rep, "myproject\n", sep, "a.go\n", "x", sep, "tmp\n", "y", sep, "filename\n", pre, "P", suf, "S", mid, "M")
 	if !slices.Equal(got, want) {
 		t.Errorf("repository layout:\n got %v\nwant %v", got, want)
 	}
