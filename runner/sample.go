@@ -243,9 +243,9 @@ func (s *Sampler) draw(n int) int {
 	s.prob = s.prob[:0]
 	var sum float64
 	for _, v := range s.vals[:n] {
-		p := math.Exp((float64(v) - m) / c.Temperature)
-		s.prob = append(s.prob, float32(p))
-		sum += p
+		p := float32(math.Exp((float64(v) - m) / c.Temperature))
+		s.prob = append(s.prob, p)
+		sum += float64(p) // the draw below takes away these same values
 	}
 	r := s.rng.Float64() * sum
 	for k, p := range s.prob[:n] {
