@@ -27,6 +27,14 @@ func fieldErr(param, format string, args ...any) error {
 	return &fieldError{param, fmt.Sprintf(format, args...)}
 }
 
+// or is v, or def where the request left the field out.
+func or[T any](v, def *T) *T {
+	if v != nil {
+		return v
+	}
+	return def
+}
+
 // mustBe says what a field must be and what the request had instead.
 func mustBe(param, want string, got json.RawMessage) error {
 	return fieldErr(param, "%s must be %s, got %s", param, want, describe(got))

@@ -41,22 +41,10 @@ type llamaCompletionRequest struct {
 // defaults where a field is absent, the checks of params.request.
 func (q *llamaCompletionRequest) request(ctx int) (Request, error) {
 	d := runner.DefaultSampler()
-	p := params{Temperature: &d.Temperature, TopK: &d.TopK, TopP: &d.TopP, MinP: &d.MinP,
-		RepeatPenalty: &d.RepetitionPenalty, RepeatLastN: &d.RepeatLastN,
+	p := params{Temperature: or(q.Temperature, &d.Temperature), TopK: or(q.TopK, &d.TopK), TopP: or(q.TopP, &d.TopP),
+		MinP: or(q.MinP, &d.MinP), RepeatPenalty: or(q.RepeatPenalty, &d.RepetitionPenalty), RepeatLastN: or(q.RepeatLastN, &d.RepeatLastN),
 		PresencePenalty: q.PresencePenalty, FrequencyPenalty: q.FrequencyPenalty,
 		Stop: q.Stop, IgnoreEOS: q.IgnoreEOS, LogitBias: q.LogitBias, Phi: q.Phi, Select: q.Select}
-	for _, f := range []struct{ dst, v **float64 }{{&p.Temperature, &q.Temperature}, {&p.TopP, &q.TopP},
-		{&p.MinP, &q.MinP}, {&p.RepeatPenalty, &q.RepeatPenalty}} {
-		if *f.v != nil {
-			*f.dst = *f.v
-		}
-	}
-	if q.TopK != nil {
-		p.TopK = q.TopK
-	}
-	if q.RepeatLastN != nil {
-		p.RepeatLastN = q.RepeatLastN
-	}
 	// A negative seed is llama-server's "random".
 	if q.Seed != nil && *q.Seed >= 0 {
 		p.Seed = q.Seed

@@ -136,30 +136,23 @@ func (c *ollamaCommon) request(ctx int) (Request, int, error) {
 	}
 	// ollama's defaults, which its users' settings are tuned against.
 	temp, topK, topP, rep := 0.8, 40, 0.9, 1.1
-	p := params{Temperature: &temp, TopK: &topK, TopP: &topP, RepeatPenalty: &rep}
+	o := c.Options
+	if o == nil {
+		o = &ollamaOptions{}
+	}
+	p := params{Temperature: or(o.Temperature, &temp), TopK: or(o.TopK, &topK), TopP: or(o.TopP, &topP), MinP: o.MinP,
+		RepeatPenalty: or(o.RepeatPenalty, &rep), RepeatLastN: o.RepeatLastN,
+		PresencePenalty: o.PresencePenalty, FrequencyPenalty: o.FrequencyPenalty, Stop: o.Stop}
+	// A negative seed is ollama's "random".
+	if o.Seed != nil && *o.Seed >= 0 {
+		p.Seed = o.Seed
+	}
 	numCtx := 0
-	if o := c.Options; o != nil {
-		for _, f := range []struct{ dst, v **float64 }{{&p.Temperature, &o.Temperature}, {&p.TopP, &o.TopP}, {&p.MinP, &o.MinP},
-			{&p.RepeatPenalty, &o.RepeatPenalty}, {&p.PresencePenalty, &o.PresencePenalty}, {&p.FrequencyPenalty, &o.FrequencyPenalty}} {
-			if *f.v != nil {
-				*f.dst = *f.v
-			}
+	if o.NumCtx != nil {
+		if *o.NumCtx < 1 || *o.NumCtx > ctx {
+			return Request{}, 0, fieldErr("options.num_ctx", "options.num_ctx must be in [1, %d] (this server's context, its --ctx-size), got %d", ctx, *o.NumCtx)
 		}
-		if o.TopK != nil {
-			p.TopK = o.TopK
-		}
-		p.RepeatLastN = o.RepeatLastN
-		// A negative seed is ollama's "random".
-		if o.Seed != nil && *o.Seed >= 0 {
-			p.Seed = o.Seed
-		}
-		p.Stop = o.Stop
-		if o.NumCtx != nil {
-			if *o.NumCtx < 1 || *o.NumCtx > ctx {
-				return Request{}, 0, fieldErr("options.num_ctx", "options.num_ctx must be in [1, %d] (this server's context, its --ctx-size), got %d", ctx, *o.NumCtx)
-			}
-			numCtx = *o.NumCtx
-		}
+		numCtx = *o.NumCtx
 	}
 	gen, err := p.request(ctx)
 	if err != nil {
@@ -171,7 +164,7 @@ func (c *ollamaCommon) request(ctx int) (Request, int, error) {
 	}
 	gen.Format = format
 	gen.MaxTokens = -1
-	if o := c.Options; o != nil && o.NumPredict != nil {
+	if o.NumPredict != nil {
 		// -1 (endless) and -2 (fill the context) both end with the context.
 		if n := *o.NumPredict; n < -2 || n > ctx {
 			return gen, 0, fieldErr("options.num_predict", "options.num_predict must be in [-2, %d] (-1, -2: the rest of the context), got %d", ctx, n)
