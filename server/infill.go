@@ -15,8 +15,8 @@ import (
 
 type llamaInfillRequest struct {
 	llamaCompletionRequest
-	InputPrefix *string         `json:"input_prefix"`
-	InputSuffix *string         `json:"input_suffix"`
+	InputPrefix string          `json:"input_prefix"`
+	InputSuffix string          `json:"input_suffix"`
 	InputExtra  json.RawMessage `json:"input_extra"`
 }
 
@@ -91,6 +91,21 @@ func infillTokens(enc func(string) []int, f fimTokens, bos []int, prefix, suffix
 	return append(append(out, f.mid), enc(prompt)...)
 }
 
+// fimPrompt is a fill-in-the-middle prompt in the model's tokens
+// (infillTokens, the repository-level layout only where repo is set) and
+// the FIM tokens found; false where the vocabulary has none.
+func (s *Server) fimPrompt(repo bool, prefix, suffix, prompt string, extra []infillChunk) ([]int, fimTokens, bool) {
+	f := findFIM(s.e.Tok)
+	if f.pre < 0 || f.suf < 0 || f.mid < 0 {
+		return nil, f, false
+	}
+	if !repo {
+		f.rep, f.sep = -1, -1
+	}
+	enc := func(t string) []int { return s.e.Tok.Encode(t, false) }
+	return infillTokens(enc, f, s.e.Tok.Encode("", true), prefix, suffix, prompt, extra), f, true
+}
+
 func (s *Server) llamaInfill(w http.ResponseWriter, r *http.Request) {
 	var req llamaInfillRequest
 	if !s.decodeRequest(w, r, &req) {
@@ -110,20 +125,12 @@ func (s *Server) llamaInfill(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	f := findFIM(s.e.Tok)
-	if f.pre < 0 || f.suf < 0 || f.mid < 0 {
+	ids, f, ok := s.fimPrompt(true, req.InputPrefix, req.InputSuffix, prompt, extra)
+	if !ok {
 		badRequest(w, fmt.Errorf("the model has no fill-in-the-middle tokens (%s, %s, %s): /infill needs a model trained for it, such as Qwen2.5-Coder",
 			fimNames[0][0], fimNames[1][0], fimNames[2][0]))
 		return
 	}
-	str := func(p *string) string {
-		if p == nil {
-			return ""
-		}
-		return *p
-	}
-	enc := func(t string) []int { return s.e.Tok.Encode(t, false) }
-	ids := infillTokens(enc, f, s.e.Tok.Encode("", true), str(req.InputPrefix), str(req.InputSuffix), prompt, extra)
 	gen, err := req.request(s.e.Ctx())
 	if err == nil {
 		// The repository tokens end a completion, as llama.cpp counts them

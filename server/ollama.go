@@ -296,14 +296,11 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 	// model has no template.
 	var ids []int
 	if req.Suffix != nil && *req.Suffix != "" {
-		f := findFIM(s.e.Tok)
-		if f.pre < 0 || f.suf < 0 || f.mid < 0 {
+		var ok bool
+		if ids, _, ok = s.fimPrompt(false, *req.Prompt, *req.Suffix, "", nil); !ok {
 			ollamaError(w, http.StatusBadRequest, "suffix needs a model with fill-in-the-middle tokens (such as Qwen2.5-Coder); this one has none")
 			return
 		}
-		f.rep, f.sep = -1, -1
-		enc := func(t string) []int { return s.e.Tok.Encode(t, false) }
-		ids = infillTokens(enc, f, s.e.Tok.Encode("", true), *req.Prompt, *req.Suffix, "", nil)
 	} else if tmpl := s.e.Template(); tmpl != nil && (req.Raw == nil || !*req.Raw) {
 		var msgs []chat.Message
 		if req.System != nil && *req.System != "" {
