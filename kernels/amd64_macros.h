@@ -253,5 +253,18 @@
 	VMOVDQU Y1, lo; \
 	VMOVDQU Y2, hi
 
+// NIBMADD(x, t, mask, c, d, lo, hi): the int8 down projections' inner
+// step: x's bytes split into low nibbles (x) and high ones (t), each byte
+// pair times the coefficient pair c (low) or d (high) by VPMADDUBSW, the
+// int16 sums added into lo and hi.
+#define NIBMADD(x, t, mask, c, d, lo, hi) \
+	VPSRLW $4, x, t; \
+	VPAND mask, x, x; \
+	VPAND mask, t, t; \
+	VPMADDUBSW c, x, x; \
+	VPMADDUBSW d, t, t; \
+	VPADDW x, lo, lo; \
+	VPADDW t, hi, hi
+
 // INT8ROUND(inv, y): y = round-half-even(y·inv) as int32.
 #define INT8ROUND(inv, y) VMULPS inv, y, y; VCVTPS2DQ y, y

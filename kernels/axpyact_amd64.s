@@ -251,12 +251,13 @@ a8q8done:
 // Registers: Y14 the abs mask, Y13 127.0, Y12 the smallest normal, Y11
 // 0x0f bytes, Y10 the 4×4 byte transpose.
 
-// t4x4: in each 128-bit lane, byte 4b+r takes byte 4r+b.
-DATA t4x4<>+0(SB)/8, $0x0d0905010c080400
-DATA t4x4<>+8(SB)/8, $0x0f0b07030e0a0602
-DATA t4x4<>+16(SB)/8, $0x0d0905010c080400
-DATA t4x4<>+24(SB)/8, $0x0f0b07030e0a0602
-GLOBL t4x4<>(SB), RODATA|NOPTR, $32
+// int8T4x4: in each 128-bit lane, byte 4b+r takes byte 4r+b (INT8PACK8's
+// mask; kquant_amd64.s's Q4_K kernel reads it too).
+DATA ·int8T4x4+0(SB)/8, $0x0d0905010c080400
+DATA ·int8T4x4+8(SB)/8, $0x0f0b07030e0a0602
+DATA ·int8T4x4+16(SB)/8, $0x0d0905010c080400
+DATA ·int8T4x4+24(SB)/8, $0x0f0b07030e0a0602
+GLOBL ·int8T4x4(SB), RODATA|NOPTR, $32
 
 // A8SCALES(p, r, x, y): row r's eight block scales at p times a[r], as
 // eight float32 lanes in y (x its low half; Y9 scratch).
@@ -286,13 +287,7 @@ GLOBL t4x4<>(SB), RODATA|NOPTR, $32
 	VPUNPCKHBW X9, X2, X8; \
 	VPUNPCKLBW X9, X2, X2; \
 	VINSERTI128 $1, X8, Y2, Y2; \
-	VPSRLW $4, Y2, Y8; \
-	VPAND Y11, Y2, Y2; \
-	VPAND Y11, Y8, Y8; \
-	VPMADDUBSW c, Y2, Y2; \
-	VPMADDUBSW c, Y8, Y8; \
-	VPADDW Y2, Y0, Y0; \
-	VPADDW Y8, Y1, Y1
+	NIBMADD(Y2, Y8, Y11, c, c, Y0, Y1)
 
 // ADDW16(y, x, off): the 16 int16 sums in y (x its low half) as float32,
 // times the scale (Y3) added into y at off(DI) and off+32(DI) (Y2, Y8, Y9
@@ -353,7 +348,7 @@ TEXT ·axpy8Q40ActAVX2(SB), NOSPLIT, $128-32
 	MOVL $0x0f0f0f0f, AX
 	VMOVD AX, X11
 	VPBROADCASTD X11, Y11
-	VMOVDQU t4x4<>(SB), Y10
+	VMOVDQU ·int8T4x4(SB), Y10
 a8q4avx2chunk:
 	CMPQ CX, $8
 	JL   a8q4avx2done

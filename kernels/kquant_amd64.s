@@ -1242,12 +1242,6 @@ w1q4kloop:
 // s, 128-159 M. Rows in SI, BX, R8, R9, R10-R13 (K4SCALES takes AX, DX,
 // R14, R15 and Y8-Y11).
 
-DATA k8t4x4<>+0(SB)/8, $0x0d0905010c080400
-DATA k8t4x4<>+8(SB)/8, $0x0f0b07030e0a0602
-DATA k8t4x4<>+16(SB)/8, $0x0d0905010c080400
-DATA k8t4x4<>+24(SB)/8, $0x0f0b07030e0a0602
-GLOBL k8t4x4<>(SB), RODATA|NOPTR, $32
-
 // k8const: the abs mask, 127.0, the smallest normal float32, 0x0f bytes
 // (32 bytes each).
 #define K8C(i, v) DATA k8const<>+32*i(SB)/8, v; DATA k8const<>+32*i+8(SB)/8, v; DATA k8const<>+32*i+16(SB)/8, v; DATA k8const<>+32*i+24(SB)/8, v
@@ -1277,20 +1271,8 @@ GLOBL k8const<>(SB), RODATA|NOPTR, $128
 	VMOVDQU off(q), Y13; \
 	VPUNPCKLBW Y13, Y12, Y14; \
 	VPUNPCKHBW Y13, Y12, Y12; \
-	VPSRLW $4, Y14, Y13; \
-	VPAND Y15, Y14, Y14; \
-	VPAND Y15, Y13, Y13; \
-	VPMADDUBSW c, Y14, Y14; \
-	VPMADDUBSW d, Y13, Y13; \
-	VPADDW Y14, Y0, Y0; \
-	VPADDW Y13, Y2, Y2; \
-	VPSRLW $4, Y12, Y13; \
-	VPAND Y15, Y12, Y12; \
-	VPAND Y15, Y13, Y13; \
-	VPMADDUBSW c, Y12, Y12; \
-	VPMADDUBSW d, Y13, Y13; \
-	VPADDW Y12, Y1, Y1; \
-	VPADDW Y13, Y3, Y3
+	NIBMADD(Y14, Y13, Y15, c, d, Y0, Y2); \
+	NIBMADD(Y12, Y13, Y15, c, d, Y1, Y3)
 
 // K8OUT8(x, off): eight int16 sums in x into y at off(DI): y ← s·sum +
 // (y − M), s in Y4 and M in Y5 (Y12, Y13 scratch).
@@ -1379,7 +1361,7 @@ a8q4kloop:
 	INT8ROUND(Y15, Y5)
 	INT8ROUND(Y15, Y6)
 	INT8ROUND(Y15, Y7)
-	INT8PACK8(k8t4x4<>(SB), 32(SP), 64(SP))
+	INT8PACK8(·int8T4x4(SB), 32(SP), 64(SP))
 	VMOVDQU k8const<>+96(SB), Y15
 	K8PAIR(0, 32, 40)
 	K8PAIR(1, 64, 72)
