@@ -1,10 +1,13 @@
-// Package tokenizer implements byte-level BPE as HuggingFace tokenizer.json
-// describes it, for the Llama-3 and Qwen2 layouts: added (special) tokens
-// matched literally, an optional NFC normaliser, the Llama-3/Qwen2 split
-// regex, the GPT-2 byte-to-unicode map, BPE merges by rank (with
-// ignore_merges), and a TemplateProcessing post-processor for bos/eos.
-// Anything else in tokenizer.json (SentencePiece/Metaspace, WordPiece, other
-// normalisers) is refused with an error naming it.
+// Package tokenizer implements the BPE tokenizers HuggingFace tokenizer.json
+// describes for Llama-family models: added (special) tokens matched
+// literally and a TemplateProcessing post-processor for bos/eos, then
+// either byte-level BPE (Llama 3, Qwen2: an optional NFC normaliser, their
+// split regex, the GPT-2 byte-to-unicode map, merges by rank with
+// ignore_merges) or SentencePiece-style BPE (Llama 2, Mistral 7B,
+// TinyLlama: spaces written "▁" by a Prepend/Replace normaliser or a
+// Metaspace pre-tokenizer, characters outside the vocabulary as <0xXX>
+// byte tokens). Anything else (WordPiece, Unigram, other normalisers or
+// pre-tokenizers) is refused with an error naming it.
 package tokenizer
 
 import (
@@ -39,6 +42,7 @@ type Tokenizer struct {
 	suffix     []int        // template tokens after the text
 	byteToRune [256]rune
 	runeToByte map[rune]byte
+	spm        *spm // set for a byte-fallback (SentencePiece-style) BPE
 
 	mu    sync.Mutex
 	cache map[string][]int
@@ -62,6 +66,8 @@ type rawTokenizer struct {
 		Merges       json.RawMessage `json:"merges"`
 		IgnoreMerges bool            `json:"ignore_merges"`
 		ByteFallback bool            `json:"byte_fallback"`
+		UnkToken     *string         `json:"unk_token"`
+		FuseUnk      bool            `json:"fuse_unk"`
 		Continuing   *string         `json:"continuing_subword_prefix"`
 		EndOfWord    *string         `json:"end_of_word_suffix"`
 	} `json:"model"`
@@ -98,9 +104,6 @@ func Load(data []byte) (*Tokenizer, error) {
 	t := &Tokenizer{cache: map[string][]int{}, runeToByte: map[rune]byte{}}
 	if raw.Model.Type != "BPE" {
 		return nil, fmt.Errorf("tokenizer.json: unsupported model type %q (only byte-level BPE)", raw.Model.Type)
-	}
-	if raw.Model.ByteFallback {
-		return nil, fmt.Errorf("tokenizer.json: byte_fallback BPE (SentencePiece style) is not supported")
 	}
 	if (raw.Model.Continuing != nil && *raw.Model.Continuing != "") || (raw.Model.EndOfWord != nil && *raw.Model.EndOfWord != "") {
 		return nil, fmt.Errorf("tokenizer.json: subword prefixes/suffixes are not supported")
@@ -141,13 +144,20 @@ func Load(data []byte) (*Tokenizer, error) {
 	if err := t.loadMerges(raw.Model.Merges); err != nil {
 		return nil, err
 	}
+	if err := t.loadPostProcessor(raw.PostProc); err != nil {
+		return nil, err
+	}
+	if raw.Model.ByteFallback {
+		if err := t.loadSPM(&raw); err != nil {
+			return nil, err
+		}
+		t.spm.buildIDMerges(t.vocab, t.merges)
+		return t, nil
+	}
 	if err := t.loadNormalizer(raw.Normalizer); err != nil {
 		return nil, err
 	}
 	if err := t.loadPreTokenizer(raw.PreTokenizer); err != nil {
-		return nil, err
-	}
-	if err := t.loadPostProcessor(raw.PostProc); err != nil {
 		return nil, err
 	}
 	var dec component
@@ -341,13 +351,19 @@ func (t *Tokenizer) VocabSize() int { return len(t.tokens) }
 // "<|begin_of_text|>") becomes that token. With addSpecial, the template's
 // bos/eos tokens are added as the tokenizer's post-processor says.
 func (t *Tokenizer) Encode(text string, addSpecial bool) []int {
+	return t.encode(text, addSpecial, false)
+}
+
+// encode is Encode; cont says text continues earlier text, so that a
+// SentencePiece-style tokenizer puts no "▁" before it.
+func (t *Tokenizer) encode(text string, addSpecial, cont bool) []int {
 	var ids []int
 	if addSpecial {
 		ids = append(ids, t.prefix...)
 	}
-	for len(text) > 0 {
+	for first := true; len(text) > 0; first = false {
 		pos, tok := t.nextAdded(text)
-		t.encodeOrdinary(text[:pos], &ids)
+		t.encodeOrdinary(text[:pos], first && pos > 0, first && cont, &ids)
 		if tok == nil {
 			break
 		}
@@ -374,8 +390,14 @@ func (t *Tokenizer) nextAdded(s string) (int, *addedToken) {
 	return bestPos, &t.added[best]
 }
 
-func (t *Tokenizer) encodeOrdinary(s string, ids *[]int) {
+// encodeOrdinary appends the tokens of text between added tokens; first
+// says it starts the input, cont that the input continues earlier text.
+func (t *Tokenizer) encodeOrdinary(s string, first, cont bool, ids *[]int) {
 	if s == "" {
+		return
+	}
+	if t.spm != nil {
+		t.encodeSPM(s, first, cont, ids)
 		return
 	}
 	if t.nfc {
@@ -445,6 +467,9 @@ func (t *Tokenizer) TokenBytes(id int) []byte {
 	if t.special[id] {
 		return []byte(s)
 	}
+	if t.spm != nil {
+		return t.spmTokenBytes(id)
+	}
 	out := make([]byte, 0, len(s))
 	for _, r := range s {
 		if b, ok := t.runeToByte[r]; ok {
@@ -467,13 +492,13 @@ func (t *Tokenizer) Decode(ids []int) string {
 }
 
 // EncodeAfter is text's tokens as they follow prefix: tokenised as part of
-// prefix+text when that keeps prefix's own tokens, else alone (a merge
-// across the boundary would change the prefix).
+// prefix+text when that keeps prefix's own tokens, else alone as a
+// continuation (a merge across the boundary would change the prefix).
 func (t *Tokenizer) EncodeAfter(prefix, text string) []int {
 	plain := t.Encode(prefix, false)
 	joint := t.Encode(prefix+text, false)
 	if len(joint) >= len(plain) && slices.Equal(joint[:len(plain)], plain) {
 		return joint[len(plain):]
 	}
-	return t.Encode(text, false)
+	return t.encode(text, false, true)
 }
