@@ -361,11 +361,15 @@ func TestGGUFOtherModels(t *testing.T) {
 // texts of expected.jsonl to the ids an independent implementation gives
 // (and as tokenizer.json itself does, specials included), and every token
 // decodes to the same bytes.
+//
+// The SentencePiece vocabulary (spm) goes through tokenizer.ggml.scores,
+// from which the converter derives the merges, and must encode
+// expected_spm.jsonl's texts as HuggingFace's tokenizers does the file.
 func TestGGUFRealVocabularies(t *testing.T) {
 	for _, c := range []struct {
 		name, arch string
 		vocab      int
-	}{{"llama3", "LlamaForCausalLM", 128256}, {"qwen3", "Qwen2ForCausalLM", 151936}} {
+	}{{"llama3", "LlamaForCausalLM", 128256}, {"qwen3", "Qwen2ForCausalLM", 151936}, {"spm", "LlamaForCausalLM", 32000}} {
 		zr, err := os.Open("../testdata/vocab/" + c.name + ".tokenizer.json.gz")
 		if err != nil {
 			t.Fatal(err)
@@ -393,7 +397,11 @@ func TestGGUFRealVocabularies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := os.Open("../testdata/vocab/expected.jsonl")
+		expected := "../testdata/vocab/expected.jsonl"
+		if c.name == "spm" {
+			expected = "../testdata/vocab/expected_spm.jsonl"
+		}
+		f, err := os.Open(expected)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -402,12 +410,16 @@ func TestGGUFRealVocabularies(t *testing.T) {
 		n := 0
 		for sc.Scan() {
 			var e struct {
-				Vocab string `json:"vocab"`
-				Text  string `json:"text"`
-				IDs   []int  `json:"ids"`
+				Vocab   string `json:"vocab"`
+				Variant string `json:"variant"`
+				Text    string `json:"text"`
+				IDs     []int  `json:"ids"`
 			}
 			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 				t.Fatal(err)
+			}
+			if e.Variant == "prepend" {
+				e.Vocab = "spm" // the file's own form
 			}
 			if e.Vocab != c.name {
 				continue

@@ -2,10 +2,13 @@ package convert
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // GGUF token types (llama.cpp's llama_token_type / gguf-py's TokenType).
@@ -48,29 +51,12 @@ var ggufPres = map[string]ggufPre{
 	"default":   {},
 }
 
-// tokenizerJSON builds the HF tokenizer.json of the file's byte-level BPE
-// vocabulary (tokenizer.ggml.model "gpt2"): normal, unknown and byte tokens
-// form the vocabulary, control and user-defined ones the added tokens
-// (control ones special), unused ones are left out; merges, the
-// pre-tokenizer tokenizer.ggml.pre names, and a post-processor adding bos
-// (and eos) as add_bos_token (add_eos_token) say.
-func (g *ggufSource) tokenizerJSON() ([]byte, error) {
-	model, err := g.str("tokenizer.ggml.model")
-	if err != nil {
-		return nil, err
-	}
-	switch model {
-	case "gpt2":
-	case "":
-		return nil, g.errorf("no tokenizer.ggml.model in the GGUF metadata: the file has no tokenizer")
-	case "llama":
-		return nil, g.errorf(`tokenizer.ggml.model "llama" (SentencePiece) is not supported: sipack reads byte-level BPE ("gpt2") vocabularies only`)
-	default:
-		return nil, g.errorf(`tokenizer.ggml.model %q is not supported: sipack reads byte-level BPE ("gpt2") vocabularies only`, model)
-	}
+// bpePre reads tokenizer.ggml.pre, the pre-tokenizer of a byte-level BPE
+// vocabulary.
+func (g *ggufSource) bpePre() (ggufPre, error) {
 	preName, err := g.str("tokenizer.ggml.pre")
 	if err != nil {
-		return nil, err
+		return ggufPre{}, err
 	}
 	if preName == "" {
 		preName = "default"
@@ -82,7 +68,37 @@ func (g *ggufSource) tokenizerJSON() ([]byte, error) {
 			names = append(names, n)
 		}
 		sort.Strings(names)
-		return nil, g.errorf("tokenizer.ggml.pre %q is not supported (supported: %s)", preName, strings.Join(names, ", "))
+		return ggufPre{}, g.errorf("tokenizer.ggml.pre %q is not supported (supported: %s)", preName, strings.Join(names, ", "))
+	}
+	return pre, nil
+}
+
+// tokenizerJSON builds the HF tokenizer.json of the file's vocabulary:
+// normal, unknown and byte tokens form the vocabulary, control and
+// user-defined ones the added tokens (control ones special), unused ones
+// are left out; a post-processor adds bos (and eos) as add_bos_token
+// (add_eos_token) say. A byte-level BPE (tokenizer.ggml.model "gpt2")
+// brings its merges and the pre-tokenizer tokenizer.ggml.pre names; a
+// SentencePiece vocabulary ("llama") becomes a byte-fallback BPE whose
+// merges come from its scores (spmMerges), spaces written "▁" and one put
+// before each piece of text as llama.cpp does (add_space_prefix).
+func (g *ggufSource) tokenizerJSON() ([]byte, error) {
+	model, err := g.str("tokenizer.ggml.model")
+	if err != nil {
+		return nil, err
+	}
+	var pre ggufPre
+	switch model {
+	case "gpt2":
+		if pre, err = g.bpePre(); err != nil {
+			return nil, err
+		}
+	case "llama":
+		pre.addBOS = true // llama.cpp's default for a SentencePiece vocabulary
+	case "":
+		return nil, g.errorf("no tokenizer.ggml.model in the GGUF metadata: the file has no tokenizer")
+	default:
+		return nil, g.errorf(`tokenizer.ggml.model %q is not supported: sipack reads byte-level BPE ("gpt2") and SentencePiece ("llama") vocabularies`, model)
 	}
 	kv := g.f.Lookup("tokenizer.ggml.tokens")
 	if kv == nil {
@@ -189,17 +205,45 @@ func (g *ggufSource) tokenizerJSON() ([]byte, error) {
 		}
 		postProc = map[string]any{"type": "TemplateProcessing", "single": single, "special_tokens": specials}
 	}
-	var normalizer any
-	if pre.nfc {
-		normalizer = map[string]any{"type": "NFC"}
-	}
-	byteLevel := map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": pre.regex == ""}
-	var preTok any = byteLevel
-	if pre.regex != "" {
-		preTok = map[string]any{"type": "Sequence", "pretokenizers": []any{
-			map[string]any{"type": "Split", "pattern": map[string]any{"Regex": pre.regex}, "behavior": "Isolated", "invert": false},
-			byteLevel,
-		}}
+	var normalizer, preTok, decoder any
+	var unk any
+	if model == "llama" {
+		if merges, err = g.spmMerges(tokens, types); err != nil {
+			return nil, err
+		}
+		// llama.cpp writes a space before every piece of text between
+		// special tokens unless add_space_prefix says not to.
+		space, err := flag("tokenizer.ggml.add_space_prefix", true)
+		if err != nil {
+			return nil, err
+		}
+		replace := map[string]any{"type": "Replace", "pattern": map[string]any{"String": " "}, "content": "▁"}
+		normalizer = replace
+		decoders := []any{
+			map[string]any{"type": "Replace", "pattern": map[string]any{"String": "▁"}, "content": " "},
+			map[string]any{"type": "ByteFallback"}, map[string]any{"type": "Fuse"},
+		}
+		if space {
+			normalizer = map[string]any{"type": "Sequence", "normalizers": []any{map[string]any{"type": "Prepend", "prepend": "▁"}, replace}}
+			decoders = append(decoders, map[string]any{"type": "Strip", "content": " ", "start": 1, "stop": 0})
+		}
+		decoder = map[string]any{"type": "Sequence", "decoders": decoders}
+		if id := slices.Index(types, ggufTokenUnknown); id >= 0 {
+			unk = tokens[id]
+		}
+	} else {
+		if pre.nfc {
+			normalizer = map[string]any{"type": "NFC"}
+		}
+		byteLevel := map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": pre.regex == ""}
+		preTok = byteLevel
+		if pre.regex != "" {
+			preTok = map[string]any{"type": "Sequence", "pretokenizers": []any{
+				map[string]any{"type": "Split", "pattern": map[string]any{"Regex": pre.regex}, "behavior": "Isolated", "invert": false},
+				byteLevel,
+			}}
+		}
+		decoder = map[string]any{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true}
 	}
 	if merges == nil {
 		merges = []string{}
@@ -225,9 +269,9 @@ func (g *ggufSource) tokenizerJSON() ([]byte, error) {
 			Vocab        vocabJSON `json:"vocab"`
 			Merges       []string  `json:"merges"`
 		} `json:"model"`
-	}{Version: "1.0", AddedTokens: addedTokens, Normalizer: normalizer, PreTokenizer: preTok, PostProcessor: postProc,
-		Decoder: map[string]any{"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true}}
+	}{Version: "1.0", AddedTokens: addedTokens, Normalizer: normalizer, PreTokenizer: preTok, PostProcessor: postProc, Decoder: decoder}
 	doc.Model.Type, doc.Model.IgnoreMerges, doc.Model.Vocab, doc.Model.Merges = "BPE", pre.ignoreMerges, vocab, merges
+	doc.Model.ByteFallback, doc.Model.FuseUnk, doc.Model.UnkToken = model == "llama", model == "llama", unk
 	if doc.AddedTokens == nil {
 		doc.AddedTokens = []added{}
 	}
@@ -275,4 +319,58 @@ func (v vocabJSON) MarshalJSON() ([]byte, error) {
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+// spmMerges derives the BPE merges of a SentencePiece vocabulary from its
+// scores, as HuggingFace's converter writes a SentencePiece BPE model's
+// tokenizer.json: every split of a normal token into two vocabulary
+// tokens is a merge, ranked by the token's score (higher first), then by
+// the token's id and the halves' ids. Merging by these ranks picks, at
+// each step, the adjacent pair whose joined token scores highest, as
+// llama.cpp's SentencePiece tokenizer does.
+func (g *ggufSource) spmMerges(tokens []string, types []int64) ([]string, error) {
+	kv := g.f.Lookup("tokenizer.ggml.scores")
+	if kv == nil {
+		return nil, g.errorf("no tokenizer.ggml.scores in the GGUF metadata: a SentencePiece vocabulary needs them")
+	}
+	scores, ok := kv.Value.Floats()
+	if !ok || len(scores) != len(tokens) {
+		return nil, g.errorf("tokenizer.ggml.scores is %v, want %d numbers, one per token (offset %d)", kv.Value, len(tokens), kv.Off)
+	}
+	ids := make(map[string]int, len(tokens))
+	for id, tok := range tokens {
+		switch types[id] {
+		case ggufTokenNormal, ggufTokenUnknown, ggufTokenByte:
+			ids[tok] = id
+		}
+	}
+	type merge struct{ id, l, r int }
+	var ms []merge
+	for id, tok := range tokens {
+		if types[id] != ggufTokenNormal || ids[tok] != id {
+			continue
+		}
+		for i := 1; i < len(tok); i++ {
+			if !utf8.RuneStart(tok[i]) {
+				continue
+			}
+			l, okL := ids[tok[:i]]
+			r, okR := ids[tok[i:]]
+			// A half with a space never meets one: text's spaces are "▁".
+			if okL && okR && !strings.Contains(tok, " ") {
+				ms = append(ms, merge{id, l, r})
+			}
+		}
+	}
+	slices.SortFunc(ms, func(a, b merge) int {
+		if c := cmp.Compare(scores[b.id], scores[a.id]); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.l, b.l), cmp.Compare(a.r, b.r))
+	})
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = tokens[m.l] + " " + tokens[m.r]
+	}
+	return out, nil
 }

@@ -6,11 +6,9 @@ import (
 	"github.com/sipack/sipack/format"
 )
 
-// mistral is MistralForCausalLM: the Llama layout and arithmetic (Mistral
-// 7B's own checkpoints carry a SentencePiece tokenizer, which the tokenizer
-// package refuses; the layout is read for those with a byte-level BPE
-// one). Its sliding-window
-// attention equals full attention over contexts no longer than the window,
+// mistral is MistralForCausalLM: the Llama layout and arithmetic. Its
+// sliding-window attention equals full attention over contexts no longer
+// than the window,
 // so a window shorter than max_position_embeddings (v0.1's 4096 of 32768)
 // caps the pack's context at the window instead of being refused.
 type mistral struct{}

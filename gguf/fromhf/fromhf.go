@@ -146,9 +146,12 @@ func addTokenizer(w *gguf.Writer, m *convert.Model, pre string) error {
 				} `json:"pattern"`
 			} `json:"pretokenizers"`
 		} `json:"pre_tokenizer"`
-		Model struct {
-			Vocab  map[string]int    `json:"vocab"`
-			Merges []json.RawMessage `json:"merges"`
+		Normalizer json.RawMessage `json:"normalizer"`
+		Model      struct {
+			Vocab        map[string]int    `json:"vocab"`
+			Merges       []json.RawMessage `json:"merges"`
+			ByteFallback bool              `json:"byte_fallback"`
+			UnkToken     string            `json:"unk_token"`
 		} `json:"model"`
 	}
 	if err := json.Unmarshal(m.TokenizerJSON, &tj); err != nil {
@@ -187,6 +190,9 @@ func addTokenizer(w *gguf.Writer, m *convert.Model, pre string) error {
 			return fmt.Errorf("tokenizer.json: merge %d is %s", i, raw)
 		}
 	}
+	if tj.Model.ByteFallback {
+		return addSentencePiece(w, m, tokens, types, merges, tj.Model.UnkToken, strings.Contains(string(tj.Normalizer), `"Prepend"`))
+	}
 	if pre == "" {
 		for _, p := range tj.PreTokenizer.Pretokenizers {
 			if n, ok := preNames[p.Pattern.Regex]; ok {
@@ -197,9 +203,58 @@ func addTokenizer(w *gguf.Writer, m *convert.Model, pre string) error {
 			return fmt.Errorf("tokenizer.json: no split regex this writer knows a tokenizer.ggml.pre name for")
 		}
 	}
-	// The tokens the post-processor adds before and after a text that holds
-	// neither: bos and eos, as llama.cpp's converter reads them from the
-	// tokenizer's special tokens.
+	w.Set("tokenizer.ggml.model", "gpt2")
+	w.Set("tokenizer.ggml.pre", pre)
+	w.Set("tokenizer.ggml.tokens", tokens)
+	w.Set("tokenizer.ggml.token_type", types)
+	w.Set("tokenizer.ggml.merges", merges)
+	return addSpecials(w, m)
+}
+
+// addSentencePiece writes a byte-fallback BPE tokenizer.json as llama.cpp's
+// converter writes a SentencePiece model: tokenizer.ggml.model "llama",
+// the unknown token UNKNOWN and <0xXX> tokens BYTE, and each token's score
+// minus the rank of the first merge that makes it (the scores the merges
+// were made from order them so), so that merging the highest-scoring pair
+// is merging by the file's ranks.
+func addSentencePiece(w *gguf.Writer, m *convert.Model, tokens []string, types []int32, merges []string, unk string, spacePrefix bool) error {
+	ids := map[string]int{}
+	for id, tok := range tokens {
+		ids[tok] = id
+	}
+	scores := make([]float32, len(tokens))
+	for id := range scores {
+		scores[id] = -float32(len(merges) + id) // made by no merge
+	}
+	for rank := len(merges) - 1; rank >= 0; rank-- {
+		if id, ok := ids[strings.Replace(merges[rank], " ", "", 1)]; ok {
+			scores[id] = -float32(rank)
+		}
+	}
+	for id, tok := range tokens {
+		switch {
+		case types[id] != 1:
+			scores[id] = 0
+		case tok == unk:
+			types[id], scores[id] = 2, 0 // UNKNOWN
+		case len(tok) == 6 && strings.HasPrefix(tok, "<0x") && strings.HasSuffix(tok, ">"):
+			types[id], scores[id] = 6, 0 // BYTE
+		}
+	}
+	w.Set("tokenizer.ggml.model", "llama")
+	w.Set("tokenizer.ggml.tokens", tokens)
+	w.Set("tokenizer.ggml.scores", scores)
+	w.Set("tokenizer.ggml.token_type", types)
+	w.Set("tokenizer.ggml.add_space_prefix", spacePrefix)
+	return addSpecials(w, m)
+}
+
+// addSpecials writes the bos and eos ids and whether the tokenizer adds
+// them: the tokens the post-processor puts before and after a text that
+// holds neither, as llama.cpp's converter reads them from the tokenizer's
+// special tokens.
+func addSpecials(w *gguf.Writer, m *convert.Model) error {
+	c := m.Config
 	bos, eos := c.BOSTokenID, -1
 	if len(c.EOSTokenIDs) > 0 {
 		eos = c.EOSTokenIDs[0]
@@ -215,11 +270,6 @@ func addTokenizer(w *gguf.Writer, m *convert.Model, pre string) error {
 	} else if i != 0 {
 		return fmt.Errorf("tokenizer.json adds %d tokens around a text; this writer knows bos and eos only", i)
 	}
-	w.Set("tokenizer.ggml.model", "gpt2")
-	w.Set("tokenizer.ggml.pre", pre)
-	w.Set("tokenizer.ggml.tokens", tokens)
-	w.Set("tokenizer.ggml.token_type", types)
-	w.Set("tokenizer.ggml.merges", merges)
 	if bos >= 0 {
 		w.Set("tokenizer.ggml.bos_token_id", uint32(bos))
 	}
