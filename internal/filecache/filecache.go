@@ -5,6 +5,8 @@ package filecache
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -56,20 +58,61 @@ func (c *Cache) Remove() {
 	c.dir, c.paths = "", nil
 }
 
+// SharedPacksEnv names a directory where Pack keeps its packs across test
+// binaries: the emulated arm runs (make test-arm64) take the packs a
+// native run converted, as a device takes packs made on a host, instead
+// of converting them again under emulation.
+const SharedPacksEnv = "SIPACK_TEST_PACKS"
+
 // Pack returns a pack of the model in dir converted with opt, converted
-// once per distinct opt. ok is false, and nothing converted, when opt holds
-// pointers (Order, Progress, Warnings): an address is no key, since a
-// later test's may reuse a freed one.
+// once per distinct opt (once per directory with SharedPacksEnv set). ok
+// is false, and nothing converted, when opt holds pointers (Order,
+// Progress, Warnings): an address is no key, since a later test's may
+// reuse a freed one.
 func (c *Cache) Pack(t testing.TB, dir string, opt convert.Options) (path string, ok bool) {
 	t.Helper()
 	if opt.Order != nil || opt.Progress != nil || opt.Warnings != nil {
 		return "", false
 	}
 	opt.ModelDir = dir
-	return c.Get(t, fmt.Sprintf("%#v", opt), func(out string) {
+	key := fmt.Sprintf("%#v", opt)
+	return c.Get(t, key, func(out string) {
+		shared := ""
+		if d := os.Getenv(SharedPacksEnv); d != "" {
+			sum := sha256.Sum256([]byte(key))
+			shared = filepath.Join(d, hex.EncodeToString(sum[:12])+c.Ext)
+			if b, err := os.ReadFile(shared); err == nil {
+				if err := os.WriteFile(out, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+		}
 		opt.Output = out
 		if _, err := convert.Convert(context.Background(), opt); err != nil {
 			t.Fatal(err)
 		}
+		if shared != "" {
+			if err := copyFile(out, shared); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}), true
+}
+
+// copyFile writes src's bytes to dst through a temporary file renamed into
+// place, so that a reader never sees a partial pack.
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	tmp := dst + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst)
 }
