@@ -286,8 +286,9 @@ loadtest: build
 # ---- CUDA (build tag cuda; see backend/cuda) ----
 # The kernels are compiled by nvcc into one fatbin, committed and embedded:
 # SASS for sm_87 (Jetson Orin) and sm_90 (H100/H200), PTX for compute_80 so
-# newer GPUs JIT it. nvcc's output is deterministic, so cuda-check can tell
-# a stale fatbin. Debian's toolkit: .ci/cuda-toolkit.sh.
+# newer GPUs JIT it. Its stamp, written beside it, holds the hashes of the
+# source and of the fatbin and the flags, so cuda-check tells a stale
+# fatbin without compiling it again. Debian's toolkit: .ci/cuda-toolkit.sh.
 NVCC       ?= nvcc
 CUDA_DIR   := backend/cuda/kernels
 CUDA_ARCH  ?= -gencode arch=compute_87,code=sm_87 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=compute_80
@@ -295,21 +296,25 @@ CUDA_FLAGS := -fatbin -O3 -std=c++14 $(CUDA_ARCH)
 
 cuda-kernels: $(CUDA_DIR)/sipack.fatbin
 
+CUDA_STAMP = printf '%s\n' "sipack.cu $$(sha256sum < $(CUDA_DIR)/sipack.cu | cut -d' ' -f1)" \
+	"sipack.fatbin $$(sha256sum < $(CUDA_DIR)/sipack.fatbin | cut -d' ' -f1)" 'nvcc $(CUDA_FLAGS)'
+
 $(CUDA_DIR)/sipack.fatbin: $(CUDA_DIR)/sipack.cu
 	$(NVCC) $(CUDA_FLAGS) -o $@.tmp $< && mv $@.tmp $@
+	$(CUDA_STAMP) > $(CUDA_DIR)/sipack.fatbin.stamp
 
 # What CI runs for the GPU code on a machine without a GPU: the toolkit
-# (installed when missing), the kernels compiled and compared with the
-# committed fatbin, the tagged packages vetted and built, their tests
+# (installed when missing), the committed fatbin checked against its stamp
+# (the build of this sipack.cu with these flags), the tagged packages
+# vetted and built, their tests
 # compiled, the same tests run with the kernels in the CPU emulator (build
 # tag cudaemu: sipack.cu compiled as C++, blocks' threads as fibers; about
 # a minute), and the default sirun checked to link no CUDA.
 cuda-check:
 	./.ci/cuda-toolkit.sh
 	@mkdir -p $(BIN)
-	$(NVCC) $(CUDA_FLAGS) -o $(BIN)/sipack.fatbin.check $(CUDA_DIR)/sipack.cu
-	@cmp -s $(BIN)/sipack.fatbin.check $(CUDA_DIR)/sipack.fatbin || \
-	  { echo "cuda-check: $(CUDA_DIR)/sipack.fatbin is not the build of sipack.cu: run make cuda-kernels and commit it"; exit 1; }
+	@$(CUDA_STAMP) | cmp -s - $(CUDA_DIR)/sipack.fatbin.stamp || \
+	  { echo "cuda-check: $(CUDA_DIR)/sipack.fatbin is not the build of sipack.cu with these flags (its stamp differs): run make cuda-kernels and commit both"; exit 1; }
 	$(GO) vet -tags cuda ./...
 	$(GO) build -tags cuda -o $(BIN)/sirun-cuda.check ./cmd/sirun
 	$(GO) test -tags cuda -c -o $(BIN)/cuda.test.check ./backend/cuda
@@ -318,7 +323,7 @@ cuda-check:
 	$(GO) test -count=1 -tags cudaemu ./backend/cuda ./devicecheck
 	@if $(GO) list -deps ./cmd/sirun | grep -q 'gorgonia.org/cu'; then echo "cuda-check: the default sirun links gorgonia.org/cu"; exit 1; fi
 	@echo "cuda-check: ok (the default sirun links no CUDA)"
-	@rm -f $(BIN)/sipack.fatbin.check $(BIN)/sirun-cuda.check $(BIN)/cuda.test.check $(BIN)/devicecheck.test.check
+	@rm -f $(BIN)/sirun-cuda.check $(BIN)/cuda.test.check $(BIN)/devicecheck.test.check
 
 # build-cuda builds for this machine, or with GOARCH=arm64 on an x86 host
 # cross-builds for linux/arm64 (a Jetson: docs/jetson.md) with Debian's
