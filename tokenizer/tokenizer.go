@@ -103,7 +103,7 @@ func Load(data []byte) (*Tokenizer, error) {
 	}
 	t := &Tokenizer{cache: map[string][]int{}, runeToByte: map[rune]byte{}}
 	if raw.Model.Type != "BPE" {
-		return nil, fmt.Errorf("tokenizer.json: unsupported model type %q (only byte-level BPE)", raw.Model.Type)
+		return nil, fmt.Errorf("tokenizer.json: unsupported model type %q (sipack reads BPE: byte-level or SentencePiece-style)", raw.Model.Type)
 	}
 	if (raw.Model.Continuing != nil && *raw.Model.Continuing != "") || (raw.Model.EndOfWord != nil && *raw.Model.EndOfWord != "") {
 		return nil, fmt.Errorf("tokenizer.json: subword prefixes/suffixes are not supported")
