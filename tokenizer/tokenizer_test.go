@@ -128,6 +128,8 @@ func FuzzEncode(f *testing.F) {
 func FuzzLoad(f *testing.F) {
 	f.Add([]byte(`{"model":{"type":"BPE","vocab":{"a":0},"merges":["a a"]},"pre_tokenizer":{"type":"ByteLevel"},"decoder":{"type":"ByteLevel"}}`))
 	f.Add([]byte(`{"added_tokens":[{"id":5,"content":"<x>"}],"model":{"type":"BPE","vocab":{"!":0},"merges":[["!","!"]]}}`))
+	f.Add([]byte(`{"normalizer":{"type":"Sequence","normalizers":[{"type":"Prepend","prepend":"▁"},{"type":"Replace","pattern":{"String":" "},"content":"▁"}]},"decoder":{"type":"Sequence","decoders":[{"type":"Replace","pattern":{"String":"▁"},"content":" "},{"type":"ByteFallback"},{"type":"Fuse"}]},"model":{"type":"BPE","byte_fallback":true,"unk_token":"<unk>","fuse_unk":true,"vocab":{"<unk>":0,"▁":1,"a":2,"▁a":3,"<0x41>":4},"merges":["▁ a"]}}`))
+	f.Add([]byte(`{"pre_tokenizer":{"type":"Metaspace","replacement":"▁","prepend_scheme":"first","split":true},"decoder":{"type":"Metaspace","replacement":"▁"},"model":{"type":"BPE","byte_fallback":true,"vocab":{"▁":0,"a":1,"▁a":2},"merges":[["▁","a"]]}}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		if tk, err := Load(raw); err == nil {
 			tk.Decode(tk.Encode("some text 12", true))
