@@ -17,6 +17,12 @@ import (
 // unless told otherwise.
 const DefaultCalibrate = 16
 
+// CalibrationFollowers is how many of the tokens that followed each
+// calibration prompt count: a pass costs the text's length, and past the
+// first 32 the curves' held-out effect is within the spread between
+// prompt samples (docs/DESIGN.md, Layer budgets).
+const CalibrationFollowers = 32
+
 // CalibrationFractions are the loaded fractions at which Calibrate
 // measures each layer.
 var CalibrationFractions = []float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9}

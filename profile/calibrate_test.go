@@ -165,3 +165,29 @@ func refNLL(logits []float32, target int) float64 {
 	}
 	return math.Log(z) - float64(logits[target]-m)
 }
+
+// TestCalibrationCountsFirstFollowers: the calibration counts at most
+// CalibrationFollowers tokens after each prompt: a profile run that
+// generates more gives the curves of its prompt followed by the first
+// ones alone (the golden greedy tokens), and says so in the profile.
+func TestCalibrationCountsFirstFollowers(t *testing.T) {
+	m := testutil.LoadModel(t, testutil.PackOf(t, "../testdata/tinyllama", convert.Options{}), 1)
+	g := testutil.ReadGolden(t, "../testdata/tinyllama/golden.json")[0]
+	if len(g.Greedy32) < profile.CalibrationFollowers {
+		t.Fatalf("the golden file has %d greedy tokens, fewer than %d", len(g.Greedy32), profile.CalibrationFollowers)
+	}
+	p, err := profile.Run(context.Background(), m, "t", [][]int{g.InputIDs}, profile.RunOptions{GenTokens: profile.CalibrationFollowers + 8, Jobs: 1, Calibrate: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &profile.Profile{Layers: 6, Neurons: 768, Sums: p.Sums}
+	text := profile.Text{Tokens: slices.Concat(g.InputIDs, g.Greedy32[:profile.CalibrationFollowers]), From: len(g.InputIDs)}
+	if err := profile.Calibrate(context.Background(), m, want, []profile.Text{text}, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if p.SensitivityFollowers != profile.CalibrationFollowers || p.SensitivityDense != want.SensitivityDense ||
+		!slices.EqualFunc(p.Sensitivity, want.Sensitivity, slices.Equal) {
+		t.Fatalf("%d generated tokens: dense loss %v, followers %d; want %v over the first %d", profile.CalibrationFollowers+8,
+			p.SensitivityDense, p.SensitivityFollowers, want.SensitivityDense, profile.CalibrationFollowers)
+	}
+}

@@ -49,6 +49,9 @@ type Profile struct {
 	Sensitivity          [][]float64 `json:"sensitivity,omitempty"`
 	SensitivityDense     float64     `json:"sensitivity_dense,omitempty"`
 	SensitivityPrompts   int         `json:"sensitivity_prompts,omitempty"`
+	// SensitivityFollowers caps the tokens after each prompt the loss
+	// counted (CalibrationFollowers); 0 in files made before the cap.
+	SensitivityFollowers int `json:"sensitivity_followers,omitempty"`
 }
 
 // maxProfileBytes caps a profile file before it is parsed.
@@ -202,7 +205,7 @@ func Merge(a, b *Profile) (*Profile, error) {
 	out.Tokens += b.Tokens
 	// Calibrations of the same fractions average, each weighted by the
 	// prompts it ran; otherwise the merge has none (its order changed).
-	out.SensitivityFractions, out.Sensitivity, out.SensitivityDense, out.SensitivityPrompts = nil, nil, 0, 0
+	out.SensitivityFractions, out.Sensitivity, out.SensitivityDense, out.SensitivityPrompts, out.SensitivityFollowers = nil, nil, 0, 0, 0
 	if a.Sensitivity != nil && b.Sensitivity != nil && slices.Equal(a.SensitivityFractions, b.SensitivityFractions) {
 		wa := 0.5
 		if n := a.SensitivityPrompts + b.SensitivityPrompts; n > 0 {
@@ -212,6 +215,9 @@ func Merge(a, b *Profile) (*Profile, error) {
 		out.SensitivityFractions = slices.Clone(a.SensitivityFractions)
 		out.SensitivityDense = mix(a.SensitivityDense, b.SensitivityDense)
 		out.SensitivityPrompts = a.SensitivityPrompts + b.SensitivityPrompts
+		if a.SensitivityFollowers == b.SensitivityFollowers {
+			out.SensitivityFollowers = a.SensitivityFollowers
+		}
 		out.Sensitivity = make([][]float64, a.Layers)
 		for l := range out.Sensitivity {
 			out.Sensitivity[l] = make([]float64, len(a.SensitivityFractions))

@@ -164,7 +164,7 @@ func (r *resolver) get(spec string, calibrate bool) (*Profile, error) {
 		return nil, err
 	}
 	key := fmt.Sprintf("%s-p%d-s%d", man.Name, r.opt.MaxPrompts, r.opt.Seed)
-	calibrated := CachePath(r.hash, key+fmt.Sprintf("-c%d", DefaultCalibrate))
+	calibrated := CachePath(r.hash, key+fmt.Sprintf("-c%d-f%d", DefaultCalibrate, CalibrationFollowers))
 	cache := calibrated
 	if !calibrate {
 		if p, err := Read(calibrated); err == nil {

@@ -25,7 +25,8 @@ type RunOptions struct {
 	Follow [][]int
 	Jobs   int // prompts run concurrently, each on one thread (default 1)
 	// Calibrate, if > 0, also measures the profile's sensitivity curves
-	// (Calibrate) over the first Calibrate prompts and what followed each
+	// (Calibrate) over the first Calibrate prompts and the first
+	// CalibrationFollowers tokens of what followed each
 	// (the loss counts the followers), on Jobs threads.
 	Calibrate int
 	// CalibrationProgress, if set, is told after each calibration pass the
@@ -124,8 +125,9 @@ func Run(ctx context.Context, m *runner.Model, task string, prompts [][]int, opt
 				clear(s)
 			}
 			tokens += int64(ntoks[j])
-			if start+j < opt.Calibrate && len(workers[j].seq) > 0 {
-				texts = append(texts, Text{Tokens: append(slices.Clone(batch[j]), workers[j].seq...), From: len(batch[j])})
+			if seq := workers[j].seq; start+j < opt.Calibrate && len(seq) > 0 {
+				seq = seq[:min(len(seq), CalibrationFollowers)]
+				texts = append(texts, Text{Tokens: append(slices.Clone(batch[j]), seq...), From: len(batch[j])})
 			}
 			done++
 			if opt.Progress != nil {
@@ -153,6 +155,7 @@ func Run(ctx context.Context, m *runner.Model, task string, prompts [][]int, opt
 		if err := Calibrate(ctx, m, prof, texts, jobs, opt.CalibrationProgress); err != nil {
 			return nil, err
 		}
+		prof.SensitivityFollowers = CalibrationFollowers
 	}
 	return prof, nil
 }

@@ -32,7 +32,7 @@ var profileCmd = &cli.Command{
 		&cli.IntFlag{Name: "gen-tokens", Value: -1, Usage: "greedy tokens generated after each prompt (-1: the manifest's, 128)"},
 		&cli.StringFlag{Name: "continue", Value: "greedy", Usage: "what follows each prompt: greedy (the method's), stop (greedy up to the task's stop string) or reference (teacher-forced)"},
 		&cli.Uint64Flag{Name: "seed", Usage: "seed of the prompt sample"},
-		&cli.IntFlag{Name: "calibrate", Value: profile.DefaultCalibrate, Usage: "measure each layer's sensitivity over the first N prompts, for convert's layer budgets (0: none)"},
+		&cli.IntFlag{Name: "calibrate", Value: profile.DefaultCalibrate, Usage: "measure each layer's sensitivity over the first N prompts (the first 32 tokens after each), for convert's layer budgets (0: none)"},
 		&cli.IntFlag{Name: "parallel", Aliases: []string{"np"}, Value: runtime.NumCPU(), Usage: "prompts profiled at once"},
 		&cli.StringSliceFlag{Name: "manifests", Usage: "extra `DIR`s of task manifests"},
 		&cli.StringFlag{Name: "plot", Usage: "also draw the profile's concentration curves to this PNG `FILE`"},
@@ -240,7 +240,11 @@ func printSensitivity(p *profile.Profile) {
 		fmt.Println("sensitivity: not calibrated (sipack profile --calibrate N)")
 		return
 	}
-	fmt.Printf("sensitivity: loss per token of the text after %d prompts with one layer cut to a fraction of its neurons (dense %.4f):\n", p.SensitivityPrompts, p.SensitivityDense)
+	each := ""
+	if p.SensitivityFollowers > 0 {
+		each = fmt.Sprintf(" (at most %d tokens each)", p.SensitivityFollowers)
+	}
+	fmt.Printf("sensitivity: loss per token of the text after %d prompts%s with one layer cut to a fraction of its neurons (dense %.4f):\n", p.SensitivityPrompts, each, p.SensitivityDense)
 	fmt.Print("| layer |")
 	for _, f := range p.SensitivityFractions {
 		fmt.Printf(" %.0f %% |", 100*f)

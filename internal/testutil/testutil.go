@@ -54,7 +54,8 @@ func LoadModel(t testing.TB, path string, gamma float64) *runner.Model {
 type GoldenCase struct {
 	Prompt   string      `json:"prompt"`
 	InputIDs []int       `json:"input_ids"`
-	FFNAct   [][]float32 `json:"ffn_act"` // layer-2 input of down_proj, [token][neuron]
+	FFNAct   [][]float32 `json:"ffn_act"`   // layer-2 input of down_proj, [token][neuron]
+	Greedy32 []int       `json:"greedy_32"` // the first 32 greedy tokens after the prompt
 }
 
 // ReadGolden reads the cases of a golden.json.
