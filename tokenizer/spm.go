@@ -239,10 +239,7 @@ const spmCacheMax = 64
 // left. A heap keeps that linear-logarithmic in the word's length.
 func (t *Tokenizer) spmWord(word string) []int {
 	if len(word) <= spmCacheMax {
-		t.mu.Lock()
-		ids, ok := t.cache[word]
-		t.mu.Unlock()
-		if ok {
+		if ids, ok := t.cached(word); ok {
 			return ids
 		}
 	}
@@ -322,12 +319,7 @@ func (t *Tokenizer) spmWord(word string) []int {
 		}
 	}
 	if len(word) <= spmCacheMax {
-		t.mu.Lock()
-		if len(t.cache) > 1<<16 {
-			clear(t.cache)
-		}
-		t.cache[word] = ids
-		t.mu.Unlock()
+		t.remember(word, ids)
 	}
 	return ids
 }

@@ -410,12 +410,9 @@ func (t *Tokenizer) encodeOrdinary(s string, first, cont bool, ids *[]int) {
 
 // bpe encodes one pre-token.
 func (t *Tokenizer) bpe(piece string) []int {
-	t.mu.Lock()
-	if ids, ok := t.cache[piece]; ok {
-		t.mu.Unlock()
+	if ids, ok := t.cached(piece); ok {
 		return ids
 	}
-	t.mu.Unlock()
 
 	var sb strings.Builder
 	for i := 0; i < len(piece); i++ {
@@ -448,13 +445,27 @@ func (t *Tokenizer) bpe(piece string) []int {
 			ids[i] = t.vocab[s] // every symbol is a byte token or a merge result
 		}
 	}
+	t.remember(piece, ids)
+	return ids
+}
+
+// cached returns the ids the encode cache keeps for a word.
+func (t *Tokenizer) cached(word string) ([]int, bool) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	ids, ok := t.cache[word]
+	return ids, ok
+}
+
+// remember keeps a word's ids, starting over past 65536 words so that
+// the cache stays bounded whatever the text.
+func (t *Tokenizer) remember(word string, ids []int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if len(t.cache) > 1<<16 {
 		clear(t.cache)
 	}
-	t.cache[piece] = ids
-	t.mu.Unlock()
-	return ids
+	t.cache[word] = ids
 }
 
 // TokenBytes returns the bytes a token stands for. Streaming output

@@ -12,7 +12,8 @@ import (
 	"unicode/utf8"
 )
 
-func loadGz(t *testing.T, path string) *Tokenizer {
+// gunzip returns the bytes of a gzipped file.
+func gunzip(t testing.TB, path string) []byte {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -27,7 +28,12 @@ func loadGz(t *testing.T, path string) *Tokenizer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tk, err := Load(data)
+	return data
+}
+
+func loadGz(t *testing.T, path string) *Tokenizer {
+	t.Helper()
+	tk, err := Load(gunzip(t, path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,19 +113,7 @@ func spmVariant(t *testing.T, base []byte, name string) *Tokenizer {
 // HuggingFace's tokenizers library (testdata/vocab/make_expected_spm.mjs),
 // and that decoding gives the text back.
 func TestSentencePieceVocabulary(t *testing.T) {
-	f, err := os.Open("../testdata/vocab/spm.tokenizer.json.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, err := io.ReadAll(zr)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	base := gunzip(t, "../testdata/vocab/spm.tokenizer.json.gz")
 	ef, err := os.Open("../testdata/vocab/expected_spm.jsonl")
 	if err != nil {
 		t.Fatal(err)
@@ -178,20 +172,7 @@ func TestSentencePieceVocabulary(t *testing.T) {
 // of its own where the joint encoding would change the prefix's tokens,
 // and a space in the text is still one.
 func TestSentencePieceContinuation(t *testing.T) {
-	f, err := os.Open("../testdata/vocab/spm.tokenizer.json.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tk := spmVariant(t, base, "prepend")
+	tk := spmVariant(t, gunzip(t, "../testdata/vocab/spm.tokenizer.json.gz"), "prepend")
 	for _, c := range []struct{ prefix, text string }{
 		{"Q: Who made the heaven?\nA:", " God"}, // joint: the prefix's tokens stay
 		{"Hel", "lo world"},                     // joint "▁Hello" changes the prefix's "▁Hel"
@@ -208,24 +189,7 @@ func TestSentencePieceContinuation(t *testing.T) {
 // behind the one space the normaliser puts before it; invalid UTF-8 is
 // encoded (byte tokens) without a panic.
 func FuzzEncodeSentencePiece(f *testing.F) {
-	zf, err := os.Open("../testdata/vocab/spm.tokenizer.json.gz")
-	if err != nil {
-		f.Fatal(err)
-	}
-	zr, err := gzip.NewReader(zf)
-	if err != nil {
-		f.Fatal(err)
-	}
-	base, err := io.ReadAll(zr)
-	zf.Close()
-	if err != nil {
-		f.Fatal(err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(base, &doc); err != nil {
-		f.Fatal(err)
-	}
-	tk, err := Load(base)
+	tk, err := Load(gunzip(f, "../testdata/vocab/spm.tokenizer.json.gz"))
 	if err != nil {
 		f.Fatal(err)
 	}
