@@ -161,7 +161,7 @@ func TestProfileAndRankedConvert(t *testing.T) {
 		names = append(names, filepath.Base(f))
 	}
 	slices.Sort(names)
-	if want := []string{"lm-p2-s0.prof", "qa-p2-s0.prof", "translate-p2-s0-c16.prof"}; !slices.Equal(names, want) {
+	if want := []string{"lm-p2-s0.prof", "qa-p2-s0.prof", "translate-p2-s0-c16-f32.prof"}; !slices.Equal(names, want) {
 		t.Errorf("cached profiles %q, want %q", names, want)
 	}
 	_, e, _ = run(t, "convert", tiny, "--route", "none", "--profile", "translate", "--max-prompts", "2", "-o", pack2)
