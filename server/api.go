@@ -133,7 +133,7 @@ func (s *Server) completionLogprobs(res *Result) any {
 // strings) to biases in [−100, 100] (absent or null: none). The ids are
 // checked against the vocabulary when the request is prepared.
 func parseLogitBias(raw json.RawMessage) (map[int]float32, error) {
-	if len(raw) == 0 || string(raw) == "null" {
+	if isNull(raw) {
 		return nil, nil
 	}
 	var m map[string]json.RawMessage
@@ -257,9 +257,10 @@ func (p *params) request(ctx int) (Request, error) {
 // prepare validates a request's prompt length and max tokens.
 func (s *Server) prepare(r *Request, prompt []int) error {
 	ctx := s.e.Ctx()
+	vocab := s.e.opt.Model.Config.VocabSize
 	for id := range r.LogitBias {
-		if v := s.e.opt.Model.Config.VocabSize; id >= v {
-			return fieldErr("logit_bias", "logit_bias names token %d; the vocabulary has %d", id, v)
+		if id >= vocab {
+			return fieldErr("logit_bias", "logit_bias names token %d; the vocabulary has %d", id, vocab)
 		}
 	}
 	if len(prompt) == 0 {

@@ -320,13 +320,8 @@ func (s *Slot) Generate(ctx context.Context, r Request) (*Result, error) {
 		}
 		counts[tok]++
 		out.WriteString(stream.Push(s.e.Tok.TokenBytes(tok)))
-		if cut, ok := findStop(out.String(), sent, r.Stop); ok {
-			for _, st := range r.Stop {
-				if strings.HasPrefix(out.String()[cut:], st) {
-					res.StopWord = st
-					break
-				}
-			}
+		if cut, word := findStop(out.String(), sent, r.Stop); cut >= 0 {
+			res.StopWord = word
 			text := out.String()[:cut]
 			out.Reset()
 			out.WriteString(text)
@@ -364,17 +359,18 @@ func (s *Slot) Generate(ctx context.Context, r Request) (*Result, error) {
 	return res, nil
 }
 
-// findStop finds the first stop string in text[from:]. None can start
-// before from: text is only passed on when no suffix of it begins a stop.
-func findStop(text string, from int, stops []string) (int, bool) {
-	best := -1
+// findStop finds the first stop string in text[from:] (the one listed
+// first where two start together): where it starts and which it is, or
+// −1. None can start before from: text is only passed on when no suffix
+// of it begins a stop.
+func findStop(text string, from int, stops []string) (cut int, word string) {
+	cut = -1
 	for _, st := range stops {
-		lo := from
-		if i := strings.Index(text[lo:], st); i >= 0 && (best < 0 || lo+i < best) {
-			best = lo + i
+		if i := strings.Index(text[from:], st); i >= 0 && (cut < 0 || from+i < cut) {
+			cut, word = from+i, st
 		}
 	}
-	return best, best >= 0
+	return cut, word
 }
 
 // stopOverlap is the length of the longest suffix of text that is a proper
