@@ -205,8 +205,7 @@ func (g *ggufSource) tokenizerJSON() ([]byte, error) {
 		}
 		postProc = map[string]any{"type": "TemplateProcessing", "single": single, "special_tokens": specials}
 	}
-	var normalizer, preTok, decoder any
-	var unk any
+	var normalizer, preTok, decoder, unk any
 	if model == "llama" {
 		if merges, err = g.spmMerges(tokens, types); err != nil {
 			return nil, err

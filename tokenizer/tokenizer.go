@@ -152,6 +152,7 @@ func Load(data []byte) (*Tokenizer, error) {
 			return nil, err
 		}
 		t.spm.buildIDMerges(t.vocab, t.merges)
+		t.merges = nil // by ids from here on
 		return t, nil
 	}
 	if err := t.loadNormalizer(raw.Normalizer); err != nil {
